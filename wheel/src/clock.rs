@@ -1,0 +1,317 @@
+//! Clocks and the conversion between [`Instant`]s and wheel ticks.
+//!
+//! The core [`Wheel`](crate::Wheel) counts integer ticks and knows nothing of
+//! time. The layers above it read a [`Clock`] (the system's monotonic clock or
+//! a [`ManualClock`]) and convert with [`TickConv`]:
+//!
+//! - a deadline instant becomes the tick that *rounds up* (`ceil`), and
+//! - the current instant becomes the tick that *rounds down* (`floor`),
+//!
+//! so a timer fires only when `floor(now) >= ceil(deadline)`, which implies
+//! `now >= deadline`: never early, at most one tick late from rounding.
+
+use std::time::{Duration, Instant};
+
+use crate::sync::{lock, Mutex};
+
+/// A clock that only moves when told to, for tests and simulations.
+///
+/// Clones share one time line. Every [`Scheduler`](crate::Scheduler) and
+/// [`DelayQueue`](crate::DelayQueue) built with a clone is woken by
+/// [`advance`](ManualClock::advance), so a test can run "48 hours later" in
+/// microseconds.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use wheel::ManualClock;
+///
+/// let clock = ManualClock::new();
+/// let start = clock.now();
+/// clock.advance(Duration::from_secs(48 * 3600));
+/// assert_eq!(clock.now() - start, Duration::from_secs(48 * 3600));
+/// ```
+#[derive(Clone)]
+pub struct ManualClock {
+    inner: std::sync::Arc<ManualInner>,
+}
+
+struct ManualInner {
+    start: Instant,
+    state: Mutex<ManualState>,
+}
+
+struct ManualState {
+    offset: Duration,
+    listeners: Vec<std::sync::Weak<dyn Fn() + Send + Sync>>,
+}
+
+impl ManualClock {
+    /// Creates a clock that starts at the current instant and stays there
+    /// until [`advance`](ManualClock::advance) is called.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let clock = wheel::ManualClock::new();
+    /// assert_eq!(clock.now(), clock.now());
+    /// ```
+    pub fn new() -> ManualClock {
+        ManualClock {
+            inner: std::sync::Arc::new(ManualInner {
+                start: Instant::now(),
+                state: Mutex::new(ManualState {
+                    offset: Duration::ZERO,
+                    listeners: Vec::new(),
+                }),
+            }),
+        }
+    }
+
+    /// The clock's current instant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = wheel::ManualClock::new();
+    /// let t0 = clock.now();
+    /// clock.advance(Duration::from_millis(5));
+    /// assert_eq!(clock.now(), t0 + Duration::from_millis(5));
+    /// ```
+    pub fn now(&self) -> Instant {
+        let offset = lock(&self.inner.state).offset;
+        self.inner.start + offset
+    }
+
+    /// Moves time forward by `by` and wakes every scheduler and delay queue
+    /// that uses this clock. Saturates instead of overflowing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = wheel::ManualClock::new();
+    /// let t0 = clock.now();
+    /// clock.advance(Duration::from_secs(1));
+    /// clock.advance(Duration::from_secs(2));
+    /// assert_eq!(clock.now() - t0, Duration::from_secs(3));
+    /// ```
+    pub fn advance(&self, by: Duration) {
+        let listeners: Vec<_> = {
+            let mut state = lock(&self.inner.state);
+            let max = max_offset(self.inner.start);
+            state.offset = state.offset.saturating_add(by).min(max);
+            state.listeners.retain(|w| w.strong_count() > 0);
+            state.listeners.iter().filter_map(|w| w.upgrade()).collect()
+        };
+        // Call outside the lock: a listener may read the clock.
+        for wake in listeners {
+            wake();
+        }
+    }
+
+    /// Registers a function called after every [`advance`](Self::advance).
+    /// The clock holds it weakly: dropping the `Arc` unregisters it.
+    pub(crate) fn on_advance(&self, wake: &std::sync::Arc<dyn Fn() + Send + Sync>) {
+        lock(&self.inner.state)
+            .listeners
+            .push(std::sync::Arc::downgrade(wake));
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        ManualClock::new()
+    }
+}
+
+impl std::fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManualClock")
+            .field("now", &self.now())
+            .finish()
+    }
+}
+
+/// The largest offset that can be added to `start` without overflowing
+/// `Instant` (found by halving; computed only on `advance`).
+fn max_offset(start: Instant) -> Duration {
+    let mut hi = Duration::MAX;
+    if start.checked_add(hi).is_some() {
+        return hi;
+    }
+    let mut lo = Duration::ZERO;
+    // Invariant: start + lo fits, start + hi does not.
+    while hi - lo > Duration::from_nanos(1) {
+        let mid = lo + (hi - lo) / 2;
+        if start.checked_add(mid).is_some() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Where time comes from: the system's monotonic clock or a [`ManualClock`].
+#[derive(Clone, Debug, Default)]
+pub(crate) enum Clock {
+    /// `Instant::now()`.
+    #[default]
+    System,
+    /// A shared manual time line.
+    Manual(ManualClock),
+}
+
+#[allow(dead_code)]
+impl Clock {
+    /// The current instant of this clock.
+    pub(crate) fn now(&self) -> Instant {
+        match self {
+            Clock::System => Instant::now(),
+            Clock::Manual(m) => m.now(),
+        }
+    }
+
+    /// The manual clock, if this is one.
+    pub(crate) fn manual(&self) -> Option<&ManualClock> {
+        match self {
+            Clock::System => None,
+            Clock::Manual(m) => Some(m),
+        }
+    }
+}
+
+/// Converts between instants and ticks of a fixed length from an origin.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TickConv {
+    origin: Instant,
+    tick_nanos: u64,
+}
+
+#[allow(dead_code)]
+impl TickConv {
+    /// A converter whose tick 0 starts at `origin`. `tick` must be at least
+    /// one nanosecond and at most `u64::MAX` nanoseconds; callers validate
+    /// this and report a typed error (see [`TickConv::validate`]).
+    pub(crate) fn new(origin: Instant, tick: Duration) -> TickConv {
+        let tick_nanos = u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1);
+        TickConv { origin, tick_nanos }
+    }
+
+    /// `true` if `tick` is usable as a tick length (non-zero, fits in u64 ns).
+    pub(crate) fn validate(tick: Duration) -> bool {
+        !tick.is_zero() && u64::try_from(tick.as_nanos()).is_ok()
+    }
+
+    /// The tick length.
+    pub(crate) fn tick(&self) -> Duration {
+        Duration::from_nanos(self.tick_nanos)
+    }
+
+    /// The tick that contains `now` (rounded down): what the wheel may be
+    /// advanced to at that instant.
+    pub(crate) fn now_tick(&self, now: Instant) -> u64 {
+        let nanos = now.saturating_duration_since(self.origin).as_nanos();
+        floor_ticks(nanos, self.tick_nanos)
+    }
+
+    /// The first tick at or after `at` (rounded up): a timer for `at` put at
+    /// this tick never fires before `at`.
+    pub(crate) fn deadline_tick(&self, at: Instant) -> u64 {
+        let nanos = at.saturating_duration_since(self.origin).as_nanos();
+        ceil_ticks(nanos, self.tick_nanos)
+    }
+
+    /// The deadline tick for `now + delay`; `u64::MAX` (never) if the sum
+    /// overflows `Instant`.
+    pub(crate) fn delay_tick(&self, now: Instant, delay: Duration) -> u64 {
+        match now.checked_add(delay) {
+            Some(at) => self.deadline_tick(at),
+            None => u64::MAX,
+        }
+    }
+
+    /// The instant at which tick `tick` starts, or `None` past the range of
+    /// `Instant`.
+    pub(crate) fn instant_of(&self, tick: u64) -> Option<Instant> {
+        let nanos = u128::from(tick) * u128::from(self.tick_nanos);
+        let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+        let sub = (nanos % 1_000_000_000) as u32;
+        self.origin.checked_add(Duration::new(secs, sub))
+    }
+}
+
+/// `nanos / tick`, rounded down, saturating at `u64::MAX`.
+pub(crate) fn floor_ticks(nanos: u128, tick_nanos: u64) -> u64 {
+    u64::try_from(nanos / u128::from(tick_nanos)).unwrap_or(u64::MAX)
+}
+
+/// `nanos / tick`, rounded up, saturating at `u64::MAX`.
+pub(crate) fn ceil_ticks(nanos: u128, tick_nanos: u64) -> u64 {
+    u64::try_from(nanos.div_ceil(u128::from(tick_nanos))).unwrap_or(u64::MAX)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_boundaries() {
+        assert_eq!(floor_ticks(0, 1000), 0);
+        assert_eq!(ceil_ticks(0, 1000), 0);
+        assert_eq!(floor_ticks(999, 1000), 0);
+        assert_eq!(ceil_ticks(999, 1000), 1);
+        assert_eq!(floor_ticks(1000, 1000), 1);
+        assert_eq!(ceil_ticks(1000, 1000), 1);
+        assert_eq!(ceil_ticks(1001, 1000), 2);
+        assert_eq!(floor_ticks(u128::MAX, 1), u64::MAX);
+        assert_eq!(ceil_ticks(u128::MAX, 1), u64::MAX);
+        assert_eq!(ceil_ticks(u128::from(u64::MAX), 1), u64::MAX);
+    }
+
+    #[test]
+    fn never_early_after_round_trip() {
+        let origin = Instant::now();
+        let conv = TickConv::new(origin, Duration::from_micros(1500));
+        for ns in [0u64, 1, 1_499_999, 1_500_000, 1_500_001, 7_777_777] {
+            let at = origin + Duration::from_nanos(ns);
+            let tick = conv.deadline_tick(at);
+            // The instant at which this tick is reached is not before `at`.
+            assert!(conv.instant_of(tick).unwrap() >= at);
+            // Being in that tick means the deadline passed.
+            assert_eq!(conv.now_tick(conv.instant_of(tick).unwrap()), tick);
+        }
+    }
+
+    #[test]
+    fn overflowing_delay_never_fires() {
+        let origin = Instant::now();
+        let conv = TickConv::new(origin, Duration::from_millis(1));
+        assert_eq!(conv.delay_tick(origin, Duration::MAX), u64::MAX);
+        assert!(conv.deadline_tick(origin) == 0);
+        assert!(!TickConv::validate(Duration::ZERO));
+        assert!(TickConv::validate(Duration::from_nanos(1)));
+    }
+
+    #[test]
+    fn manual_clock_saturates_and_notifies() {
+        let clock = ManualClock::new();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let h = hits.clone();
+        let listener: std::sync::Arc<dyn Fn() + Send + Sync> = std::sync::Arc::new(move || {
+            h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        clock.on_advance(&listener);
+        let t0 = clock.now();
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        clock.advance(Duration::MAX);
+        assert!(clock.now() > t0);
+        drop(listener);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+}
