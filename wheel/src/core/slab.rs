@@ -1,0 +1,345 @@
+//! Entry storage: a slab of nodes with a free list and generational keys.
+//!
+//! Invariants:
+//! - An index is either occupied (a [`Node`]) or vacant. Vacant indices that
+//!   may be reused form a singly linked free list through `next_free`.
+//! - Every index has a generation. A key `(index, gen)` names a live timer
+//!   iff the index is occupied with exactly that generation. Freeing bumps
+//!   the generation, so old keys stop matching; a slot whose generation would
+//!   wrap is retired (never reused) instead, so a key can never alias a later
+//!   timer.
+//! - Indices past the end of the vector (after `shrink_to_fit`) start at a
+//!   generation above every generation ever handed out, for the same reason.
+//! - `u32::MAX` is never a valid index: it is the list terminator [`NIL`].
+
+use std::num::NonZeroU8;
+
+/// The "no entry" index that ends every list.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// Where an occupied node is linked: a level's slot list or the ready list.
+///
+/// Stored as a `NonZeroU8` so that `Entry` needs no separate discriminant
+/// (the zero value is the niche), keeping a `u64` payload entry at 32 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Loc(NonZeroU8);
+
+impl Loc {
+    /// The ready list: due entries waiting to be returned by `poll`.
+    pub(crate) const READY: Loc = Loc(match NonZeroU8::new(u8::MAX) {
+        Some(v) => v,
+        None => unreachable!(),
+    });
+
+    /// A level's slot list (levels 0..=63).
+    pub(crate) fn level(level: usize) -> Loc {
+        debug_assert!(level < 64);
+        Loc(NonZeroU8::new(level as u8 + 1).unwrap_or(NonZeroU8::MIN))
+    }
+
+    /// The level, or `None` for the ready list.
+    pub(crate) fn as_level(self) -> Option<usize> {
+        if self == Loc::READY {
+            None
+        } else {
+            Some(usize::from(self.0.get() - 1))
+        }
+    }
+}
+
+/// An occupied entry: the user's value plus its links.
+#[derive(Debug)]
+pub(crate) struct Node<T> {
+    pub(crate) value: T,
+    /// The effective deadline (tick).
+    pub(crate) when: u64,
+    pub(crate) next: u32,
+    pub(crate) prev: u32,
+    pub(crate) gen: u32,
+    pub(crate) loc: Loc,
+}
+
+#[derive(Debug)]
+pub(crate) enum Entry<T> {
+    Occupied(Node<T>),
+    Vacant {
+        /// Next index of the free list (or [`NIL`]).
+        next_free: u32,
+        /// The generation the next occupant gets; `None` if retired.
+        gen: Option<u32>,
+    },
+}
+
+/// The slab of timer entries.
+#[derive(Debug)]
+pub(crate) struct Slab<T> {
+    entries: Vec<Entry<T>>,
+    free_head: u32,
+    len: usize,
+    /// The generation a never-used index starts at.
+    fresh_gen: u32,
+    /// The highest generation ever handed out.
+    max_gen: u32,
+}
+
+impl<T> Slab<T> {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Slab {
+            entries: Vec::with_capacity(capacity),
+            free_head: NIL,
+            len: 0,
+            fresh_gen: 0,
+            max_gen: 0,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Number of indices the slab has allocated room for.
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries.capacity()
+    }
+
+    /// Stores a new node (unlinked, `loc` set by the caller later) and
+    /// returns its index and generation.
+    ///
+    /// # Panics
+    ///
+    /// If `u32::MAX - 1` indices are in use at once (about 128 GiB of
+    /// entries): the index space is exhausted.
+    pub(crate) fn insert(&mut self, value: T, when: u64, loc: Loc) -> (u32, u32) {
+        let (index, gen) = if self.free_head != NIL {
+            let index = self.free_head;
+            match self.entries[index as usize] {
+                Entry::Vacant {
+                    next_free,
+                    gen: Some(gen),
+                } => {
+                    self.free_head = next_free;
+                    (index, gen)
+                }
+                // Only reusable vacant entries are on the free list.
+                _ => unreachable!("free list points at a non-reusable entry"),
+            }
+        } else {
+            let index = u32::try_from(self.entries.len())
+                .ok()
+                .filter(|&i| i != NIL)
+                .expect("wheel: more than u32::MAX - 1 timers pending at once");
+            self.entries.push(Entry::Vacant {
+                next_free: NIL,
+                gen: Some(self.fresh_gen),
+            });
+            (index, self.fresh_gen)
+        };
+        self.max_gen = self.max_gen.max(gen);
+        self.entries[index as usize] = Entry::Occupied(Node {
+            value,
+            when,
+            next: NIL,
+            prev: NIL,
+            gen,
+            loc,
+        });
+        self.len += 1;
+        (index, gen)
+    }
+
+    /// Frees an occupied index (the caller unlinked it) and returns its node.
+    pub(crate) fn remove(&mut self, index: u32) -> Node<T> {
+        let (next_free, gen) = match &self.entries[index as usize] {
+            Entry::Occupied(node) => match node.gen.checked_add(1) {
+                Some(g) => (self.free_head, Some(g)),
+                None => (NIL, None),
+            },
+            Entry::Vacant { .. } => unreachable!("removing a vacant entry"),
+        };
+        let old = std::mem::replace(
+            &mut self.entries[index as usize],
+            Entry::Vacant { next_free, gen },
+        );
+        if gen.is_some() {
+            self.free_head = index;
+        }
+        self.len -= 1;
+        match old {
+            Entry::Occupied(node) => node,
+            Entry::Vacant { .. } => unreachable!(),
+        }
+    }
+
+    /// The live node that `(index, gen)` names, if any.
+    pub(crate) fn get_key(&self, index: u32, gen: u32) -> Option<&Node<T>> {
+        match self.entries.get(index as usize) {
+            Some(Entry::Occupied(node)) if node.gen == gen => Some(node),
+            _ => None,
+        }
+    }
+
+    /// The live node that `(index, gen)` names, if any.
+    pub(crate) fn get_key_mut(&mut self, index: u32, gen: u32) -> Option<&mut Node<T>> {
+        match self.entries.get_mut(index as usize) {
+            Some(Entry::Occupied(node)) if node.gen == gen => Some(node),
+            _ => None,
+        }
+    }
+
+    /// The node at an index known to be occupied.
+    pub(crate) fn node(&self, index: u32) -> &Node<T> {
+        match &self.entries[index as usize] {
+            Entry::Occupied(node) => node,
+            Entry::Vacant { .. } => unreachable!("linked index {index} is vacant"),
+        }
+    }
+
+    /// The node at an index known to be occupied.
+    pub(crate) fn node_mut(&mut self, index: u32) -> &mut Node<T> {
+        match &mut self.entries[index as usize] {
+            Entry::Occupied(node) => node,
+            Entry::Vacant { .. } => unreachable!("linked index {index} is vacant"),
+        }
+    }
+
+    /// The first occupied index at or after `from`.
+    pub(crate) fn next_occupied(&self, from: usize) -> Option<u32> {
+        self.entries
+            .get(from..)?
+            .iter()
+            .position(|e| matches!(e, Entry::Occupied(_)))
+            .map(|i| (from + i) as u32)
+    }
+
+    /// Releases trailing vacant indices and spare capacity. Indices freed
+    /// here start above every generation handed out so far when reused.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        let keep = self
+            .entries
+            .iter()
+            .rposition(|e| matches!(e, Entry::Occupied(_)))
+            .map_or(0, |i| i + 1);
+        if keep < self.entries.len() {
+            self.entries.truncate(keep);
+            self.fresh_gen = self.max_gen.saturating_add(1);
+        }
+        // Rebuild the free list in ascending order so low indices are reused
+        // first and the slab stays compact.
+        self.free_head = NIL;
+        for i in (0..self.entries.len()).rev() {
+            if let Entry::Vacant {
+                next_free,
+                gen: Some(_),
+            } = &mut self.entries[i]
+            {
+                *next_free = self.free_head;
+                self.free_head = i as u32;
+            }
+        }
+        self.entries.shrink_to_fit();
+    }
+
+    /// Checks the free list and the count (for tests and fuzzing).
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let occupied = self
+            .entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Occupied(_)))
+            .count();
+        if occupied != self.len {
+            return Err(format!("len {} but {} occupied", self.len, occupied));
+        }
+        let reusable = self
+            .entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Vacant { gen: Some(_), .. }))
+            .count();
+        let mut seen = 0;
+        let mut at = self.free_head;
+        while at != NIL {
+            match self.entries.get(at as usize) {
+                Some(Entry::Vacant {
+                    next_free,
+                    gen: Some(_),
+                }) => at = *next_free,
+                _ => return Err(format!("free list reaches non-free index {at}")),
+            }
+            seen += 1;
+            if seen > reusable {
+                return Err("free list has a cycle".into());
+            }
+        }
+        if seen != reusable {
+            return Err(format!("free list has {seen} of {reusable} free indices"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_is_32_bytes_for_u64_payload() {
+        // 8 value + 8 when + 3 * 4 links/gen + 1 loc, padded; no discriminant.
+        assert_eq!(std::mem::size_of::<Entry<u64>>(), 32);
+        assert_eq!(std::mem::size_of::<Entry<()>>(), 24);
+    }
+
+    #[test]
+    fn loc_round_trip() {
+        for level in 0..64 {
+            assert_eq!(Loc::level(level).as_level(), Some(level));
+        }
+        assert_eq!(Loc::READY.as_level(), None);
+    }
+
+    #[test]
+    fn generations_make_old_keys_stale() {
+        let mut slab = Slab::with_capacity(0);
+        let (i, g) = slab.insert("a", 5, Loc::READY);
+        assert_eq!(slab.get_key(i, g).map(|n| n.value), Some("a"));
+        slab.remove(i);
+        assert!(slab.get_key(i, g).is_none());
+        let (i2, g2) = slab.insert("b", 6, Loc::READY);
+        assert_eq!(i2, i, "freed index is reused");
+        assert_ne!(g2, g);
+        assert!(slab.get_key(i, g).is_none());
+        assert_eq!(slab.get_key(i2, g2).map(|n| n.value), Some("b"));
+        slab.check().unwrap();
+    }
+
+    #[test]
+    fn wrapped_generation_retires_the_index() {
+        let mut slab = Slab::with_capacity(0);
+        let (i, _) = slab.insert(1u8, 0, Loc::READY);
+        slab.node_mut(i).gen = u32::MAX;
+        slab.remove(i);
+        slab.check().unwrap();
+        let (j, _) = slab.insert(2u8, 0, Loc::READY);
+        assert_ne!(i, j, "a retired index is never reused");
+        assert!(slab.get_key(i, u32::MAX).is_none());
+    }
+
+    #[test]
+    fn shrink_keeps_keys_unique() {
+        let mut slab = Slab::with_capacity(16);
+        let keys: Vec<_> = (0..8).map(|v| slab.insert(v, 0, Loc::READY)).collect();
+        for &(i, _) in &keys[2..] {
+            slab.remove(i);
+        }
+        slab.shrink_to_fit();
+        slab.check().unwrap();
+        assert_eq!(slab.len(), 2);
+        // Reusing a truncated index must not revive an old key.
+        let again: Vec<_> = (0..6).map(|v| slab.insert(v, 0, Loc::READY)).collect();
+        for &(i, g) in &keys[2..] {
+            assert!(slab.get_key(i, g).is_none());
+        }
+        assert_eq!(again.len(), 6);
+        slab.check().unwrap();
+        assert_eq!(slab.next_occupied(0), Some(0));
+    }
+}

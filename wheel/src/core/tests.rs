@@ -1,0 +1,426 @@
+//! Unit tests of the wheel and the differential property test against the
+//! reference model.
+
+use super::model::Model;
+use super::*;
+use proptest::prelude::*;
+
+fn layout(bits: &[u32]) -> WheelConfig {
+    WheelConfig::new(bits).unwrap()
+}
+
+fn drain_due<T>(wheel: &mut Wheel<T>, now: u64) -> Vec<(u64, T)> {
+    std::iter::from_fn(|| wheel.poll(now))
+        .map(|e| (e.deadline, e.value))
+        .collect()
+}
+
+#[test]
+fn fires_in_deadline_order_with_fifo_ties() {
+    let mut w = Wheel::new();
+    w.insert(70, "c");
+    w.insert(5, "a");
+    w.insert(70, "d");
+    w.insert(5, "b");
+    w.insert(70_000, "e");
+    w.check_invariants().unwrap();
+    assert_eq!(
+        drain_due(&mut w, 100_000),
+        [(5, "a"), (5, "b"), (70, "c"), (70, "d"), (70_000, "e")]
+    );
+    w.check_invariants().unwrap();
+}
+
+#[test]
+fn never_early_at_every_level_boundary() {
+    for bits in [&[1u32][..], &[2, 3], &[6; 6], &[8; 8], &[16, 16, 16, 16]] {
+        let mut w = Wheel::with_config(layout(bits));
+        let deadlines = [1u64, 2, 3, 63, 64, 65, 255, 256, 4095, 4096, 65_535, 65_536, 1 << 20];
+        for &d in &deadlines {
+            w.insert(d, d);
+        }
+        for &d in &deadlines {
+            assert!(w.poll(d - 1).is_none(), "{d} fired early with {bits:?}");
+            assert_eq!(w.poll(d).map(|e| e.value), Some(d), "layout {bits:?}");
+            w.check_invariants().unwrap();
+        }
+        assert!(w.is_empty());
+    }
+}
+
+#[test]
+fn past_deadlines_are_due_now_behind_earlier_entries() {
+    let mut w = Wheel::with_config(layout(&[4, 4]));
+    w.insert(10, "ten");
+    w.insert(20, "twenty");
+    assert_eq!(w.poll(30).map(|e| e.value), Some("ten")); // stops early
+    let late = w.insert(3, "late");
+    assert_eq!(w.deadline(late), Some(30));
+    // "twenty" (deadline 20) comes before "late" (effective deadline 30).
+    assert_eq!(drain_due(&mut w, 30), [(20, "twenty"), (30, "late")]);
+    w.check_invariants().unwrap();
+}
+
+#[test]
+fn poll_backwards_acts_as_now() {
+    let mut w = Wheel::new();
+    w.poll(100);
+    w.insert(50, 'x');
+    assert_eq!(w.poll(0).map(|e| (e.deadline, e.value)), Some((100, 'x')));
+    assert_eq!(w.now(), 100);
+}
+
+#[test]
+fn u64_max_deadline_and_huge_jumps() {
+    for bits in [&[8u32; 8][..], &[6; 6], &[3], &[16]] {
+        let mut w = Wheel::with_config(layout(bits));
+        let a = w.insert(u64::MAX, "max");
+        w.insert(u64::MAX - 1, "max-1");
+        w.insert(1 << 40, "2^40");
+        assert!(w.poll(u64::MAX - 2).is_some_and(|e| e.value == "2^40"));
+        assert!(w.poll(u64::MAX - 2).is_none());
+        w.check_invariants().unwrap();
+        assert_eq!(w.poll(u64::MAX).map(|e| e.value), Some("max-1"));
+        assert_eq!(w.poll(u64::MAX).map(|e| (e.key, e.value)), Some((a, "max")));
+        assert!(w.poll(u64::MAX).is_none());
+        // At the end of time, new timers are due at once.
+        w.insert(5, "after");
+        assert_eq!(w.next_expiration(), Some(u64::MAX));
+        assert_eq!(w.poll(0).map(|e| e.deadline), Some(u64::MAX));
+        w.check_invariants().unwrap();
+    }
+}
+
+#[test]
+fn cycles_beyond_the_span_are_never_early() {
+    // Span 2^6 = 64 ticks; deadlines many turns ahead share slots.
+    let mut w = Wheel::with_config(layout(&[3, 3]));
+    let deadlines = [5u64, 69, 133, 64 * 1000 + 5, 64 * 1000 + 4, 7];
+    for &d in &deadlines {
+        w.insert(d, d);
+    }
+    let mut fired = Vec::new();
+    for t in 0..=64 * 1000 + 10 {
+        while let Some(e) = w.poll(t) {
+            assert_eq!(e.deadline, t);
+            fired.push(e.value);
+        }
+        if t % 997 == 0 {
+            w.check_invariants().unwrap();
+        }
+    }
+    assert_eq!(fired, [5, 7, 69, 133, 64 * 1000 + 4, 64 * 1000 + 5]);
+}
+
+#[test]
+fn far_entries_do_not_cost_a_visit_per_turn() {
+    // With a 4-bit span, reaching 2^60 would take 2^56 turns if every turn
+    // visited the slot; the per-slot lower bound jumps straight there.
+    let mut w = Wheel::with_config(layout(&[2, 2]));
+    w.insert(1 << 60, ());
+    w.insert((1 << 60) + 3, ());
+    assert!(w.poll((1 << 60) - 1).is_none());
+    assert_eq!(w.poll(u64::MAX).map(|e| e.deadline), Some(1 << 60));
+    assert_eq!(w.poll(u64::MAX).map(|e| e.deadline), Some((1 << 60) + 3));
+    assert!(w.events_processed < 20, "{} events", w.events_processed);
+}
+
+#[test]
+fn long_empty_stretch_costs_o_levels() {
+    let mut w: Wheel<()> = Wheel::new();
+    w.insert(u64::MAX / 3, ());
+    assert!(w.poll(u64::MAX / 3 - 1).is_none());
+    assert!(w.poll(u64::MAX / 3).is_some());
+    // One visit per level at most on the way down.
+    assert!(w.events_processed <= 8, "{} events", w.events_processed);
+}
+
+#[test]
+fn next_expiration_is_exact_on_the_lowest_level_and_safe_above() {
+    let mut w = Wheel::new();
+    assert_eq!(w.next_expiration(), None);
+    w.insert(200, ());
+    assert_eq!(w.next_expiration(), Some(200));
+    w.insert(100_000, ());
+    assert_eq!(w.next_expiration(), Some(200));
+    w.poll(200);
+    let e = w.next_expiration().unwrap();
+    assert!(e <= 100_000);
+    for t in [201, e.saturating_sub(1).max(201)] {
+        assert!(w.poll(t).is_none());
+    }
+    // Once time reaches the slot, the answer becomes exact.
+    w.poll(100_000 - 10);
+    assert_eq!(w.next_expiration(), Some(100_000));
+}
+
+#[test]
+fn keys_are_generational() {
+    let mut w = Wheel::new();
+    let a = w.insert(10, 1);
+    assert_eq!(w.poll(10).map(|e| e.key), Some(a));
+    let b = w.insert(20, 2); // reuses a's index
+    assert_ne!(a, b);
+    assert_eq!(w.cancel(a), None);
+    assert!(!w.reset(a, 5));
+    assert_eq!(w.get(a), None);
+    assert_eq!(w.get_mut(a), None);
+    assert_eq!(w.deadline(a), None);
+    assert_eq!(w.get(b), Some(&2));
+    assert_eq!(std::mem::size_of::<TimerKey>(), 8);
+}
+
+#[test]
+fn reset_moves_behind_ties_and_never_fires_at_old_deadline() {
+    let mut w = Wheel::new();
+    let a = w.insert(10, 'a');
+    w.insert(10, 'b');
+    assert!(w.reset(a, 10));
+    assert_eq!(drain_due(&mut w, 10), [(10, 'b'), (10, 'a')]);
+    let c = w.insert(50, 'c');
+    assert!(w.reset(c, 5000));
+    assert!(w.poll(4999).is_none());
+    assert_eq!(w.poll(5000).map(|e| e.value), Some('c'));
+}
+
+#[test]
+fn drain_returns_everything_once_and_leaves_the_wheel_usable() {
+    let mut w = Wheel::with_config(layout(&[2, 2]));
+    let mut expected: Vec<u64> = vec![0, 1, 17, 1 << 33, u64::MAX];
+    for &d in &expected {
+        w.insert(d, d);
+    }
+    w.poll(0); // one due entry waits on the ready list
+    let mut got: Vec<u64> = w.drain().map(|e| e.value).collect();
+    got.sort_unstable();
+    expected.sort_unstable();
+    // poll(0) returned the entry at 0.
+    assert_eq!(got, &expected[1..]);
+    assert!(w.is_empty());
+    assert_eq!(w.next_expiration(), None);
+    w.check_invariants().unwrap();
+    w.insert(3, 3);
+    assert_eq!(w.poll(3).map(|e| e.value), Some(3));
+    // Dropping a drain early still removes everything.
+    w.insert(10, 1);
+    w.insert(20, 2);
+    let mut d = w.drain();
+    assert!(d.next().is_some());
+    drop(d);
+    assert!(w.is_empty());
+    w.check_invariants().unwrap();
+}
+
+#[test]
+fn no_allocation_per_insert_once_capacity_is_reached() {
+    let mut w = Wheel::with_capacity(1024);
+    let cap = w.capacity();
+    let keys: Vec<_> = (0..1024u64).map(|i| w.insert(i * 37, i)).collect();
+    for k in keys {
+        w.cancel(k);
+    }
+    for i in 0..1024u64 {
+        w.insert(i, i);
+    }
+    assert_eq!(w.capacity(), cap);
+}
+
+#[test]
+fn wheel_is_send() {
+    fn send<T: Send>() {}
+    send::<Wheel<String>>();
+    send::<TimerKey>();
+}
+
+// ---------------------------------------------------------------------------
+// Differential property test against the model.
+
+#[derive(Debug, Clone)]
+enum Deadline {
+    Near(u64),
+    Mid(u64),
+    Far(u64),
+    Abs(u64),
+    Past(u64),
+    Max,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(Deadline),
+    Cancel(usize),
+    Reset(usize, Deadline),
+    Poll(u64),
+    PollJump(u64),
+    PollMax,
+    PollBack(u64),
+    PollAll(u64),
+    Drain,
+    Shrink,
+}
+
+fn deadline() -> impl Strategy<Value = Deadline> {
+    prop_oneof![
+        4 => (0u64..300).prop_map(Deadline::Near),
+        2 => (0u64..100_000).prop_map(Deadline::Mid),
+        1 => (0u64..(1 << 40)).prop_map(Deadline::Far),
+        1 => any::<u64>().prop_map(Deadline::Abs),
+        1 => (0u64..1000).prop_map(Deadline::Past),
+        1 => Just(Deadline::Max),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => deadline().prop_map(Op::Insert),
+        3 => any::<usize>().prop_map(Op::Cancel),
+        3 => (any::<usize>(), deadline()).prop_map(|(i, d)| Op::Reset(i, d)),
+        5 => (0u64..64).prop_map(Op::Poll),
+        1 => (0u64..(1 << 36)).prop_map(Op::PollJump),
+        1 => Just(Op::PollMax),
+        1 => (0u64..100).prop_map(Op::PollBack),
+        2 => (0u64..5000).prop_map(Op::PollAll),
+        1 => Just(Op::Drain),
+        1 => Just(Op::Shrink),
+    ]
+}
+
+fn layout_bits() -> impl Strategy<Value = Vec<u32>> {
+    // Wide levels make the full invariant walk (every slot) slow in debug
+    // builds, so 16-bit levels appear in a few fixed layouts only.
+    prop_oneof![
+        3 => Just(vec![8; 8]),
+        2 => Just(vec![6; 6]),
+        1 => Just(vec![16]),
+        1 => Just(vec![16, 16, 16, 16]),
+        6 => prop::collection::vec(1u32..=8, 1..=6),
+        3 => prop::collection::vec(1u32..=12, 1..=4),
+    ]
+    .prop_filter("fits in 64 bits", |b| b.iter().sum::<u32>() <= 64)
+}
+
+fn resolve(d: &Deadline, now: u64) -> u64 {
+    match *d {
+        Deadline::Near(x) => now.saturating_add(x),
+        Deadline::Mid(x) => now.saturating_add(x),
+        Deadline::Far(x) => now.saturating_add(x),
+        Deadline::Abs(x) => x,
+        Deadline::Past(x) => now.saturating_sub(x),
+        Deadline::Max => u64::MAX,
+    }
+}
+
+struct Harness {
+    wheel: Wheel<u64>,
+    model: Model<u64>,
+    /// Every key ever handed out, with its model id (stale ones included).
+    keys: Vec<(TimerKey, u64)>,
+}
+
+impl Harness {
+    fn poll_once(&mut self, t: u64) -> bool {
+        let got = self.wheel.poll(t);
+        let want = self.model.poll(t);
+        match (&got, &want) {
+            (None, None) => false,
+            (Some(g), Some((id, eff, v))) => {
+                assert_eq!((g.value, g.deadline), (*v, *eff), "fired entry");
+                assert_eq!(self.keys[*id as usize].0, g.key, "key of fired entry");
+                assert!(g.deadline <= self.wheel.now(), "fired early");
+                true
+            }
+            _ => panic!("wheel {got:?} vs model {want:?} at poll({t})"),
+        }
+    }
+
+    fn check(&self) {
+        self.wheel.check_invariants().unwrap();
+        assert_eq!(self.wheel.len(), self.model.len());
+        assert_eq!(self.wheel.now(), self.model.now());
+        let next = self.wheel.next_expiration();
+        assert_eq!(next.is_none(), self.model.is_empty());
+        if let (Some(e), Some(earliest)) = (next, self.model.earliest()) {
+            assert!(e <= earliest, "next_expiration {e} after earliest {earliest}");
+            // Exact when the earliest entry is on the lowest level and that
+            // level is not the top (whose per-slot bounds may be stale).
+            let bits0 = self.wheel.layout.levels[0].bits;
+            let same_turn = earliest >> bits0 == self.wheel.elapsed >> bits0;
+            let multi = self.wheel.layout.levels.len() > 1;
+            if multi && self.wheel.ready.is_empty() && earliest > self.wheel.elapsed && same_turn {
+                assert_eq!(e, earliest, "not exact on the lowest level");
+            }
+        }
+    }
+
+    fn apply(&mut self, op: &Op) {
+        let now = self.wheel.now();
+        match op {
+            Op::Insert(d) => {
+                let deadline = resolve(d, now);
+                let id = self.keys.len() as u64;
+                let key = self.wheel.insert(deadline, id);
+                assert_eq!(self.model.insert(deadline, id), id);
+                self.keys.push((key, id));
+            }
+            Op::Cancel(i) if !self.keys.is_empty() => {
+                let (key, id) = self.keys[i % self.keys.len()];
+                assert_eq!(self.wheel.cancel(key), self.model.cancel(id));
+            }
+            Op::Reset(i, d) if !self.keys.is_empty() => {
+                let (key, id) = self.keys[i % self.keys.len()];
+                let deadline = resolve(d, now);
+                assert_eq!(self.wheel.reset(key, deadline), self.model.reset(id, deadline));
+                assert_eq!(self.wheel.deadline(key), self.model.deadline(id));
+                assert_eq!(self.wheel.get(key).copied(), self.model.deadline(id).map(|_| id));
+            }
+            Op::Cancel(_) | Op::Reset(..) => {}
+            Op::Poll(step) => {
+                self.poll_once(now.saturating_add(*step));
+            }
+            Op::PollJump(step) => {
+                self.poll_once(now.saturating_add(*step));
+            }
+            Op::PollMax => {
+                self.poll_once(u64::MAX);
+            }
+            Op::PollBack(back) => {
+                self.poll_once(now.saturating_sub(*back));
+            }
+            Op::PollAll(step) => {
+                let t = now.saturating_add(*step);
+                while self.poll_once(t) {}
+            }
+            Op::Drain => {
+                let mut got: Vec<(u64, u64)> =
+                    self.wheel.drain().map(|e| (e.value, e.deadline)).collect();
+                let mut want: Vec<(u64, u64)> =
+                    self.model.drain().into_iter().map(|(id, eff, _)| (id, eff)).collect();
+                got.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(got, want, "drain");
+            }
+            Op::Shrink => self.wheel.shrink_to_fit(),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn wheel_matches_model(bits in layout_bits(), ops in prop::collection::vec(op(), 1..300)) {
+        let mut h = Harness {
+            wheel: Wheel::with_config(WheelConfig::new(&bits).unwrap()),
+            model: Model::new(),
+            keys: Vec::new(),
+        };
+        for op in &ops {
+            h.apply(op);
+            h.check();
+        }
+        // Everything left fires exactly once, in order, by the end of time.
+        while h.poll_once(u64::MAX) {}
+        h.check();
+        prop_assert!(h.wheel.is_empty());
+    }
+}
