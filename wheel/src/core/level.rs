@@ -1,8 +1,14 @@
 //! One level of the wheel: its slot lists and occupancy bitmaps, plus the
 //! intrusive index-linked list used by slots and the ready list.
 //!
+//! A slot is [`LANES`] lists. An entry due at `when` goes to lane
+//! `lane_of(when)`, so entries with equal deadlines always share a lane and
+//! keep their FIFO order, while a slot's lanes can be walked in lockstep:
+//! their nodes are loaded in parallel instead of one dependent cache miss
+//! after another (see `docs/design.md`, "Lanes").
+//!
 //! Invariants (checked by `Wheel::check_invariants`):
-//! - bit `s` of `words` is set iff slot `s`'s list is non-empty;
+//! - bit `s` of `words` is set iff one of slot `s`'s lanes is non-empty;
 //! - bit `w` of `summary` is set iff `words[w] != 0`;
 //! - `occupied` counts the set bits of `words`;
 //! - on the top level only, `min_when[s]` is a lower bound of the deadlines
@@ -10,6 +16,23 @@
 
 use super::config::LevelGeom;
 use super::slab::{Slab, NIL};
+
+/// Lists per slot. Four lanes let a cascade keep four cache misses in
+/// flight; more lanes cost slot memory (8 bytes per lane per slot).
+pub(crate) const LANES: usize = 4;
+
+/// The lane of a slot that an entry due at `when` goes to.
+pub(crate) fn lane_of(when: u64) -> usize {
+    (when as usize) & (LANES - 1)
+}
+
+/// The lists of one slot.
+pub(crate) type Slot = [List; LANES];
+
+/// `true` if every lane of the slot is empty.
+pub(crate) fn slot_is_empty(slot: &Slot) -> bool {
+    slot.iter().all(List::is_empty)
+}
 
 /// Head and tail of a doubly linked list threaded through slab nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +109,7 @@ impl List {
 #[derive(Debug)]
 pub(crate) struct Level {
     pub(crate) geom: LevelGeom,
-    pub(crate) slots: Box<[List]>,
+    pub(crate) slots: Box<[Slot]>,
     words: Box<[u64]>,
     summary: Box<[u64]>,
     occupied: usize,
@@ -100,7 +123,7 @@ impl Level {
         let words = slots.div_ceil(64);
         Level {
             geom,
-            slots: vec![List::EMPTY; slots].into_boxed_slice(),
+            slots: vec![[List::EMPTY; LANES]; slots].into_boxed_slice(),
             words: vec![0; words].into_boxed_slice(),
             summary: vec![0; words.div_ceil(64)].into_boxed_slice(),
             occupied: 0,
@@ -172,7 +195,7 @@ impl Level {
     pub(crate) fn check_bitmaps(&self) -> Result<(), String> {
         let mut count = 0;
         for s in self.occupied_slots() {
-            if self.slots[s].is_empty() {
+            if slot_is_empty(&self.slots[s]) {
                 return Err(format!("slot {s} marked occupied but empty"));
             }
             count += 1;

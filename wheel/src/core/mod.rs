@@ -41,9 +41,9 @@ mod tests;
 
 use std::fmt;
 
-pub use self::config::{ConfigError, WheelConfig};
 use self::config::Layout;
-use self::level::{Level, List};
+pub use self::config::{ConfigError, WheelConfig};
+use self::level::{lane_of, slot_is_empty, Level, List, Slot, LANES};
 use self::slab::{Loc, Slab, NIL};
 
 /// Names one timer in a [`Wheel`]: an index and a generation, 8 bytes.
@@ -519,7 +519,7 @@ impl<T> Wheel<T> {
         let slot = level.geom.slot_of(when);
         let start = level.geom.slot_start(when);
         self.slab.node_mut(index).loc = Loc::level(l);
-        level.slots[slot].push_back(&mut self.slab, index);
+        level.slots[slot][lane_of(when)].push_back(&mut self.slab, index);
         level.set(slot);
         if l == self.layout.top() {
             level.min_when[slot] = level.min_when[slot].min(when);
@@ -542,8 +542,8 @@ impl<T> Wheel<T> {
         };
         let level = &mut self.levels[l];
         let slot = level.geom.slot_of(node.when);
-        level.slots[slot].unlink(&mut self.slab, index);
-        if level.slots[slot].is_empty() {
+        level.slots[slot][lane_of(node.when)].unlink(&mut self.slab, index);
+        if slot_is_empty(&level.slots[slot]) {
             level.clear(slot);
             if l == self.layout.top() {
                 level.min_when[slot] = u64::MAX;
@@ -591,14 +591,16 @@ impl<T> Wheel<T> {
         }
         let top = self.layout.top();
         let level = &mut self.levels[event.level];
-        let list = std::mem::replace(&mut level.slots[event.slot], List::EMPTY);
+        let lanes: Slot = std::mem::replace(&mut level.slots[event.slot], [List::EMPTY; LANES]);
         level.clear(event.slot);
         if event.level == 0 && top > 0 {
             // Below the top, a lowest-level slot holds exactly the entries
-            // due at `event.at`: splice the whole list onto the ready list
-            // in O(1). They keep `Loc` level 0; `when <= elapsed` tells
+            // due at `event.at` (all in one lane): splice them onto the ready
+            // list in O(1). They keep `Loc` level 0; `when <= elapsed` tells
             // `unlink` they are on the ready list now.
-            self.ready.append(&mut self.slab, list);
+            for lane in lanes {
+                self.ready.append(&mut self.slab, lane);
+            }
             self.event_hint = 0;
             return;
         }
@@ -606,12 +608,25 @@ impl<T> Wheel<T> {
             level.min_when[event.slot] = u64::MAX;
             self.top_next = None;
         }
-        let mut at = list.head;
-        while at != NIL {
-            let node = self.slab.node(at);
-            let (next, when) = (node.next, node.when);
-            self.place(at, when);
-            at = next;
+        // Walk the lanes in lockstep so their nodes' cache misses overlap.
+        // Entries with equal deadlines share a lane, so FIFO order among
+        // them is kept; order between different deadlines does not matter.
+        let mut cursors = lanes.map(|lane| lane.head);
+        loop {
+            let mut moved = false;
+            for cursor in &mut cursors {
+                let at = *cursor;
+                if at != NIL {
+                    let node = self.slab.node(at);
+                    let when = node.when;
+                    *cursor = node.next;
+                    self.place(at, when);
+                    moved = true;
+                }
+            }
+            if !moved {
+                break;
+            }
         }
         if event.level == top {
             self.recompute_top_next();
@@ -647,7 +662,10 @@ impl<T> Wheel<T> {
             let mut whens = Vec::new();
             let (mut at, mut prev) = (list.head, NIL);
             while at != NIL {
-                let node = self.slab.get_key(at, self.slab.node(at).gen).ok_or("vacant")?;
+                let node = self
+                    .slab
+                    .get_key(at, self.slab.node(at).gen)
+                    .ok_or("vacant")?;
                 let loc_ok = match expect {
                     Some(loc) => node.loc == loc,
                     None => node.loc == Loc::READY || node.loc == Loc::level(0),
@@ -675,18 +693,26 @@ impl<T> Wheel<T> {
         for (l, level) in self.levels.iter().enumerate() {
             level.check_bitmaps()?;
             for s in level.occupied_slots() {
-                for when in walk(&level.slots[s], Some(Loc::level(l)))? {
-                    if when <= self.elapsed {
-                        return Err(format!("level {l} holds due entry {when}"));
-                    }
-                    if level.geom.slot_of(when) != s {
-                        return Err(format!("entry {when} in slot {s} of level {l}"));
-                    }
-                    if self.layout.level_for(self.elapsed, when) != l {
-                        return Err(format!("entry {when} on level {l}, elapsed {}", self.elapsed));
-                    }
-                    if l == top && level.min_when[s] > when {
-                        return Err(format!("min_when[{s}] above entry {when}"));
+                for (lane, list) in level.slots[s].iter().enumerate() {
+                    for when in walk(list, Some(Loc::level(l)))? {
+                        if lane_of(when) != lane {
+                            return Err(format!("entry {when} in lane {lane}"));
+                        }
+                        if when <= self.elapsed {
+                            return Err(format!("level {l} holds due entry {when}"));
+                        }
+                        if level.geom.slot_of(when) != s {
+                            return Err(format!("entry {when} in slot {s} of level {l}"));
+                        }
+                        if self.layout.level_for(self.elapsed, when) != l {
+                            return Err(format!(
+                                "entry {when} on level {l}, elapsed {}",
+                                self.elapsed
+                            ));
+                        }
+                        if l == top && level.min_when[s] > when {
+                            return Err(format!("min_when[{s}] above entry {when}"));
+                        }
                     }
                 }
             }
@@ -703,12 +729,18 @@ impl<T> Wheel<T> {
                 .min()
                 .unwrap_or(u64::MAX);
             if next < self.elapsed || next > real {
-                return Err(format!("top_next {next} outside [{}, {real}]", self.elapsed));
+                return Err(format!(
+                    "top_next {next} outside [{}, {real}]",
+                    self.elapsed
+                ));
             }
         }
         if let Some(e) = self.next_event() {
             if self.event_hint > e.at {
-                return Err(format!("event hint {} above next event {}", self.event_hint, e.at));
+                return Err(format!(
+                    "event hint {} above next event {}",
+                    self.event_hint, e.at
+                ));
             }
         }
         Ok(())

@@ -35,7 +35,21 @@ fn fires_in_deadline_order_with_fifo_ties() {
 fn never_early_at_every_level_boundary() {
     for bits in [&[1u32][..], &[2, 3], &[6; 6], &[8; 8], &[16, 16, 16, 16]] {
         let mut w = Wheel::with_config(layout(bits));
-        let deadlines = [1u64, 2, 3, 63, 64, 65, 255, 256, 4095, 4096, 65_535, 65_536, 1 << 20];
+        let deadlines = [
+            1u64,
+            2,
+            3,
+            63,
+            64,
+            65,
+            255,
+            256,
+            4095,
+            4096,
+            65_535,
+            65_536,
+            1 << 20,
+        ];
         for &d in &deadlines {
             w.insert(d, d);
         }
@@ -340,7 +354,10 @@ impl Harness {
         let next = self.wheel.next_expiration();
         assert_eq!(next.is_none(), self.model.is_empty());
         if let (Some(e), Some(earliest)) = (next, self.model.earliest()) {
-            assert!(e <= earliest, "next_expiration {e} after earliest {earliest}");
+            assert!(
+                e <= earliest,
+                "next_expiration {e} after earliest {earliest}"
+            );
             // Exact when the earliest entry is on the lowest level and that
             // level is not the top (whose per-slot bounds may be stale).
             let bits0 = self.wheel.layout.levels[0].bits;
@@ -369,9 +386,15 @@ impl Harness {
             Op::Reset(i, d) if !self.keys.is_empty() => {
                 let (key, id) = self.keys[i % self.keys.len()];
                 let deadline = resolve(d, now);
-                assert_eq!(self.wheel.reset(key, deadline), self.model.reset(id, deadline));
+                assert_eq!(
+                    self.wheel.reset(key, deadline),
+                    self.model.reset(id, deadline)
+                );
                 assert_eq!(self.wheel.deadline(key), self.model.deadline(id));
-                assert_eq!(self.wheel.get(key).copied(), self.model.deadline(id).map(|_| id));
+                assert_eq!(
+                    self.wheel.get(key).copied(),
+                    self.model.deadline(id).map(|_| id)
+                );
             }
             Op::Cancel(_) | Op::Reset(..) => {}
             Op::Poll(step) => {
@@ -393,8 +416,12 @@ impl Harness {
             Op::Drain => {
                 let mut got: Vec<(u64, u64)> =
                     self.wheel.drain().map(|e| (e.value, e.deadline)).collect();
-                let mut want: Vec<(u64, u64)> =
-                    self.model.drain().into_iter().map(|(id, eff, _)| (id, eff)).collect();
+                let mut want: Vec<(u64, u64)> = self
+                    .model
+                    .drain()
+                    .into_iter()
+                    .map(|(id, eff, _)| (id, eff))
+                    .collect();
                 got.sort_unstable();
                 want.sort_unstable();
                 assert_eq!(got, want, "drain");
