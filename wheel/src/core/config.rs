@@ -377,9 +377,9 @@ mod tests {
         assert_eq!(g.slot_of(4096), 0);
         assert_eq!(g.slot_of(u64::MAX), 63);
         assert_eq!(g.slot_start(130), 128);
-        assert_eq!(g.slot_start(u64::MAX), u64::MAX & !63);
+        assert_eq!(g.slot_start(u64::MAX), 0xFFFF_FFFF_FFFF_FFC0);
         assert_eq!(g.slot_start_in_turn(4096 + 70, 5), 4096 + 5 * 64);
-        assert_eq!(g.slot_start_in_turn(u64::MAX, 63), u64::MAX & !63);
+        assert_eq!(g.slot_start_in_turn(u64::MAX, 63), 0xFFFF_FFFF_FFFF_FFC0);
         let top = LevelGeom { shift: 56, bits: 8 };
         assert_eq!(top.slot_of(u64::MAX), 255);
         assert_eq!(top.slot_start_in_turn(12345, 255), 255 << 56);

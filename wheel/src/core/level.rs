@@ -15,7 +15,7 @@
 //!   in slot `s` (`u64::MAX` when empty).
 
 use super::config::LevelGeom;
-use super::slab::{Slab, NIL};
+use super::slab::{Link, NIL};
 
 /// Lists per slot. Four lanes let a cascade keep four cache misses in
 /// flight; more lanes cost slot memory (8 bytes per lane per slot).
@@ -52,55 +52,55 @@ impl List {
     }
 
     /// Appends `index` (not linked anywhere) at the tail.
-    pub(crate) fn push_back<T>(&mut self, slab: &mut Slab<T>, index: u32) {
-        let node = slab.node_mut(index);
-        node.next = NIL;
-        node.prev = self.tail;
+    pub(crate) fn push_back(&mut self, links: &mut [Link], index: u32) {
+        links[index as usize] = Link {
+            next: NIL,
+            prev: self.tail,
+        };
         if self.tail == NIL {
             self.head = index;
         } else {
-            slab.node_mut(self.tail).next = index;
+            links[self.tail as usize].next = index;
         }
         self.tail = index;
     }
 
     /// Unlinks `index`, which must be on this list.
-    pub(crate) fn unlink<T>(&mut self, slab: &mut Slab<T>, index: u32) {
-        let node = slab.node(index);
-        let (prev, next) = (node.prev, node.next);
+    pub(crate) fn unlink(&mut self, links: &mut [Link], index: u32) {
+        let Link { next, prev } = links[index as usize];
         if prev == NIL {
             self.head = next;
         } else {
-            slab.node_mut(prev).next = next;
+            links[prev as usize].next = next;
         }
         if next == NIL {
             self.tail = prev;
         } else {
-            slab.node_mut(next).prev = prev;
+            links[next as usize].prev = prev;
         }
     }
 
     /// Moves every entry of `other` to the tail of this list, in O(1).
-    pub(crate) fn append<T>(&mut self, slab: &mut Slab<T>, other: List) {
+    pub(crate) fn append(&mut self, links: &mut [Link], other: List) {
         if other.head == NIL {
             return;
         }
         if self.tail == NIL {
             self.head = other.head;
         } else {
-            slab.node_mut(self.tail).next = other.head;
-            slab.node_mut(other.head).prev = self.tail;
+            links[self.tail as usize].next = other.head;
+            links[other.head as usize].prev = self.tail;
         }
         self.tail = other.tail;
     }
 
     /// Removes and returns the head.
-    pub(crate) fn pop_front<T>(&mut self, slab: &mut Slab<T>) -> Option<u32> {
+    pub(crate) fn pop_front(&mut self, links: &mut [Link]) -> Option<u32> {
         let head = self.head;
         if head == NIL {
             return None;
         }
-        self.unlink(slab, head);
+        self.unlink(links, head);
         Some(head)
     }
 }
@@ -216,7 +216,7 @@ impl Level {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::slab::Loc;
+    use crate::core::slab::{Loc, Slab};
 
     #[test]
     fn bitmap_finds_slots_across_words() {
@@ -241,19 +241,20 @@ mod tests {
     fn list_keeps_fifo_order_and_unlinks_anywhere() {
         let mut slab = Slab::with_capacity(4);
         let ids: Vec<u32> = (0..4).map(|v| slab.insert(v, 0, Loc::READY).0).collect();
+        let links = &mut slab.links;
         let mut list = List::EMPTY;
         for &i in &ids {
-            list.push_back(&mut slab, i);
+            list.push_back(links, i);
         }
-        list.unlink(&mut slab, ids[2]);
-        list.unlink(&mut slab, ids[0]);
-        list.push_back(&mut slab, ids[0]);
+        list.unlink(links, ids[2]);
+        list.unlink(links, ids[0]);
+        list.push_back(links, ids[0]);
         let mut other = List::EMPTY;
-        other.push_back(&mut slab, ids[2]);
-        list.append(&mut slab, other);
-        list.append(&mut slab, List::EMPTY);
-        list.unlink(&mut slab, ids[0]);
-        let order: Vec<u32> = std::iter::from_fn(|| list.pop_front(&mut slab)).collect();
+        other.push_back(links, ids[2]);
+        list.append(links, other);
+        list.append(links, List::EMPTY);
+        list.unlink(links, ids[0]);
+        let order: Vec<u32> = std::iter::from_fn(|| list.pop_front(links)).collect();
         assert_eq!(order, [ids[1], ids[3], ids[2]]);
         assert!(list.is_empty());
     }

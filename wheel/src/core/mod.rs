@@ -415,7 +415,7 @@ impl<T> Wheel<T> {
             self.now = now;
         }
         loop {
-            if let Some(index) = self.ready.pop_front(&mut self.slab) {
+            if let Some(index) = self.ready.pop_front(&mut self.slab.links) {
                 let node = self.slab.remove(index);
                 return Some(Expired {
                     key: TimerKey {
@@ -506,7 +506,7 @@ impl<T> Wheel<T> {
     fn place(&mut self, index: u32, when: u64) {
         if when <= self.elapsed {
             self.slab.node_mut(index).loc = Loc::READY;
-            self.ready.push_back(&mut self.slab, index);
+            self.ready.push_back(&mut self.slab.links, index);
         } else {
             self.place_in_wheel(index, when);
         }
@@ -519,7 +519,7 @@ impl<T> Wheel<T> {
         let slot = level.geom.slot_of(when);
         let start = level.geom.slot_start(when);
         self.slab.node_mut(index).loc = Loc::level(l);
-        level.slots[slot][lane_of(when)].push_back(&mut self.slab, index);
+        level.slots[slot][lane_of(when)].push_back(&mut self.slab.links, index);
         level.set(slot);
         if l == self.layout.top() {
             level.min_when[slot] = level.min_when[slot].min(when);
@@ -536,13 +536,13 @@ impl<T> Wheel<T> {
             // On the ready list: moved there one by one, or spliced there
             // with its whole lowest-level slot (see `process`).
             _ => {
-                self.ready.unlink(&mut self.slab, index);
+                self.ready.unlink(&mut self.slab.links, index);
                 return;
             }
         };
         let level = &mut self.levels[l];
         let slot = level.geom.slot_of(node.when);
-        level.slots[slot][lane_of(node.when)].unlink(&mut self.slab, index);
+        level.slots[slot][lane_of(node.when)].unlink(&mut self.slab.links, index);
         if slot_is_empty(&level.slots[slot]) {
             level.clear(slot);
             if l == self.layout.top() {
@@ -599,7 +599,7 @@ impl<T> Wheel<T> {
             // list in O(1). They keep `Loc` level 0; `when <= elapsed` tells
             // `unlink` they are on the ready list now.
             for lane in lanes {
-                self.ready.append(&mut self.slab, lane);
+                self.ready.append(&mut self.slab.links, lane);
             }
             self.event_hint = 0;
             return;
@@ -617,9 +617,8 @@ impl<T> Wheel<T> {
             for cursor in &mut cursors {
                 let at = *cursor;
                 if at != NIL {
-                    let node = self.slab.node(at);
-                    let when = node.when;
-                    *cursor = node.next;
+                    let when = self.slab.node(at).when;
+                    *cursor = self.slab.links[at as usize].next;
                     self.place(at, when);
                     moved = true;
                 }
@@ -670,7 +669,8 @@ impl<T> Wheel<T> {
                     Some(loc) => node.loc == loc,
                     None => node.loc == Loc::READY || node.loc == Loc::level(0),
                 };
-                if node.prev != prev || !loc_ok {
+                let link = self.slab.links[at as usize];
+                if link.prev != prev || !loc_ok {
                     return Err(format!("bad links or loc at {at}"));
                 }
                 whens.push(node.when);
@@ -679,7 +679,7 @@ impl<T> Wheel<T> {
                     return Err("list cycle".into());
                 }
                 prev = at;
-                at = node.next;
+                at = link.next;
             }
             if list.tail != prev {
                 return Err("tail mismatch".into());

@@ -47,16 +47,31 @@ impl Loc {
     }
 }
 
-/// An occupied entry: the user's value plus its links.
+/// An occupied entry: the user's value, its deadline and where it is linked.
+/// Its list links live apart, in [`Slab::links`].
 #[derive(Debug)]
 pub(crate) struct Node<T> {
     pub(crate) value: T,
     /// The effective deadline (tick).
     pub(crate) when: u64,
-    pub(crate) next: u32,
-    pub(crate) prev: u32,
     pub(crate) gen: u32,
     pub(crate) loc: Loc,
+}
+
+/// The list links of one index, kept in an array of their own so that
+/// relinking a neighbour is a plain store: no load of the neighbour's entry
+/// (and no cache miss waited for) is needed to update it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub(crate) next: u32,
+    pub(crate) prev: u32,
+}
+
+impl Link {
+    pub(crate) const UNLINKED: Link = Link {
+        next: NIL,
+        prev: NIL,
+    };
 }
 
 #[derive(Debug)]
@@ -74,6 +89,8 @@ pub(crate) enum Entry<T> {
 #[derive(Debug)]
 pub(crate) struct Slab<T> {
     entries: Vec<Entry<T>>,
+    /// `links[i]` are the list links of entry `i` while it is occupied.
+    pub(crate) links: Vec<Link>,
     free_head: u32,
     len: usize,
     /// The generation a never-used index starts at.
@@ -86,6 +103,7 @@ impl<T> Slab<T> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Slab {
             entries: Vec::with_capacity(capacity),
+            links: Vec::with_capacity(capacity),
             free_head: NIL,
             len: 0,
             fresh_gen: 0,
@@ -99,7 +117,7 @@ impl<T> Slab<T> {
 
     /// Number of indices the slab has allocated room for.
     pub(crate) fn capacity(&self) -> usize {
-        self.entries.capacity()
+        self.entries.capacity().min(self.links.capacity())
     }
 
     /// Stores a new node (unlinked, `loc` set by the caller later) and
@@ -132,14 +150,13 @@ impl<T> Slab<T> {
                 next_free: NIL,
                 gen: Some(self.fresh_gen),
             });
+            self.links.push(Link::UNLINKED);
             (index, self.fresh_gen)
         };
         self.max_gen = self.max_gen.max(gen);
         self.entries[index as usize] = Entry::Occupied(Node {
             value,
             when,
-            next: NIL,
-            prev: NIL,
             gen,
             loc,
         });
@@ -221,6 +238,7 @@ impl<T> Slab<T> {
             .map_or(0, |i| i + 1);
         if keep < self.entries.len() {
             self.entries.truncate(keep);
+            self.links.truncate(keep);
             self.fresh_gen = self.max_gen.saturating_add(1);
         }
         // Rebuild the free list in ascending order so low indices are reused
@@ -237,6 +255,7 @@ impl<T> Slab<T> {
             }
         }
         self.entries.shrink_to_fit();
+        self.links.shrink_to_fit();
     }
 
     /// Checks the free list and the count (for tests and fuzzing).
@@ -283,9 +302,11 @@ mod tests {
 
     #[test]
     fn entry_is_32_bytes_for_u64_payload() {
-        // 8 value + 8 when + 3 * 4 links/gen + 1 loc, padded; no discriminant.
-        assert_eq!(std::mem::size_of::<Entry<u64>>(), 32);
-        assert_eq!(std::mem::size_of::<Entry<()>>(), 24);
+        // 8 value + 8 when + 4 gen + 1 loc, padded, no discriminant; plus
+        // 8 bytes of links.
+        assert_eq!(std::mem::size_of::<Entry<u64>>(), 24);
+        assert_eq!(std::mem::size_of::<Link>(), 8);
+        assert_eq!(std::mem::size_of::<Entry<()>>(), 16);
     }
 
     #[test]
