@@ -234,6 +234,28 @@ impl TickConv {
         }
     }
 
+    /// The origin: the instant at which tick 0 starts.
+    pub(crate) fn origin(&self) -> Instant {
+        self.origin
+    }
+
+    /// Nanoseconds from the origin to `at` (0 before the origin), saturating
+    /// at `u64::MAX` (about 584 years).
+    pub(crate) fn nanos_of(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The first tick at or after `nanos` past the origin (rounded up), the
+    /// nanosecond form of [`TickConv::deadline_tick`].
+    pub(crate) fn tick_of_nanos(&self, nanos: u64) -> u64 {
+        ceil_ticks(u128::from(nanos), self.tick_nanos)
+    }
+
+    /// `origin + nanos`, or `None` past the range of `Instant`.
+    pub(crate) fn instant_of_nanos(&self, nanos: u64) -> Option<Instant> {
+        self.origin.checked_add(Duration::from_nanos(nanos))
+    }
+
     /// The instant at which tick `tick` starts, or `None` past the range of
     /// `Instant`.
     pub(crate) fn instant_of(&self, tick: u64) -> Option<Instant> {

@@ -1,0 +1,199 @@
+//! The worker pool: threads that run callbacks, never the tick thread.
+//!
+//! # Protocol
+//!
+//! The tick thread pushes claimed entries (state RUNNING) onto a lock-free
+//! FIFO job queue and, after each batch, wakes up to `batch` sleeping
+//! workers. A worker pops jobs until the queue is empty, then sleeps on a
+//! condition variable. No wake-up is lost:
+//!
+//! - a worker announces itself in `sleepers` (a `SeqCst` read-modify-write
+//!   followed by a `SeqCst` fence) before re-checking the queue under the
+//!   mutex and waiting;
+//! - the tick thread pushes, issues a `SeqCst` fence, reads `sleepers`, and
+//!   if it is non-zero notifies *while holding the mutex*.
+//!
+//! Either the tick thread sees the sleeper (and its notification, sent
+//! under the mutex, cannot fall between the worker's re-check and its wait),
+//! or the worker's re-check sees the job. Workers that are busy cost the
+//! tick thread no system call.
+//!
+//! A queued job starts only if its slot is still QUEUED with the entry's
+//! sequence (the `start` CAS, the linearization point of "the callback
+//! starts"); a job cancelled or reset after the claim is dropped or sent
+//! back. Jobs queued before shutdown still start: they were due. Workers
+//! exit once the tick thread is done and the queue is empty.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::sync::{fence, lock, wait, Arc, AtomicUsize, Condvar, Mutex, Ordering, Queue};
+
+use super::handle::Start;
+use super::submit::{Command, Entry};
+use super::Shared;
+
+/// The job queue and the sleeping workers.
+pub(crate) struct Pool {
+    jobs: Queue<Entry>,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl Pool {
+    pub(crate) fn new() -> Pool {
+        Pool {
+            jobs: Queue::new(),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Tick thread: queues a claimed entry (call `wake` after the batch).
+    pub(crate) fn push(&self, entry: Entry) {
+        self.jobs.push(entry);
+    }
+
+    /// Tick thread: wakes up to `n` sleeping workers after pushing jobs.
+    pub(crate) fn wake(&self, n: usize) {
+        fence(Ordering::SeqCst);
+        let sleeping = self.sleepers.load(Ordering::SeqCst);
+        if sleeping == 0 {
+            return;
+        }
+        let _guard = lock(&self.lock);
+        if n >= sleeping {
+            self.cv.notify_all();
+        } else {
+            for _ in 0..n {
+                self.cv.notify_one();
+            }
+        }
+    }
+
+    /// Wakes every worker (shutdown).
+    pub(crate) fn wake_all(&self) {
+        let _guard = lock(&self.lock);
+        self.cv.notify_all();
+    }
+
+    /// Jobs waiting for a worker.
+    pub(crate) fn queued(&self) -> usize {
+        self.jobs.len()
+    }
+}
+
+/// A worker thread's main loop.
+pub(crate) fn worker_main(shared: Arc<Shared>) {
+    let pool = &shared.pool;
+    loop {
+        if let Some(job) = pool.jobs.pop() {
+            run_job(&shared, job);
+            continue;
+        }
+        if shared.ticker_done.load(Ordering::SeqCst) {
+            if pool.jobs.is_empty() {
+                return;
+            }
+            continue;
+        }
+        pool.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let mut guard = lock(&pool.lock);
+        while pool.jobs.is_empty() && !shared.ticker_done.load(Ordering::SeqCst) {
+            guard = wait(&pool.cv, guard);
+        }
+        drop(guard);
+        pool.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Starts one queued entry (if still due), runs it, then releases or
+/// re-arms it.
+fn run_job(shared: &Shared, mut entry: Entry) {
+    let counters = &shared.counters;
+    let slots = &shared.slots;
+    let index = entry.index;
+    match slots.start(index, entry.seq) {
+        Start::Run => {}
+        Start::Cancelled => {
+            drop(entry);
+            slots.release(index);
+            return;
+        }
+        Start::Moved => {
+            // A reset after the claim: back to the tick thread, which parks
+            // the entry until the reset's command moves it. Always wake the
+            // tick thread: it may have filed that command already.
+            send_back(shared, entry);
+            shared.unpark_ticker();
+            return;
+        }
+    }
+    let period = entry.task.period();
+    if period == 0 {
+        counters.pending.fetch_sub(1, Ordering::Relaxed);
+    }
+    counters.fired.fetch_add(1, Ordering::Relaxed);
+    if let Some(at) = shared.conv.instant_of_nanos(entry.due) {
+        let late = shared.clock.now().saturating_duration_since(at);
+        let late = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+        counters.max_lateness.fetch_max(late, Ordering::Relaxed);
+    }
+    let ok = catch_unwind(AssertUnwindSafe(|| entry.task.run())).is_ok();
+    if !ok {
+        counters.panicked.fetch_add(1, Ordering::Relaxed);
+    }
+    if period == 0 {
+        drop(entry);
+        slots.release(index);
+        return;
+    }
+    if !ok || shared.shutdown.load(Ordering::SeqCst) {
+        // Stop a panicking timer, or one whose scheduler is shutting down.
+        if slots.stop_running(index) {
+            counters.pending.fetch_sub(1, Ordering::Relaxed);
+        }
+        drop(entry);
+        slots.release(index);
+        return;
+    }
+    let Some(seq) = slots.finish_run(index) else {
+        // Cancelled during the run: its canceller left the entry to us.
+        drop(entry);
+        slots.release(index);
+        return;
+    };
+    // The tick thread computes the exact next due time (skipping missed
+    // runs); the earliest it can be is one period after this run's. After
+    // a reset during the run the deadline is the reset's: wake regardless.
+    let earliest = if seq == entry.seq {
+        shared.tick_of(entry.due.saturating_add(period))
+    } else {
+        0
+    };
+    if send_back(shared, entry) && shared.wake.needs_wake(earliest) {
+        shared.unpark_ticker();
+    }
+}
+
+/// Sends a PENDING entry back to the tick thread. Returns `false` if the
+/// scheduler is shutting down (then the timer is stopped here, unless the
+/// tick thread's final drain already stopped it).
+fn send_back(shared: &Shared, entry: Entry) -> bool {
+    let index = entry.index;
+    shared.commands.push(Command::Rearm(entry));
+    fence(Ordering::SeqCst);
+    if shared.shutdown.load(Ordering::SeqCst) {
+        // The tick thread may have done its final drain already: stop the
+        // timer ourselves (the entry stays queued and is dropped with the
+        // scheduler's shared state).
+        if shared.slots.cancel_current(index) {
+            shared.counters.pending.fetch_sub(1, Ordering::Relaxed);
+        }
+        shared.unpark_ticker();
+        return false;
+    }
+    true
+}
