@@ -1,0 +1,307 @@
+//! Workload 6: `DelayQueue`s (values pulled out when due), both on a clock the
+//! workload moves by hand, so the figures are the queues' and not the waiting:
+//! tokio-util's on a paused tokio clock, ours on a `wheel::ManualClock`.
+//!
+//! - push+take: push `n` items with increasing delays (1 ms to [`TAKE_SPAN_MS`]),
+//!   move the clock past the last (not timed), take all. Checked: each taken
+//!   once, in non-decreasing deadline order, none before its deadline.
+//! - push+remove: push `n` items due uniformly over 1..60 000 ms, remove all in a
+//!   random order. Checked: every remove returns its item; nothing is left.
+
+use super::single::SPAN;
+use super::Check;
+use crate::rng::Rng;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// push+take delays rise evenly from 1 ms to this.
+pub const TAKE_SPAN_MS: u64 = 1_000;
+
+/// A delay queue as workload 6 drives it, on a clock it moves by hand.
+pub trait DelayQueueLike {
+    /// What `push` hands back for `remove`.
+    type Key: Copy;
+    /// Push `value` due `delay_ms` from the queue's current time.
+    fn push(&mut self, value: u64, delay_ms: u64) -> Self::Key;
+    /// Remove a pending item.
+    fn remove(&mut self, key: Self::Key) -> Option<u64>;
+    /// Move the hand-driven clock forward (not timed).
+    fn advance_clock(&mut self, ms: u64);
+    /// The next due item, without blocking.
+    fn take_due(&mut self) -> Option<u64>;
+    /// Run `f` in whatever context the queue needs (tokio's runtime).
+    fn run<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R
+    where
+        Self: Sized,
+    {
+        f(self)
+    }
+}
+
+/// Result of one run.
+#[derive(Debug, Clone)]
+pub struct DqOutcome {
+    /// Nanoseconds per item (push+take or push+remove).
+    pub ns_per_item: f64,
+    /// The timed part's duration.
+    pub elapsed: Duration,
+    /// The run's check.
+    pub check: Check,
+}
+
+/// push+take of `n` items.
+pub fn push_take<Q: DelayQueueLike>(mut q: Q, n: usize) -> DqOutcome {
+    let delay = |i: usize| 1 + (i as u64 * (TAKE_SPAN_MS - 1)) / n.max(1) as u64;
+    let mut taken: Vec<u64> = Vec::with_capacity(n);
+    let (elapsed, early_takes) = q.run(|q| {
+        let t = Instant::now();
+        for i in 0..n {
+            black_box(q.push(i as u64, delay(i)));
+        }
+        let pushing = t.elapsed();
+        // Nothing is due before the first deadline.
+        let early = u64::from(q.take_due().is_some());
+        q.advance_clock(TAKE_SPAN_MS);
+        let t = Instant::now();
+        while let Some(v) = q.take_due() {
+            taken.push(v);
+        }
+        (pushing + t.elapsed(), early)
+    });
+    let mut seen = vec![false; n];
+    let (mut twice, mut unknown, mut out_of_order) = (0u64, 0u64, 0u64);
+    let mut last = 0;
+    for &v in &taken {
+        match seen.get_mut(v as usize) {
+            Some(s) if *s => twice += 1,
+            Some(s) => *s = true,
+            None => {
+                unknown += 1;
+                continue;
+            }
+        }
+        let d = delay(v as usize);
+        if d < last {
+            out_of_order += 1;
+        }
+        last = last.max(d);
+    }
+    let missing = seen.iter().filter(|s| !**s).count() as u64;
+    DqOutcome {
+        ns_per_item: elapsed.as_nanos() as f64 / n.max(1) as f64,
+        elapsed,
+        check: Check::from_errors(&[
+            ("taken before due", early_takes),
+            ("taken twice", twice),
+            ("unknown items", unknown),
+            ("taken before an earlier deadline", out_of_order),
+            ("never taken", missing),
+        ]),
+    }
+}
+
+/// push+remove of `n` items.
+pub fn push_remove<Q: DelayQueueLike>(mut q: Q, n: usize, seed: u64) -> DqOutcome {
+    let mut rng = Rng::new(seed);
+    let delays: Vec<u64> = (0..n).map(|_| rng.range_inclusive(1, SPAN)).collect();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    rng.shuffle(&mut order);
+    let mut keys: Vec<Q::Key> = Vec::with_capacity(n);
+    let (elapsed, wrong, left) = q.run(|q| {
+        let t = Instant::now();
+        for (i, &d) in delays.iter().enumerate() {
+            keys.push(q.push(i as u64, d));
+        }
+        let mut wrong = 0u64;
+        for &i in &order {
+            if q.remove(keys[i as usize]) != Some(u64::from(i)) {
+                wrong += 1;
+            }
+        }
+        let elapsed = t.elapsed();
+        q.advance_clock(SPAN + 1);
+        let mut left = 0u64;
+        while q.take_due().is_some() {
+            left += 1;
+        }
+        (elapsed, wrong, left)
+    });
+    DqOutcome {
+        ns_per_item: elapsed.as_nanos() as f64 / n.max(1) as f64,
+        elapsed,
+        check: Check::from_errors(&[
+            ("removes that missed", wrong),
+            ("removed items taken", left),
+        ]),
+    }
+}
+
+/// tokio-util's `DelayQueue<u64>` on a paused current-thread runtime.
+pub struct TokioDq(crate::peers::tokio_dq::TokioDelayQueue);
+
+impl TokioDq {
+    /// A fresh queue and runtime.
+    pub fn new(capacity: usize) -> TokioDq {
+        TokioDq(crate::peers::tokio_dq::TokioDelayQueue::with_capacity(
+            capacity,
+        ))
+    }
+}
+
+impl DelayQueueLike for TokioDq {
+    type Key = tokio_util::time::delay_queue::Key;
+
+    fn push(&mut self, value: u64, delay_ms: u64) -> Self::Key {
+        self.0.insert_after(value, Duration::from_millis(delay_ms))
+    }
+
+    fn remove(&mut self, key: Self::Key) -> Option<u64> {
+        use crate::peers::TimerQueue;
+        self.0.cancel(key)
+    }
+
+    fn advance_clock(&mut self, ms: u64) {
+        self.0.advance_clock(Duration::from_millis(ms));
+    }
+
+    fn take_due(&mut self) -> Option<u64> {
+        self.0.poll_one()
+    }
+
+    fn run<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let rt = self.0.runtime();
+        let _ctx = rt.enter();
+        f(self)
+    }
+}
+
+/// Ours: `wheel::DelayQueue<u64>` on a `ManualClock`, default 1 ms tick.
+pub struct OurDq {
+    queue: wheel::DelayQueue<u64>,
+    clock: wheel::ManualClock,
+}
+
+impl OurDq {
+    /// A fresh queue pre-sized for `capacity` items, on its own manual clock.
+    pub fn new(capacity: usize) -> OurDq {
+        let clock = wheel::ManualClock::new();
+        let queue = wheel::DelayQueue::builder()
+            .clock(clock.clone())
+            .capacity(capacity)
+            .build()
+            .expect("default delay queue settings are valid");
+        OurDq { queue, clock }
+    }
+}
+
+impl DelayQueueLike for OurDq {
+    type Key = wheel::DelayKey;
+
+    fn push(&mut self, value: u64, delay_ms: u64) -> wheel::DelayKey {
+        match self.queue.push(value, Duration::from_millis(delay_ms)) {
+            Ok(key) => key,
+            Err(_) => panic!("push into an open queue returned Closed"),
+        }
+    }
+
+    fn remove(&mut self, key: wheel::DelayKey) -> Option<u64> {
+        self.queue.remove(key)
+    }
+
+    fn advance_clock(&mut self, ms: u64) {
+        self.clock.advance(Duration::from_millis(ms));
+    }
+
+    fn take_due(&mut self) -> Option<u64> {
+        self.queue.try_take()
+    }
+}
+
+/// The `DelayQueue` implementations, ours first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DqPeer {
+    /// `wheel::DelayQueue`.
+    Ours,
+    /// tokio-util's `DelayQueue`.
+    TokioUtil,
+}
+
+impl DqPeer {
+    /// Both, ours first.
+    pub const ALL: [DqPeer; 2] = [DqPeer::Ours, DqPeer::TokioUtil];
+
+    /// The name shown in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            DqPeer::Ours => "wheel::DelayQueue (ours)",
+            DqPeer::TokioUtil => "tokio-util DelayQueue",
+        }
+    }
+
+    /// One push+take run of `n` items.
+    pub fn push_take(self, n: usize) -> DqOutcome {
+        match self {
+            DqPeer::Ours => push_take(OurDq::new(n), n),
+            DqPeer::TokioUtil => push_take(TokioDq::new(n), n),
+        }
+    }
+
+    /// One push+remove run of `n` items.
+    pub fn push_remove(self, n: usize, seed: u64) -> DqOutcome {
+        match self {
+            DqPeer::Ours => push_remove(OurDq::new(n), n, seed),
+            DqPeer::TokioUtil => push_remove(TokioDq::new(n), n, seed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A broken queue: everything is due at once, last pushed first, and remove
+    /// finds nothing.
+    struct Stack(Vec<u64>);
+    impl DelayQueueLike for Stack {
+        type Key = ();
+        fn push(&mut self, value: u64, _delay_ms: u64) {
+            self.0.push(value);
+        }
+        fn remove(&mut self, _: ()) -> Option<u64> {
+            None
+        }
+        fn advance_clock(&mut self, _ms: u64) {}
+        fn take_due(&mut self) -> Option<u64> {
+            self.0.pop()
+        }
+    }
+
+    #[test]
+    fn checks_catch_a_broken_queue() {
+        let c = push_take(Stack(Vec::new()), 1000).check;
+        assert!(
+            matches!(c, Check::Failed(ref s) if s.contains("before due")),
+            "{c:?}"
+        );
+        let c = push_remove(Stack(Vec::new()), 1000, 2).check;
+        assert!(
+            matches!(c, Check::Failed(ref s) if s.contains("missed")),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn ours_passes() {
+        assert_eq!(push_take(OurDq::new(3000), 3000).check, Check::Passed);
+        assert_eq!(push_remove(OurDq::new(3000), 3000, 1).check, Check::Passed);
+    }
+
+    #[test]
+    fn tokio_util_passes() {
+        assert_eq!(push_take(TokioDq::new(3000), 3000).check, Check::Passed);
+        assert_eq!(
+            push_remove(TokioDq::new(3000), 3000, 1).check,
+            Check::Passed
+        );
+    }
+}
