@@ -738,6 +738,7 @@ pub fn run_layouts(n: usize, runs: usize, churn_steps: usize, progress: &Progres
     let layouts: Vec<Vec<u32>> = vec![
         vec![6; 6],
         vec![6; 10],
+        vec![6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 4],
         vec![6; 11],
         vec![8; 8],
         vec![10; 6],

@@ -1,8 +1,64 @@
 //! # wheel
 //!
-//! A timer engine built on a hierarchical hashed timing wheel.
+//! A timer engine built on a hierarchical hashed timing wheel: O(1) insert,
+//! cancel and reset, lock-free scheduling and cancelling from any thread,
+//! never early, and no CPU while idle.
 //!
-//! (Crate docs are rewritten as an index of the types once the layers land.)
+//! The crate has three layers; each stands alone.
+//!
+//! | layer | types | for |
+//! | --- | --- | --- |
+//! | core | [`Wheel`], [`WheelConfig`], [`TimerKey`], [`Expired`], [`ConfigError`] | a single-threaded wheel over integer ticks, to embed in your own event loop |
+//! | engine | [`Scheduler`], [`SchedulerBuilder`], [`TimerHandle`], [`Stats`], [`ScheduleError`], [`BuildError`] | "run this closure in 30 s" / "every 5 s" / "cancel it", from any thread |
+//! | consumers | [`DelayQueue`], [`DelayQueueBuilder`], [`DelayKey`], [`Closed`], [`TakeFuture`] | delayed values to take from, blocking or async |
+//! | | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`] (via [`Scheduler::sleep`], [`Scheduler::timeout`], [`Scheduler::interval`]) | `.await` on any executor |
+//! | testing | [`ManualClock`] | "48 hours later" in microseconds |
+//!
+//! Data flows one way: callers → submission queue → tick thread → wheel →
+//! worker threads. The core knows nothing of threads or clocks.
+//!
+//! `docs/design.md` explains the wheel, `docs/scheduler.md` the lock-free
+//! protocols, `docs/consumer-apis.md` the delay queue and futures, and
+//! `docs/guarantees.md` lists every guarantee with the test that checks it.
+//!
+//! # Examples
+//!
+//! The core wheel, driven by hand:
+//!
+//! ```
+//! use wheel::Wheel;
+//!
+//! let mut wheel = Wheel::new();
+//! let order = wheel.insert(30 * 60_000, "close order 17"); // ticks of 1 ms
+//! wheel.insert(5_000, "retry job 4");
+//! wheel.cancel(order); // the customer paid
+//! assert_eq!(wheel.poll(5_000).map(|e| e.value), Some("retry job 4"));
+//! assert!(wheel.is_empty());
+//! ```
+//!
+//! The scheduler, on a manual clock:
+//!
+//! ```
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use wheel::{ManualClock, Scheduler};
+//!
+//! let clock = ManualClock::new();
+//! let scheduler = Scheduler::builder().clock(clock.clone()).build().unwrap();
+//! let rated = Arc::new(AtomicUsize::new(0));
+//! let r = rated.clone();
+//! scheduler
+//!     .schedule(Duration::from_secs(48 * 3600), move || {
+//!         r.fetch_add(1, Ordering::SeqCst);
+//!     })
+//!     .unwrap();
+//! clock.advance(Duration::from_secs(48 * 3600));
+//! while rated.load(Ordering::SeqCst) == 0 {
+//!     std::thread::yield_now(); // the worker runs the callback
+//! }
+//! assert_eq!(scheduler.shutdown(), 0);
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

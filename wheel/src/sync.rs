@@ -97,6 +97,102 @@ impl<T> Queue<T> {
     }
 }
 
+/// A lock-free multi-producer multi-consumer bag: a bounded ring that
+/// never allocates after its first use (crossbeam's `ArrayQueue`, created
+/// on the first push), and an unbounded `SegQueue` for what does not fit.
+/// FIFO within each part, **not** across them: use it only where order
+/// does not matter, or where the consumer tolerates reordering.
+///
+/// The point is allocation traffic: `SegQueue` allocates a block every 31
+/// pushes and the consumer frees it, so a producer and a consumer on
+/// different threads keep handing memory across the allocator's per-thread
+/// caches (with glibc, contending on an arena lock).
+#[cfg(not(loom))]
+pub(crate) struct RingQueue<T> {
+    ring: OnceLock<crossbeam_queue::ArrayQueue<T>>,
+    cap: usize,
+    overflow: crossbeam_queue::SegQueue<T>,
+}
+
+#[cfg(not(loom))]
+#[allow(dead_code)]
+impl<T> RingQueue<T> {
+    /// A queue whose ring holds `cap` (at least 1) values.
+    pub(crate) fn new(cap: usize) -> Self {
+        RingQueue {
+            ring: OnceLock::new(),
+            cap: cap.max(1),
+            overflow: crossbeam_queue::SegQueue::new(),
+        }
+    }
+    pub(crate) fn push(&self, value: T) {
+        let ring = self
+            .ring
+            .get_or_init(|| crossbeam_queue::ArrayQueue::new(self.cap));
+        if let Err(value) = ring.push(value) {
+            self.overflow.push(value)
+        }
+    }
+    pub(crate) fn pop(&self) -> Option<T> {
+        if let Some(ring) = self.ring.get() {
+            if !ring.is_empty() {
+                if let Some(v) = ring.pop() {
+                    return Some(v);
+                }
+            }
+        }
+        if self.overflow.is_empty() {
+            return None;
+        }
+        self.overflow.pop()
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        let ring_empty = match self.ring.get() {
+            Some(r) => r.is_empty(),
+            None => true,
+        };
+        ring_empty && self.overflow.is_empty()
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.ring.get().map_or(0, |r| r.len()) + self.overflow.len()
+    }
+}
+
+/// The loom model of [`RingQueue`]: a ring of capacity 1 and an overflow,
+/// so that models see values overtake each other.
+#[cfg(loom)]
+pub(crate) struct RingQueue<T>(
+    loom::sync::Mutex<(std::collections::VecDeque<T>, std::collections::VecDeque<T>)>,
+);
+
+#[cfg(loom)]
+#[allow(dead_code)]
+impl<T> RingQueue<T> {
+    pub(crate) fn new(_cap: usize) -> Self {
+        RingQueue(loom::sync::Mutex::new(Default::default()))
+    }
+    pub(crate) fn push(&self, value: T) {
+        let mut q = self.0.lock().unwrap();
+        if q.0.is_empty() {
+            q.0.push_back(value)
+        } else {
+            q.1.push_back(value)
+        }
+    }
+    pub(crate) fn pop(&self) -> Option<T> {
+        let mut q = self.0.lock().unwrap();
+        q.0.pop_front().or_else(|| q.1.pop_front())
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        let q = self.0.lock().unwrap();
+        q.0.is_empty() && q.1.is_empty()
+    }
+    pub(crate) fn len(&self) -> usize {
+        let q = self.0.lock().unwrap();
+        q.0.len() + q.1.len()
+    }
+}
+
 /// Waits on `cv`, recovering the guard if the mutex was poisoned (see
 /// [`lock`]).
 #[cfg(not(loom))]
@@ -184,6 +280,47 @@ impl Unparker {
         *lock(token) = true;
         cv.notify_one();
     }
+}
+
+/// Pads and aligns a value to a cache line so that values written by
+/// different threads do not share one (plain alignment, valid under loom).
+#[allow(unused_imports)]
+pub(crate) use crossbeam_utils::CachePadded;
+
+/// A small number that identifies the calling thread for striping: stable
+/// for the thread's lifetime, assigned round-robin on first use, so that a
+/// few threads get distinct stripes. Collisions only cost contention,
+/// never correctness.
+#[cfg(not(loom))]
+pub(crate) fn thread_stripe() -> usize {
+    use std::cell::Cell;
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    STRIPE
+        .try_with(|s| {
+            let v = s.get();
+            if v != usize::MAX {
+                return v;
+            }
+            let v = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) & (usize::MAX >> 1);
+            s.set(v);
+            v
+        })
+        .unwrap_or(0)
+}
+
+/// A small number that identifies the calling thread (loom model: the model
+/// thread's number, deterministic across executions, so models see threads
+/// on different stripes as well as on the same one).
+#[cfg(loom)]
+pub(crate) fn thread_stripe() -> usize {
+    let id = format!("{:?}", loom::thread::current().id());
+    id.trim_start_matches("ThreadId(")
+        .trim_end_matches(')')
+        .parse()
+        .unwrap_or(0)
 }
 
 /// A cell written once, read lock-free afterwards (std's `OnceLock`).

@@ -22,7 +22,7 @@
 //! - `generation` is bumped each time the slot is freed, so a handle (index,
 //!   generation) of an earlier occupant never matches again (until the 32-bit
 //!   generation wraps, i.e. after 2^32 reuses of the same slot while the old
-//!   handle is kept; the free list is FIFO, which spreads reuse over all
+//!   handle is kept; the free lists are (mostly) FIFO, which spreads reuse over all
 //!   free slots).
 //!
 //! # Transitions and who may make them
@@ -52,7 +52,9 @@
 //! thread when it removes a cancelled entry from its wheel, pops one whose
 //! claim finds it cancelled, or receives an insert/re-arm of a cancelled
 //! timer. Since the entry is unique (it is moved, never copied), so is the
-//! release. After `release` the index goes to the FIFO free list.
+//! release. After `release` the index (with its new generation) goes to
+//! its lane's free list; the tick thread does this in batches (`retire`
+//! now, `recycle` at the end of its round or every 256 slots).
 //!
 //! **Linearizability.** "cancel returns true" and "the callback starts" are
 //! the two CASes {PENDING, QUEUED}→CANCELLED and QUEUED→RUNNING on the same
@@ -71,14 +73,15 @@
 //! `OnceLock`; reading a word is lock-free (an acquire load of the chunk
 //! pointer), and only the thread that first needs a new chunk takes the
 //! cell's internal lock while allocating it. Never-used indices come from an
-//! atomic counter; freed indices from a lock-free FIFO queue.
+//! atomic counter per lane; freed indices from the lanes' lock-free free
+//! lists (a bounded ring plus an overflow queue, `sync::RingQueue`).
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::sync::{Arc, AtomicU64, AtomicUsize, OnceLock, Ordering, Queue};
+use crate::sync::{Arc, AtomicU64, AtomicUsize, CachePadded, OnceLock, Ordering, RingQueue};
 
-use super::Shared;
+use super::LaneRef;
 
 /// `state` value of a slot on the free list.
 pub(crate) const FREE: u64 = 0;
@@ -147,12 +150,26 @@ pub(crate) fn freed(w: u64) -> u64 {
     pack(gen_of(w).wrapping_add(1), 0, false, FREE)
 }
 
+/// A free-list entry: a retired index and its new generation.
+pub(crate) fn pack_free(index: u32, gen: u32) -> u64 {
+    (u64::from(gen) << 32) | u64::from(index)
+}
+
+/// The `(index, generation)` of a free-list entry.
+pub(crate) fn unpack_free(v: u64) -> (u32, u32) {
+    (v as u32, (v >> 32) as u32)
+}
+
 /// log2 of the number of words in chunk 0. Small under loom so that the
 /// models stay cheap and cross chunk boundaries.
 #[cfg(not(loom))]
 const FIRST_CHUNK_BITS: u32 = 10;
 #[cfg(loom)]
 const FIRST_CHUNK_BITS: u32 = 1;
+
+/// Capacity of each lane's free-index ring (16 bytes per entry, allocated
+/// on the lane's first release); more free indices go to an overflow list.
+const FREE_RING: usize = 4096;
 
 /// Largest slot index; indices are `u32`.
 const MAX_INDEX: usize = u32::MAX as usize;
@@ -198,22 +215,36 @@ pub(crate) enum Start {
 }
 
 /// The shared table of state words.
+///
+/// Indices are partitioned into *lanes* (see `mod.rs`): index `i` belongs
+/// to lane `i % lanes`. Each lane has its own counter of never-used
+/// indices (handing out `lane, lane + lanes, lane + 2·lanes, ...`) and its
+/// own free list, so a producer that stays on its lane allocates and
+/// gets its slots back without touching another thread's cache lines.
 pub(crate) struct SlotTable {
     chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
-    /// The next never-used index (may run past `MAX_INDEX`: then exhausted).
-    fresh: AtomicUsize,
-    /// Released indices, reused first-in first-out.
-    free: Queue<u32>,
+    /// Per lane: the next never-used position `k` (index `k·lanes + lane`;
+    /// may run past `MAX_INDEX`: then that lane is exhausted).
+    fresh: Box<[CachePadded<AtomicUsize>]>,
+    /// Per lane: released indices of that lane (see [`RingQueue`]: mostly
+    /// first-in first-out).
+    free: Box<[CachePadded<RingQueue<u64>>]>,
 }
 
 impl SlotTable {
-    pub(crate) fn new() -> SlotTable {
+    /// A table with `lanes` lanes (at least 1).
+    pub(crate) fn new(lanes: usize) -> SlotTable {
+        let lanes = lanes.max(1);
         let chunks: Box<[OnceLock<Box<[AtomicU64]>>]> =
             (0..CHUNKS).map(|_| OnceLock::new()).collect();
         let table = SlotTable {
             chunks,
-            fresh: AtomicUsize::new(0),
-            free: Queue::new(),
+            fresh: (0..lanes)
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
+            free: (0..lanes)
+                .map(|_| CachePadded::new(RingQueue::new(FREE_RING)))
+                .collect(),
         };
         table.chunk(0);
         table
@@ -234,36 +265,79 @@ impl SlotTable {
         &self.chunk(k)[off]
     }
 
-    /// Takes a free slot and marks it PENDING. Returns `(index, generation)`,
-    /// or `None` when all 2^32 indices are in use.
-    pub(crate) fn alloc(&self, repeat: bool) -> Option<(u32, u32)> {
-        let index = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                let i = self.fresh.fetch_add(1, Ordering::Relaxed);
-                if i > MAX_INDEX {
-                    return None;
+    /// A free index for a producer on `lane`: the lane's free list first,
+    /// then (so that the table never grows while slots are free elsewhere)
+    /// the other lanes' free lists, then a never-used index of the lane,
+    /// then of any lane. `None` when all 2^32 indices are in use.
+    fn take_index(&self, lane: usize) -> Option<(u32, u32)> {
+        let lanes = self.free.len();
+        let lane = lane % lanes;
+        // `is_empty` first: it is two loads, while `pop` on an empty
+        // queue costs a fence.
+        for d in 0..lanes {
+            let q = &self.free[(lane + d) % lanes];
+            if !q.is_empty() {
+                if let Some(v) = q.pop() {
+                    return Some(unpack_free(v));
                 }
-                i as u32
             }
-        };
+        }
+        for d in 0..lanes {
+            let l = (lane + d) % lanes;
+            let k = self.fresh[l].fetch_add(1, Ordering::Relaxed);
+            let i = k.saturating_mul(lanes).saturating_add(l);
+            if i <= MAX_INDEX {
+                // Never used: generation 0.
+                return Some((i as u32, 0));
+            }
+            // Exhausted: undo nothing (the counter only grows past the end).
+        }
+        None
+    }
+
+    /// Takes a free slot (preferably of `lane`) and marks it PENDING.
+    /// Returns `(index, generation)`, or `None` when all 2^32 indices are
+    /// in use.
+    pub(crate) fn alloc(&self, lane: usize, repeat: bool) -> Option<(u32, u32)> {
+        let (index, gen) = self.take_index(lane)?;
         let word = self.word(index);
-        // Sole owner: the index came from the free list or the counter.
-        let w = word.load(Ordering::Acquire);
-        debug_assert_eq!(state_of(w), FREE);
-        let gen = gen_of(w);
+        // Sole owner: the index came from a free list or a counter. The
+        // free list carries the generation, so this is a blind store: no
+        // load of a line the releasing thread wrote last (a cache miss
+        // that would stall; a store miss does not). The free-list pop
+        // (acquire) is ordered after the release's store of FREE(gen).
+        debug_assert_eq!(word.load(Ordering::Acquire), pack(gen, 0, false, FREE));
         word.store(pack(gen, 0, repeat, PENDING), Ordering::Release);
         Some((index, gen))
     }
 
     /// Frees the slot (see "Release ownership"): bumps the generation and
-    /// puts the index on the free list.
+    /// puts the index on its lane's free list.
     pub(crate) fn release(&self, index: u32) {
+        let gen = self.retire(index);
+        self.recycle(index, gen);
+    }
+
+    /// The first half of [`release`](Self::release): bumps the generation
+    /// (from now on every handle of the timer is stale). The caller must
+    /// pass the index to [`recycle`](Self::recycle) later; until then the
+    /// slot is simply not reused. The tick thread batches its recycles, so
+    /// that producers popping the free list and the tick thread pushing it
+    /// do not work on the same cache lines at the same time.
+    /// Returns the slot's new generation.
+    pub(crate) fn retire(&self, index: u32) -> u32 {
         let word = self.word(index);
         let w = word.load(Ordering::Acquire);
         debug_assert!(matches!(state_of(w), RUNNING | CANCELLED));
-        word.store(freed(w), Ordering::Release);
-        self.free.push(index);
+        let f = freed(w);
+        word.store(f, Ordering::Release);
+        gen_of(f)
+    }
+
+    /// The second half of [`release`](Self::release): the retired index
+    /// goes to its lane's free list.
+    pub(crate) fn recycle(&self, index: u32, gen: u32) {
+        self.free[index as usize % self.free.len()].push(pack_free(index, gen));
     }
 
     /// `cancel` from a handle: PENDING or QUEUED → CANCELLED, or RUNNING →
@@ -457,7 +531,7 @@ impl SlotTable {
 /// ```
 #[derive(Clone)]
 pub struct TimerHandle {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) lane: Arc<LaneRef>,
     pub(crate) index: u32,
     pub(crate) gen: u32,
 }
@@ -482,7 +556,9 @@ impl TimerHandle {
     /// assert!(h.cancel());
     /// ```
     pub fn cancel(&self) -> bool {
-        self.shared.cancel(self.index, self.gen)
+        self.lane
+            .shared
+            .cancel(self.lane.lane, self.index, self.gen)
     }
 
     /// Re-arms a timer that has not started so that it runs `delay` from now
@@ -508,7 +584,9 @@ impl TimerHandle {
     /// assert!(!idle.reset(Duration::from_secs(30)));
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
-        self.shared.reset(self.index, self.gen, delay)
+        self.lane
+            .shared
+            .reset(self.lane.lane, self.index, self.gen, delay)
     }
 
     /// `true` while the timer has a run that [`cancel`](Self::cancel) could
@@ -526,7 +604,7 @@ impl TimerHandle {
     /// assert!(!h.is_active());
     /// ```
     pub fn is_active(&self) -> bool {
-        self.shared.slots.is_active(self.index, self.gen)
+        self.lane.shared.slots.is_active(self.index, self.gen)
     }
 }
 
@@ -605,8 +683,8 @@ mod tests {
 
     #[test]
     fn table_protocol_single_thread() {
-        let t = SlotTable::new();
-        let (i, g) = t.alloc(false).unwrap();
+        let t = SlotTable::new(1);
+        let (i, g) = t.alloc(0, false).unwrap();
         assert!(t.is_active(i, g));
         assert_eq!(t.reset(i, g), Some(1));
         assert_eq!(t.claim(i, 0), Claim::Stale);
@@ -623,7 +701,7 @@ mod tests {
         assert_eq!(t.reset(i, g), None);
         t.release(i);
         assert_eq!(t.cancel(i, g), None, "stale handle");
-        let (j, g2) = t.alloc(true).unwrap();
+        let (j, g2) = t.alloc(0, true).unwrap();
         assert_eq!(
             (j, g2),
             (i, g + 1),
@@ -642,7 +720,7 @@ mod tests {
         assert_eq!(t.claim(j, 1), Claim::Cancelled);
         assert!(!t.cancel_current(j));
         t.release(j);
-        let (k, g3) = t.alloc(false).unwrap();
+        let (k, g3) = t.alloc(0, false).unwrap();
         assert_eq!(t.claim(k, 0), Claim::Won);
         assert_eq!(
             t.cancel(k, g3),
@@ -654,11 +732,44 @@ mod tests {
     }
 
     #[test]
+    fn lanes_partition_indices_and_share_free_slots() {
+        let t = SlotTable::new(4);
+        // Fresh indices of lane 1: 1, 5, 9.
+        let a: Vec<_> = (0..3).map(|_| t.alloc(1, false).unwrap()).collect();
+        assert_eq!(a, vec![(1, 0), (5, 0), (9, 0)]);
+        assert_eq!(t.alloc(3, false).unwrap(), (3, 0));
+        // A released slot returns to its own lane (5 % 4 == 1), with the
+        // next generation, and is reused before any fresh index...
+        assert_eq!(t.cancel(5, 0), Some(false));
+        t.release(5);
+        assert_eq!(t.alloc(1, false).unwrap(), (5, 1));
+        // ...also by a producer on another lane (stolen), so the table
+        // does not grow while slots are free.
+        assert_eq!(t.cancel(9, 0), Some(false));
+        t.release(9);
+        assert_eq!(t.alloc(2, true).unwrap(), (9, 1));
+        assert_eq!(t.alloc(2, false).unwrap(), (2, 0), "then a fresh one");
+        // retire + recycle is release in two steps.
+        assert_eq!(t.cancel(1, 0), Some(false));
+        assert_eq!(t.retire(1), 1);
+        assert_eq!(t.cancel(1, 0), None, "stale once retired");
+        t.recycle(1, 1);
+        assert_eq!(t.alloc(0, false).unwrap(), (1, 1));
+    }
+
+    #[test]
+    fn free_entries_round_trip() {
+        for &(i, g) in &[(0u32, 0u32), (u32::MAX, u32::MAX), (7, 1 << 31)] {
+            assert_eq!(unpack_free(pack_free(i, g)), (i, g));
+        }
+    }
+
+    #[test]
     fn table_grows_past_the_first_chunks() {
-        let t = SlotTable::new();
+        let t = SlotTable::new(1);
         let n = 5 << FIRST_CHUNK_BITS;
         for expect in 0..n {
-            let (i, g) = t.alloc(false).unwrap();
+            let (i, g) = t.alloc(0, false).unwrap();
             assert_eq!((i, g), (expect, 0));
         }
         assert!(t.is_active(n - 1, 0));

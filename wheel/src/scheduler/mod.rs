@@ -15,6 +15,9 @@
 //!   [`TimerHandle`]; the linearization points of cancel, reset and firing.
 //! - `submit.rs`: commands, the producer paths and the no-lost-wake-up
 //!   protocol with the tick thread.
+//! - lanes (this file): per-thread stripes of the producer-side state
+//!   (command queue, free slots, counters, handle reference count), so
+//!   that producers on different cores write disjoint cache lines.
 //! - `ticker.rs`: the tick thread (the only owner of the [`Wheel`]).
 //! - `workers.rs`: the worker pool that runs callbacks.
 //!
@@ -43,8 +46,8 @@ use crate::clock::{Clock, ManualClock, TickConv};
 use crate::core::{Wheel, WheelConfig};
 use crate::error::BuildError;
 use crate::sync::{
-    fence, lock, thread, try_lock, Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, OnceLock,
-    Ordering, Parker, Queue, Unparker,
+    fence, lock, thread, thread_stripe, try_lock, Arc, AtomicBool, AtomicU64, AtomicUsize,
+    CachePadded, Mutex, OnceLock, Ordering, Parker, Queue, Unparker,
 };
 
 use self::handle::SlotTable;
@@ -58,13 +61,13 @@ use self::workers::Pool;
 /// idle CPU. See `docs/scheduler.md` for the choice.
 pub(crate) const DEFAULT_TICK: Duration = Duration::from_micros(50);
 
-/// Statistics counters, updated with relaxed atomics.
+/// Scheduler-wide counters (relaxed atomics), written off the producer
+/// hot path.
 pub(crate) struct Counters {
+    /// Exact count of pending timers; maintained only when `max_pending`
+    /// is bounded (it is the admission check). Unbounded schedulers derive
+    /// `Stats::pending` from the lane counters instead.
     pub(crate) pending: AtomicUsize,
-    pub(crate) scheduled: AtomicU64,
-    pub(crate) fired: AtomicU64,
-    pub(crate) cancelled: AtomicU64,
-    pub(crate) panicked: AtomicU64,
     pub(crate) dropped: AtomicU64,
     /// Nanoseconds.
     pub(crate) max_lateness: AtomicU64,
@@ -72,10 +75,82 @@ pub(crate) struct Counters {
     pub(crate) reached_tick: AtomicU64,
 }
 
+/// One lane: a command queue and a stripe of counters, on its own cache
+/// lines. A thread uses lane `thread_stripe() % lanes` (see
+/// [`lane_count`]); a handle sends its commands to the lane its timer was
+/// scheduled on. Lanes exist so that producers on different cores never
+/// write the same cache line: each has its own queue tail, free list
+/// (in [`SlotTable`]), counters and handle reference count ([`LaneRef`]).
+pub(crate) struct Lane {
+    pub(crate) commands: Queue<Command>,
+    pub(crate) counts: CachePadded<LaneCounts>,
+}
+
+/// A lane's stripe of the statistics. `Stats` sums the stripes.
+pub(crate) struct LaneCounts {
+    /// Timers accepted by `schedule*` on this lane.
+    pub(crate) scheduled: AtomicU64,
+    /// Successful `cancel`s of handles of this lane.
+    pub(crate) cancelled: AtomicU64,
+    /// Timers over for another reason than `cancel` or shutdown: one-shot
+    /// timers that started, repeating timers stopped by a worker.
+    pub(crate) ended: AtomicU64,
+    /// Runs started.
+    pub(crate) fired: AtomicU64,
+    /// Callbacks that panicked.
+    pub(crate) panicked: AtomicU64,
+}
+
+impl LaneCounts {
+    fn new() -> LaneCounts {
+        LaneCounts {
+            scheduled: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
+            fired: AtomicU64::new(0),
+            panicked: AtomicU64::new(0),
+        }
+    }
+}
+
+/// What a [`TimerHandle`] points to: the engine and the lane its commands
+/// go to. Each lane has one `Arc<LaneRef>` (kept by the `Scheduler`), so
+/// the reference count touched by every handle clone and drop is per lane,
+/// not one line shared by all producers.
+pub(crate) struct LaneRef {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) lane: usize,
+}
+
+/// Number of lanes for a machine with `cores` cores: a power of two of at
+/// least four per core, so that the round-robin stripes of the producers,
+/// workers and callers rarely collide; at least 8, at most 64.
+pub(crate) fn lane_count(cores: usize) -> usize {
+    #[cfg(loom)]
+    {
+        let _ = cores;
+        2
+    }
+    #[cfg(not(loom))]
+    {
+        cores
+            .saturating_mul(4)
+            .clamp(MIN_LANES, MAX_LANES)
+            .next_power_of_two()
+    }
+}
+
+/// Fewest lanes (see [`lane_count`]).
+#[cfg(not(loom))]
+const MIN_LANES: usize = 8;
+/// Most lanes (see [`lane_count`]).
+#[cfg(not(loom))]
+const MAX_LANES: usize = 64;
+
 /// State shared by callers, handles, the tick thread and the workers.
 pub(crate) struct Shared {
     pub(crate) slots: SlotTable,
-    pub(crate) commands: Queue<Command>,
+    pub(crate) lanes: Box<[Lane]>,
     pub(crate) wake: WakePlan,
     pub(crate) pool: Pool,
     pub(crate) counters: Counters,
@@ -93,6 +168,54 @@ pub(crate) struct Shared {
     workers: usize,
 }
 
+impl Shared {
+    /// Whether `max_pending` is bounded (then `counters.pending` is kept).
+    pub(crate) fn bounded(&self) -> bool {
+        self.max_pending != usize::MAX
+    }
+
+    /// The lane of the calling thread.
+    pub(crate) fn my_lane(&self) -> usize {
+        thread_stripe() % self.lanes.len()
+    }
+
+    /// Whether every lane's command queue is empty.
+    pub(crate) fn commands_empty(&self) -> bool {
+        self.lanes.iter().all(|l| l.commands.is_empty())
+    }
+
+    /// Records that a timer is over for another reason than a `cancel` or
+    /// shutdown (a one-shot started, a repeating timer was stopped).
+    pub(crate) fn timer_ended(&self, lane: usize) {
+        self.lanes[lane]
+            .counts
+            .ended
+            .fetch_add(1, Ordering::Relaxed);
+        if self.bounded() {
+            self.counters.pending.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Timers scheduled and not over, derived from the lane counters
+    /// (counters that only grow are summed before `scheduled`, so a timer
+    /// that is scheduled and ends during the snapshot is at worst counted
+    /// as pending, never as a negative).
+    fn derived_pending(&self) -> usize {
+        let mut over = self.counters.dropped.load(Ordering::Relaxed);
+        for l in self.lanes.iter() {
+            over = over
+                .wrapping_add(l.counts.cancelled.load(Ordering::Relaxed))
+                .wrapping_add(l.counts.ended.load(Ordering::Relaxed));
+        }
+        let scheduled: u64 = self
+            .lanes
+            .iter()
+            .map(|l| l.counts.scheduled.load(Ordering::Relaxed))
+            .sum();
+        usize::try_from(scheduled.saturating_sub(over)).unwrap_or(usize::MAX)
+    }
+}
+
 /// Join handles, taken by whichever `shutdown` joins them.
 struct Threads {
     ticker: Option<thread::JoinHandle<()>>,
@@ -102,6 +225,8 @@ struct Threads {
 /// What the `Scheduler` clones share; its `Drop` shuts down.
 struct Outer {
     shared: Arc<Shared>,
+    /// One handle target per lane (see [`LaneRef`]).
+    refs: Box<[Arc<LaneRef>]>,
     threads: Mutex<Threads>,
 }
 
@@ -344,17 +469,19 @@ impl SchedulerBuilder {
         };
         let conv = TickConv::new(self.clock.now(), self.tick);
         let parker = Parker::new();
+        let lanes = lane_count(std::thread::available_parallelism().map_or(1, |n| n.get()));
         let shared = Arc::new(Shared {
-            slots: SlotTable::new(),
-            commands: Queue::new(),
+            slots: SlotTable::new(lanes),
+            lanes: (0..lanes)
+                .map(|_| Lane {
+                    commands: Queue::new(),
+                    counts: CachePadded::new(LaneCounts::new()),
+                })
+                .collect(),
             wake: WakePlan::new(),
             pool: Pool::new(),
             counters: Counters {
                 pending: AtomicUsize::new(0),
-                scheduled: AtomicU64::new(0),
-                fired: AtomicU64::new(0),
-                cancelled: AtomicU64::new(0),
-                panicked: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 max_lateness: AtomicU64::new(0),
                 reached_tick: AtomicU64::new(0),
@@ -370,6 +497,14 @@ impl SchedulerBuilder {
         });
         let outer = Outer {
             shared: shared.clone(),
+            refs: (0..lanes)
+                .map(|lane| {
+                    Arc::new(LaneRef {
+                        shared: shared.clone(),
+                        lane,
+                    })
+                })
+                .collect(),
             threads: Mutex::new(Threads {
                 ticker: None,
                 workers: Vec::with_capacity(workers),
@@ -502,12 +637,22 @@ impl Scheduler {
             .conv
             .instant_of(reached)
             .map_or(Duration::MAX, |at| at - s.conv.origin());
+        let sum = |f: fn(&LaneCounts) -> &AtomicU64| -> u64 {
+            s.lanes
+                .iter()
+                .map(|l| f(&l.counts).load(Ordering::Relaxed))
+                .sum()
+        };
         Stats {
-            pending: c.pending.load(Ordering::Relaxed),
-            scheduled: c.scheduled.load(Ordering::Relaxed),
-            fired: c.fired.load(Ordering::Relaxed),
-            cancelled: c.cancelled.load(Ordering::Relaxed),
-            panicked: c.panicked.load(Ordering::Relaxed),
+            pending: if s.bounded() {
+                c.pending.load(Ordering::Relaxed)
+            } else {
+                s.derived_pending()
+            },
+            scheduled: sum(|l| &l.scheduled),
+            fired: sum(|l| &l.fired),
+            cancelled: sum(|l| &l.cancelled),
+            panicked: sum(|l| &l.panicked),
             dropped: c.dropped.load(Ordering::Relaxed),
             max_lateness: Duration::from_nanos(c.max_lateness.load(Ordering::Relaxed)),
             queued: s.pool.queued(),
@@ -566,5 +711,20 @@ impl fmt::Debug for Scheduler {
 impl Default for Scheduler {
     fn default() -> Self {
         Scheduler::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::lane_count;
+
+    #[test]
+    fn lane_count_is_a_bounded_power_of_two() {
+        assert_eq!(lane_count(0), 8);
+        assert_eq!(lane_count(1), 8);
+        assert_eq!(lane_count(2), 8);
+        assert_eq!(lane_count(3), 16);
+        assert_eq!(lane_count(16), 64);
+        assert_eq!(lane_count(usize::MAX), 64);
     }
 }

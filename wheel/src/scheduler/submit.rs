@@ -4,21 +4,31 @@
 //! # Commands
 //!
 //! Callers never touch the wheel. `schedule*`, `cancel` and `reset` push a
-//! [`Command`] onto one lock-free MPMC FIFO queue (`crate::sync::Queue`,
-//! crossbeam's `SegQueue`); workers push re-arms of repeating timers onto
-//! the same queue; only the tick thread pops. Because a handle is returned
-//! only after its insert was pushed, and the queue is linearizable FIFO, the
-//! tick thread always sees a timer's `Insert` before any `Cancel`/`Reset`
-//! sent through one of its handles.
+//! [`Command`] onto the command queue of a *lane* (`Shared::lanes`, one
+//! lock-free MPMC FIFO queue each, crossbeam's `SegQueue`): `schedule*`
+//! onto the calling thread's lane, `cancel`/`reset` onto the lane recorded
+//! in the handle (the lane of the timer's `Insert`); workers push re-arms
+//! of repeating timers onto their own lane; only the tick thread pops.
+//! Because a handle is returned only after its insert was pushed, and each
+//! lane is linearizable FIFO, the tick thread always sees a timer's
+//! `Insert` before any `Cancel`/`Reset` sent through one of its handles.
+//! Across lanes there is no order, and none is needed: the only
+//! cross-thread pair is a worker's `Rearm` against a handle's
+//! `Cancel`/`Reset`, which the tick thread already accepts in either order.
 //!
 //! # No lost wake-up
 //!
 //! The tick thread publishes in [`WakePlan`] the tick at which it will wake
 //! (`planned`) and whether it is in a long sleep (`armed`), then issues a
-//! `SeqCst` fence, then re-checks the command queue, and only then parks.
+//! `SeqCst` fence, then re-checks every lane's command queue, and only then
+//! parks.
 //! A producer pushes its command, issues a `SeqCst` fence, then reads
 //! `planned`/`armed`, and unparks the tick thread if its deadline is earlier
 //! than `planned` (or if `armed` was set and it is the one that cleared it).
+//!
+//! `schedule*` shares one fence between this check and the shutdown check
+//! (both are "read after my push"): one `SeqCst` fence per schedule, one
+//! per cancel/reset.
 //!
 //! This is the store-buffering (Dekker) pattern: with a `SeqCst` fence
 //! between each side's write and read, the two fences are ordered, and the
@@ -34,10 +44,10 @@
 use std::time::{Duration, Instant};
 
 use crate::error::ScheduleError;
-use crate::sync::{fence, Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{fence, thread_stripe, Arc, AtomicBool, AtomicU64, Ordering};
 
 use super::handle::TimerHandle;
-use super::{Scheduler, Shared};
+use super::{LaneRef, Scheduler, Shared};
 
 /// Deadline tick meaning "never": Duration::MAX, instants that overflow.
 /// The tick thread never advances its wheel to this tick.
@@ -49,20 +59,25 @@ const AWAKE: u64 = 0;
 /// A timer's callback, type-erased. One-shot closures are wrapped in
 /// [`Once`], repeating ones in [`Every`].
 pub(crate) trait Task: Send {
-    /// Runs the callback (a one-shot closure runs at most once).
+    /// Runs a one-shot callback, consuming it.
+    fn run_once(self: Box<Self>);
+    /// Runs one run of a repeating callback (never called on a one-shot).
     fn run(&mut self);
     /// The period in nanoseconds; 0 for a one-shot timer.
     fn period(&self) -> u64;
 }
 
-/// A one-shot closure.
-pub(crate) struct Once<F>(pub(crate) Option<F>);
+/// A one-shot closure. Stored as is (no `Option`), so that
+/// `Box<Once<F>>` of a closure that captures nothing is zero-sized and
+/// costs no allocation.
+pub(crate) struct Once<F>(pub(crate) F);
 
 impl<F: FnOnce() + Send> Task for Once<F> {
+    fn run_once(self: Box<Self>) {
+        (self.0)()
+    }
     fn run(&mut self) {
-        if let Some(f) = self.0.take() {
-            f()
-        }
+        debug_assert!(false, "a one-shot task is run by `run_once`");
     }
     fn period(&self) -> u64 {
         0
@@ -76,6 +91,9 @@ pub(crate) struct Every<F> {
 }
 
 impl<F: FnMut() + Send> Task for Every<F> {
+    fn run_once(mut self: Box<Self>) {
+        (self.f)()
+    }
     fn run(&mut self) {
         (self.f)()
     }
@@ -152,6 +170,13 @@ impl WakePlan {
     /// thread.
     pub(crate) fn needs_wake(&self, tick: u64) -> bool {
         fence(Ordering::SeqCst);
+        self.needs_wake_fenced(tick)
+    }
+
+    /// [`needs_wake`](Self::needs_wake) for a caller that has already
+    /// issued a `SeqCst` fence after its push (`schedule_entry` shares one
+    /// fence between the shutdown check and this one).
+    pub(crate) fn needs_wake_fenced(&self, tick: u64) -> bool {
         tick < self.planned.load(Ordering::SeqCst)
             || (self.armed.load(Ordering::SeqCst) && self.armed.swap(false, Ordering::SeqCst))
     }
@@ -164,9 +189,10 @@ impl WakePlan {
 }
 
 impl Shared {
-    /// Pushes `cmd` and wakes the tick thread if the plan says so.
-    pub(crate) fn submit(&self, cmd: Command, tick: u64) {
-        self.commands.push(cmd);
+    /// Pushes `cmd` onto `lane` and wakes the tick thread if the plan says
+    /// so.
+    pub(crate) fn submit(&self, lane: usize, cmd: Command, tick: u64) {
+        self.lanes[lane].commands.push(cmd);
         if self.wake.needs_wake(tick) {
             self.unpark_ticker();
         }
@@ -200,7 +226,8 @@ impl Shared {
         }
     }
 
-    /// Reserves a pending place (for `max_pending`), with rollback.
+    /// Reserves a pending place (bounded `max_pending` only), with
+    /// rollback.
     fn reserve(&self) -> Result<(), ScheduleError> {
         let before = self.counters.pending.fetch_add(1, Ordering::Relaxed);
         if before >= self.max_pending {
@@ -210,76 +237,99 @@ impl Shared {
         Ok(())
     }
 
-    /// The common schedule path (see the module docs and `docs/scheduler.md`).
-    /// An associated function: loom's `Arc` cannot be a method receiver.
+    /// The common schedule path (see the module docs and `docs/scheduler.md`),
+    /// on the lane of `lane_ref`. An associated function: loom's `Arc`
+    /// cannot be a method receiver.
     pub(crate) fn schedule_entry(
-        this: &Arc<Self>,
+        lane_ref: &Arc<LaneRef>,
         task: Box<dyn Task>,
         due: u64,
     ) -> Result<TimerHandle, ScheduleError> {
-        let s: &Shared = this;
+        let s: &Shared = &lane_ref.shared;
+        let lane = lane_ref.lane;
         if s.shutdown.load(Ordering::Acquire) {
             return Err(ScheduleError::Shutdown);
         }
-        s.reserve()?;
+        let bounded = s.bounded();
+        if bounded {
+            s.reserve()?;
+        }
         let repeat = task.period() != 0;
-        let Some((index, gen)) = s.slots.alloc(repeat) else {
-            s.counters.pending.fetch_sub(1, Ordering::Relaxed);
+        let Some((index, gen)) = s.slots.alloc(lane, repeat) else {
+            if bounded {
+                s.counters.pending.fetch_sub(1, Ordering::Relaxed);
+            }
             return Err(ScheduleError::Full);
         };
         let tick = s.tick_of(due);
-        s.commands.push(Command::Insert(Entry {
+        s.lanes[lane].commands.push(Command::Insert(Entry {
             task,
             index,
             seq: 0,
             due,
         }));
-        // Pairs with the fence in `shutdown`: either the tick thread's final
-        // drain sees this insert, or we see the flag here and take the
-        // timer back (or learn that the tick thread already handled it).
+        // One fence for both checks. It pairs with the fence in `shutdown`
+        // (either the tick thread's final drain sees this insert, or we see
+        // the flag here and take the timer back, or learn that the tick
+        // thread already handled it) and with the one in
+        // `WakePlan::publish` (either the tick thread's re-check sees this
+        // insert, or we see its plan here).
         fence(Ordering::SeqCst);
         if s.shutdown.load(Ordering::SeqCst) {
             if s.slots.cancel(index, gen).is_some() {
-                s.counters.pending.fetch_sub(1, Ordering::Relaxed);
+                if bounded {
+                    s.counters.pending.fetch_sub(1, Ordering::Relaxed);
+                }
                 s.unpark_ticker();
                 return Err(ScheduleError::Shutdown);
             }
-        } else if s.wake.needs_wake(tick) {
+        } else if s.wake.needs_wake_fenced(tick) {
             s.unpark_ticker();
         }
-        s.counters.scheduled.fetch_add(1, Ordering::Relaxed);
+        s.lanes[lane]
+            .counts
+            .scheduled
+            .fetch_add(1, Ordering::Relaxed);
         Ok(TimerHandle {
-            shared: this.clone(),
+            lane: lane_ref.clone(),
             index,
             gen,
         })
     }
 
-    /// `TimerHandle::cancel`.
-    pub(crate) fn cancel(&self, index: u32, gen: u32) -> bool {
+    /// `TimerHandle::cancel` for a handle of `lane`.
+    pub(crate) fn cancel(&self, lane: usize, index: u32, gen: u32) -> bool {
         match self.slots.cancel(index, gen) {
             None => false,
             Some(was_running) => {
-                self.counters.pending.fetch_sub(1, Ordering::Relaxed);
-                self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                self.lanes[lane]
+                    .counts
+                    .cancelled
+                    .fetch_add(1, Ordering::Relaxed);
+                if self.bounded() {
+                    self.counters.pending.fetch_sub(1, Ordering::Relaxed);
+                }
                 if !was_running {
                     // A queued or running timer's entry is with a worker,
                     // which releases it; otherwise the tick thread frees it.
-                    self.submit(Command::Cancel { index, gen }, NEVER);
+                    // Same lane as the insert: the tick thread sees the
+                    // insert first.
+                    self.submit(lane, Command::Cancel { index, gen }, NEVER);
                 }
                 true
             }
         }
     }
 
-    /// `TimerHandle::reset`.
-    pub(crate) fn reset(&self, index: u32, gen: u32, delay: Duration) -> bool {
+    /// `TimerHandle::reset` for a handle of `lane`.
+    pub(crate) fn reset(&self, lane: usize, index: u32, gen: u32, delay: Duration) -> bool {
         let due = self.due_after(delay);
         match self.slots.reset(index, gen) {
             None => false,
             Some(seq) => {
                 let tick = self.tick_of(due);
                 self.submit(
+                    lane,
                     Command::Reset {
                         index,
                         gen,
@@ -295,6 +345,12 @@ impl Shared {
 }
 
 impl Scheduler {
+    /// The handle target of the calling thread's lane.
+    fn lane_ref(&self) -> &Arc<LaneRef> {
+        let refs = &self.outer.refs;
+        &refs[thread_stripe() % refs.len()]
+    }
+
     /// Runs `f` once, `delay` from now, on a worker thread.
     ///
     /// The deadline is rounded up to the tick, so `f` never starts before
@@ -323,9 +379,9 @@ impl Scheduler {
     where
         F: FnOnce() + Send + 'static,
     {
-        let shared = &self.outer.shared;
-        let due = shared.due_after(delay);
-        Shared::schedule_entry(shared, Box::new(Once(Some(f))), due)
+        let r = self.lane_ref();
+        let due = r.shared.due_after(delay);
+        Shared::schedule_entry(r, Box::new(Once(f)), due)
     }
 
     /// Runs `f` once at `at` (never before), on a worker thread. An instant
@@ -352,9 +408,9 @@ impl Scheduler {
     where
         F: FnOnce() + Send + 'static,
     {
-        let shared = &self.outer.shared;
-        let due = shared.due_at(at);
-        Shared::schedule_entry(shared, Box::new(Once(Some(f))), due)
+        let r = self.lane_ref();
+        let due = r.shared.due_at(at);
+        Shared::schedule_entry(r, Box::new(Once(f)), due)
     }
 
     /// Runs `f` every `period`, first `period` from now, on worker threads,
@@ -397,11 +453,11 @@ impl Scheduler {
         if period.is_zero() {
             return Err(ScheduleError::ZeroPeriod);
         }
-        let shared = &self.outer.shared;
+        let r = self.lane_ref();
         let period_nanos = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
-        let due = shared.due_after(period);
+        let due = r.shared.due_after(period);
         Shared::schedule_entry(
-            shared,
+            r,
             Box::new(Every {
                 f,
                 period: period_nanos,

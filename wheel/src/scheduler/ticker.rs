@@ -50,6 +50,10 @@ pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(1);
 /// flood of producers cannot delay firing indefinitely.
 const DRAIN_BATCH: usize = 4096;
 
+/// Slots the tick thread retires before it hands them to the free lists
+/// in one go (also at the end of every round).
+const RECYCLE_BATCH: usize = 256;
+
 /// The last tick the wheel may be advanced to (`NEVER` stays in the future).
 const LAST_TICK: u64 = NEVER - 1;
 
@@ -73,6 +77,10 @@ pub(crate) struct Ticker {
     stash: HashMap<u32, Stash>,
     flush_ticks: u64,
     parker: Parker,
+    /// The lane `drain` starts with.
+    next_lane: usize,
+    /// Retired slot indices not yet on the free lists (see `release`).
+    retired: Vec<(u32, u32)>,
 }
 
 impl Ticker {
@@ -88,6 +96,8 @@ impl Ticker {
             stash: HashMap::new(),
             flush_ticks,
             parker,
+            next_lane: 0,
+            retired: Vec::with_capacity(RECYCLE_BATCH),
         }
     }
 
@@ -116,6 +126,7 @@ impl Ticker {
             let applied = self.drain(now);
             let now_tick = self.shared.conv.now_tick(now).min(LAST_TICK);
             self.fire(now_tick);
+            self.recycle();
             self.shared
                 .counters
                 .reached_tick
@@ -135,7 +146,7 @@ impl Ticker {
                 (next, next - now_tick > self.flush_ticks)
             };
             self.shared.wake.publish(wake_tick, arm);
-            if !self.shared.commands.is_empty() || self.shared.shutdown.load(Ordering::SeqCst) {
+            if !self.shared.commands_empty() || self.shared.shutdown.load(Ordering::SeqCst) {
                 continue;
             }
             self.sleep(wake_tick, manual);
@@ -165,16 +176,48 @@ impl Ticker {
         }
     }
 
-    /// Applies up to `DRAIN_BATCH` commands; returns how many.
+    /// Applies up to `DRAIN_BATCH` commands, taken from the lanes in turn
+    /// (each lane in its FIFO order); returns how many.
     fn drain(&mut self, now: Instant) -> usize {
         let now_nanos = self.shared.conv.nanos_of(now);
-        for n in 0..DRAIN_BATCH {
-            let Some(cmd) = self.shared.commands.pop() else {
-                return n;
-            };
-            self.apply(cmd, now_nanos);
+        let shared = self.shared.clone();
+        let lanes = shared.lanes.len();
+        let mut applied = 0;
+        // Start where the previous round stopped, so no lane starves.
+        for d in 0..lanes {
+            let lane = (self.next_lane + d) % lanes;
+            let queue = &shared.lanes[lane].commands;
+            if queue.is_empty() {
+                continue;
+            }
+            while let Some(cmd) = queue.pop() {
+                self.apply(cmd, now_nanos);
+                applied += 1;
+                if applied == DRAIN_BATCH {
+                    self.next_lane = lane;
+                    return applied;
+                }
+            }
         }
-        DRAIN_BATCH
+        applied
+    }
+
+    /// Releases a slot whose entry the tick thread held: the generation is
+    /// bumped now, the index reaches the free list with the next batch
+    /// (at most `RECYCLE_BATCH` later, or at the end of the round).
+    fn release(&mut self, index: u32) {
+        let gen = self.shared.slots.retire(index);
+        self.retired.push((index, gen));
+        if self.retired.len() >= RECYCLE_BATCH {
+            self.recycle();
+        }
+    }
+
+    /// Puts the retired indices on their free lists.
+    fn recycle(&mut self) {
+        for (index, gen) in self.retired.drain(..) {
+            self.shared.slots.recycle(index, gen);
+        }
     }
 
     fn key_slot(&mut self, index: u32) -> &mut Option<TimerKey> {
@@ -202,7 +245,7 @@ impl Ticker {
             Command::Insert(entry) => {
                 let w = self.shared.slots.load(entry.index);
                 if state_of(w) == CANCELLED {
-                    self.shared.slots.release(entry.index);
+                    self.release(entry.index);
                 } else {
                     debug_assert_eq!(state_of(w), PENDING);
                     self.arm(entry);
@@ -213,7 +256,7 @@ impl Ticker {
                 let w = self.shared.slots.load(index);
                 let stash = self.stash.remove(&index);
                 if state_of(w) == CANCELLED {
-                    self.shared.slots.release(index);
+                    self.release(index);
                     return;
                 }
                 debug_assert_eq!(state_of(w), PENDING);
@@ -245,7 +288,7 @@ impl Ticker {
                     let entry = self.wheel.cancel(key);
                     debug_assert!(entry.is_some());
                     drop(entry);
-                    self.shared.slots.release(index);
+                    self.release(index);
                 }
             }
             Command::Reset {
@@ -295,7 +338,7 @@ impl Ticker {
                 }
                 Claim::Cancelled => {
                     drop(entry);
-                    self.shared.slots.release(index);
+                    self.release(index);
                 }
                 Claim::Stale => {
                     let key = self.wheel.insert(NEVER, entry);
@@ -320,10 +363,12 @@ impl Ticker {
             }
             drop(entry);
         };
-        while let Some(cmd) = self.shared.commands.pop() {
-            match cmd {
-                Command::Insert(e) | Command::Rearm(e) => stop(e),
-                Command::Cancel { .. } | Command::Reset { .. } => {}
+        for lane in self.shared.lanes.iter() {
+            while let Some(cmd) = lane.commands.pop() {
+                match cmd {
+                    Command::Insert(e) | Command::Rearm(e) => stop(e),
+                    Command::Cancel { .. } | Command::Reset { .. } => {}
+                }
             }
         }
         for expired in self.wheel.drain() {
@@ -331,10 +376,12 @@ impl Ticker {
         }
         self.keys.clear();
         self.stash.clear();
-        self.shared
-            .counters
-            .pending
-            .fetch_sub(dropped, Ordering::Relaxed);
+        if self.shared.bounded() {
+            self.shared
+                .counters
+                .pending
+                .fetch_sub(dropped, Ordering::Relaxed);
+        }
         dropped
     }
 }

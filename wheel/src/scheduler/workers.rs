@@ -87,9 +87,10 @@ impl Pool {
 /// A worker thread's main loop.
 pub(crate) fn worker_main(shared: Arc<Shared>) {
     let pool = &shared.pool;
+    let lane = shared.my_lane();
     loop {
         if let Some(job) = pool.jobs.pop() {
-            run_job(&shared, job);
+            run_job(&shared, lane, job);
             continue;
         }
         if shared.ticker_done.load(Ordering::SeqCst) {
@@ -111,8 +112,9 @@ pub(crate) fn worker_main(shared: Arc<Shared>) {
 
 /// Starts one queued entry (if still due), runs it, then releases or
 /// re-arms it.
-fn run_job(shared: &Shared, mut entry: Entry) {
+fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
     let counters = &shared.counters;
+    let counts = &shared.lanes[lane].counts;
     let slots = &shared.slots;
     let index = entry.index;
     match slots.start(index, entry.seq) {
@@ -126,34 +128,39 @@ fn run_job(shared: &Shared, mut entry: Entry) {
             // A reset after the claim: back to the tick thread, which parks
             // the entry until the reset's command moves it. Always wake the
             // tick thread: it may have filed that command already.
-            send_back(shared, entry);
+            send_back(shared, lane, entry);
             shared.unpark_ticker();
             return;
         }
     }
     let period = entry.task.period();
     if period == 0 {
-        counters.pending.fetch_sub(1, Ordering::Relaxed);
+        shared.timer_ended(lane);
     }
-    counters.fired.fetch_add(1, Ordering::Relaxed);
+    counts.fired.fetch_add(1, Ordering::Relaxed);
     if let Some(at) = shared.conv.instant_of_nanos(entry.due) {
         let late = shared.clock.now().saturating_duration_since(at);
         let late = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
         counters.max_lateness.fetch_max(late, Ordering::Relaxed);
     }
-    let ok = catch_unwind(AssertUnwindSafe(|| entry.task.run())).is_ok();
-    if !ok {
-        counters.panicked.fetch_add(1, Ordering::Relaxed);
-    }
     if period == 0 {
-        drop(entry);
+        // One-shot: the call consumes the closure (so a zero-sized closure
+        // was never allocated).
+        let task = entry.task;
+        if catch_unwind(AssertUnwindSafe(move || task.run_once())).is_err() {
+            counts.panicked.fetch_add(1, Ordering::Relaxed);
+        }
         slots.release(index);
         return;
+    }
+    let ok = catch_unwind(AssertUnwindSafe(|| entry.task.run())).is_ok();
+    if !ok {
+        counts.panicked.fetch_add(1, Ordering::Relaxed);
     }
     if !ok || shared.shutdown.load(Ordering::SeqCst) {
         // Stop a panicking timer, or one whose scheduler is shutting down.
         if slots.stop_running(index) {
-            counters.pending.fetch_sub(1, Ordering::Relaxed);
+            shared.timer_ended(lane);
         }
         drop(entry);
         slots.release(index);
@@ -173,7 +180,8 @@ fn run_job(shared: &Shared, mut entry: Entry) {
     } else {
         0
     };
-    if send_back(shared, entry) && shared.wake.needs_wake(earliest) {
+    // `send_back` issued the fence after its push.
+    if send_back(shared, lane, entry) && shared.wake.needs_wake_fenced(earliest) {
         shared.unpark_ticker();
     }
 }
@@ -181,16 +189,16 @@ fn run_job(shared: &Shared, mut entry: Entry) {
 /// Sends a PENDING entry back to the tick thread. Returns `false` if the
 /// scheduler is shutting down (then the timer is stopped here, unless the
 /// tick thread's final drain already stopped it).
-fn send_back(shared: &Shared, entry: Entry) -> bool {
+fn send_back(shared: &Shared, lane: usize, entry: Entry) -> bool {
     let index = entry.index;
-    shared.commands.push(Command::Rearm(entry));
+    shared.lanes[lane].commands.push(Command::Rearm(entry));
     fence(Ordering::SeqCst);
     if shared.shutdown.load(Ordering::SeqCst) {
         // The tick thread may have done its final drain already: stop the
         // timer ourselves (the entry stays queued and is dropped with the
         // scheduler's shared state).
         if shared.slots.cancel_current(index) {
-            shared.counters.pending.fetch_sub(1, Ordering::Relaxed);
+            shared.timer_ended(lane);
         }
         shared.unpark_ticker();
         return false;
