@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, AtomicU64, Mutex, Ordering};
 
 /// A clock that only moves when told to, for tests and simulations.
 ///
@@ -39,11 +39,15 @@ pub struct ManualClock {
 
 struct ManualInner {
     start: Instant,
+    /// Nanoseconds since `start`: read without a lock (`now` is on the hot
+    /// path of every push and schedule), written only under `state`.
+    offset_nanos: AtomicU64,
+    /// The largest offset that keeps `start + offset` representable.
+    max_nanos: u64,
     state: Mutex<ManualState>,
 }
 
 struct ManualState {
-    offset: Duration,
     listeners: Vec<std::sync::Weak<dyn Fn() + Send + Sync>>,
 }
 
@@ -58,11 +62,14 @@ impl ManualClock {
     /// assert_eq!(clock.now(), clock.now());
     /// ```
     pub fn new() -> ManualClock {
+        let start = Instant::now();
+        let max_nanos = u64::try_from(max_offset(start).as_nanos()).unwrap_or(u64::MAX);
         ManualClock {
             inner: std::sync::Arc::new(ManualInner {
-                start: Instant::now(),
+                start,
+                offset_nanos: AtomicU64::new(0),
+                max_nanos,
                 state: Mutex::new(ManualState {
-                    offset: Duration::ZERO,
                     listeners: Vec::new(),
                 }),
             }),
@@ -81,12 +88,14 @@ impl ManualClock {
     /// assert_eq!(clock.now(), t0 + Duration::from_millis(5));
     /// ```
     pub fn now(&self) -> Instant {
-        let offset = lock(&self.inner.state).offset;
-        self.inner.start + offset
+        let offset = self.inner.offset_nanos.load(Ordering::SeqCst);
+        self.inner.start + Duration::from_nanos(offset)
     }
 
     /// Moves time forward by `by` and wakes every scheduler and delay queue
-    /// that uses this clock. Saturates instead of overflowing.
+    /// that uses this clock. Saturates instead of overflowing: the clock
+    /// stops at the end of `Instant`'s range or about 584 years after it
+    /// started, whichever comes first.
     ///
     /// # Examples
     ///
@@ -100,9 +109,12 @@ impl ManualClock {
     /// ```
     pub fn advance(&self, by: Duration) {
         let listeners: Vec<_> = {
+            // The lock serializes advances and the listener list.
             let mut state = lock(&self.inner.state);
-            let max = max_offset(self.inner.start);
-            state.offset = state.offset.saturating_add(by).min(max);
+            let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+            let old = self.inner.offset_nanos.load(Ordering::SeqCst);
+            let new = old.saturating_add(by).min(self.inner.max_nanos);
+            self.inner.offset_nanos.store(new, Ordering::SeqCst);
             state.listeners.retain(|w| w.strong_count() > 0);
             state.listeners.iter().filter_map(|w| w.upgrade()).collect()
         };
@@ -266,14 +278,23 @@ impl TickConv {
     }
 }
 
-/// `nanos / tick`, rounded down, saturating at `u64::MAX`.
+/// `nanos / tick`, rounded down, saturating at `u64::MAX`. Divides in
+/// 64 bits when `nanos` fits (always, for the first 584 years), which is
+/// several times cheaper than a 128-bit division.
 pub(crate) fn floor_ticks(nanos: u128, tick_nanos: u64) -> u64 {
-    u64::try_from(nanos / u128::from(tick_nanos)).unwrap_or(u64::MAX)
+    match u64::try_from(nanos) {
+        Ok(n) => n / tick_nanos,
+        Err(_) => u64::try_from(nanos / u128::from(tick_nanos)).unwrap_or(u64::MAX),
+    }
 }
 
-/// `nanos / tick`, rounded up, saturating at `u64::MAX`.
+/// `nanos / tick`, rounded up, saturating at `u64::MAX` (64-bit fast path
+/// as in [`floor_ticks`]).
 pub(crate) fn ceil_ticks(nanos: u128, tick_nanos: u64) -> u64 {
-    u64::try_from(nanos.div_ceil(u128::from(tick_nanos))).unwrap_or(u64::MAX)
+    match u64::try_from(nanos) {
+        Ok(n) => n.div_ceil(tick_nanos),
+        Err(_) => u64::try_from(nanos.div_ceil(u128::from(tick_nanos))).unwrap_or(u64::MAX),
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -292,6 +313,14 @@ mod tests {
         assert_eq!(floor_ticks(u128::MAX, 1), u64::MAX);
         assert_eq!(ceil_ticks(u128::MAX, 1), u64::MAX);
         assert_eq!(ceil_ticks(u128::from(u64::MAX), 1), u64::MAX);
+        // Both sides of the 64-bit fast path agree.
+        let big = u128::from(u64::MAX);
+        assert_eq!(floor_ticks(big, 1000), u64::MAX / 1000);
+        assert_eq!(floor_ticks(big + 1, 1000), ((big + 1) / 1000) as u64);
+        assert_eq!(ceil_ticks(big, 1000), u64::MAX / 1000 + 1);
+        assert_eq!(ceil_ticks(big + 1, 1000), (big + 1).div_ceil(1000) as u64);
+        assert_eq!(ceil_ticks(big * 1000, 1000), u64::MAX);
+        assert_eq!(ceil_ticks(big * 1000 + 1, 1000), u64::MAX);
     }
 
     #[test]
