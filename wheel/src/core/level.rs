@@ -22,6 +22,7 @@ use super::slab::{Link, NIL};
 pub(crate) const LANES: usize = 4;
 
 /// The lane of a slot that an entry due at `when` goes to.
+#[inline]
 pub(crate) fn lane_of(when: u64) -> usize {
     (when as usize) & (LANES - 1)
 }
@@ -30,6 +31,7 @@ pub(crate) fn lane_of(when: u64) -> usize {
 pub(crate) type Slot = [List; LANES];
 
 /// `true` if every lane of the slot is empty.
+#[inline]
 pub(crate) fn slot_is_empty(slot: &Slot) -> bool {
     slot.iter().all(List::is_empty)
 }
@@ -47,11 +49,13 @@ impl List {
         tail: NIL,
     };
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.head == NIL
     }
 
     /// Appends `index` (not linked anywhere) at the tail.
+    #[inline]
     pub(crate) fn push_back(&mut self, links: &mut [Link], index: u32) {
         links[index as usize] = Link {
             next: NIL,
@@ -66,6 +70,7 @@ impl List {
     }
 
     /// Unlinks `index`, which must be on this list.
+    #[inline]
     pub(crate) fn unlink(&mut self, links: &mut [Link], index: u32) {
         let Link { next, prev } = links[index as usize];
         if prev == NIL {
@@ -81,6 +86,7 @@ impl List {
     }
 
     /// Moves every entry of `other` to the tail of this list, in O(1).
+    #[inline]
     pub(crate) fn append(&mut self, links: &mut [Link], other: List) {
         if other.head == NIL {
             return;
@@ -95,6 +101,7 @@ impl List {
     }
 
     /// Removes and returns the head.
+    #[inline]
     pub(crate) fn pop_front(&mut self, links: &mut [Link]) -> Option<u32> {
         let head = self.head;
         if head == NIL {
@@ -135,11 +142,13 @@ impl Level {
         }
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.occupied == 0
     }
 
     /// Marks `slot` occupied.
+    #[inline]
     pub(crate) fn set(&mut self, slot: usize) {
         let (w, b) = (slot / 64, slot % 64);
         if self.words[w] & (1 << b) == 0 {
@@ -150,6 +159,7 @@ impl Level {
     }
 
     /// Marks `slot` empty.
+    #[inline]
     pub(crate) fn clear(&mut self, slot: usize) {
         let (w, b) = (slot / 64, slot % 64);
         if self.words[w] & (1 << b) != 0 {

@@ -322,8 +322,9 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.cancel(key), None);
     /// ```
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
-        self.slab.get_key(key.index, key.gen)?;
-        self.unlink(key.index);
+        let node = self.slab.get_key(key.index, key.gen)?;
+        let (when, loc) = (node.when, node.loc);
+        self.unlink_at(key.index, when, loc);
         Some(self.slab.remove(key.index).value)
     }
 
@@ -531,8 +532,14 @@ impl<T> Wheel<T> {
     /// Unlinks an occupied entry from whichever list holds it.
     fn unlink(&mut self, index: u32) {
         let node = self.slab.node(index);
-        let l = match node.loc.as_level() {
-            Some(l) if !(l == 0 && node.when <= self.elapsed) => l,
+        self.unlink_at(index, node.when, node.loc);
+    }
+
+    /// Unlinks entry `index`, whose deadline and location the caller read.
+    #[inline]
+    fn unlink_at(&mut self, index: u32, when: u64, loc: Loc) {
+        let l = match loc.as_level() {
+            Some(l) if !(l == 0 && when <= self.elapsed) => l,
             // On the ready list: moved there one by one, or spliced there
             // with its whole lowest-level slot (see `process`).
             _ => {
@@ -541,8 +548,8 @@ impl<T> Wheel<T> {
             }
         };
         let level = &mut self.levels[l];
-        let slot = level.geom.slot_of(node.when);
-        level.slots[slot][lane_of(node.when)].unlink(&mut self.slab.links, index);
+        let slot = level.geom.slot_of(when);
+        level.slots[slot][lane_of(when)].unlink(&mut self.slab.links, index);
         if slot_is_empty(&level.slots[slot]) {
             level.clear(slot);
             if l == self.layout.top() {

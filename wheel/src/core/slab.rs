@@ -32,12 +32,14 @@ impl Loc {
     });
 
     /// A level's slot list (levels 0..=63).
+    #[inline]
     pub(crate) fn level(level: usize) -> Loc {
         debug_assert!(level < 64);
         Loc(NonZeroU8::new(level as u8 + 1).unwrap_or(NonZeroU8::MIN))
     }
 
     /// The level, or `None` for the ready list.
+    #[inline]
     pub(crate) fn as_level(self) -> Option<usize> {
         if self == Loc::READY {
             None
@@ -111,6 +113,7 @@ impl<T> Slab<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
@@ -127,6 +130,7 @@ impl<T> Slab<T> {
     ///
     /// If `u32::MAX - 1` indices are in use at once (about 128 GiB of
     /// entries): the index space is exhausted.
+    #[inline]
     pub(crate) fn insert(&mut self, value: T, when: u64, loc: Loc) -> (u32, u32) {
         let (index, gen) = if self.free_head != NIL {
             let index = self.free_head;
@@ -165,6 +169,7 @@ impl<T> Slab<T> {
     }
 
     /// Frees an occupied index (the caller unlinked it) and returns its node.
+    #[inline]
     pub(crate) fn remove(&mut self, index: u32) -> Node<T> {
         let (next_free, gen) = match &self.entries[index as usize] {
             Entry::Occupied(node) => match node.gen.checked_add(1) {
@@ -188,6 +193,7 @@ impl<T> Slab<T> {
     }
 
     /// The live node that `(index, gen)` names, if any.
+    #[inline]
     pub(crate) fn get_key(&self, index: u32, gen: u32) -> Option<&Node<T>> {
         match self.entries.get(index as usize) {
             Some(Entry::Occupied(node)) if node.gen == gen => Some(node),
@@ -196,6 +202,7 @@ impl<T> Slab<T> {
     }
 
     /// The live node that `(index, gen)` names, if any.
+    #[inline]
     pub(crate) fn get_key_mut(&mut self, index: u32, gen: u32) -> Option<&mut Node<T>> {
         match self.entries.get_mut(index as usize) {
             Some(Entry::Occupied(node)) if node.gen == gen => Some(node),
@@ -204,6 +211,7 @@ impl<T> Slab<T> {
     }
 
     /// The node at an index known to be occupied.
+    #[inline]
     pub(crate) fn node(&self, index: u32) -> &Node<T> {
         match &self.entries[index as usize] {
             Entry::Occupied(node) => node,
@@ -212,6 +220,7 @@ impl<T> Slab<T> {
     }
 
     /// The node at an index known to be occupied.
+    #[inline]
     pub(crate) fn node_mut(&mut self, index: u32) -> &mut Node<T> {
         match &mut self.entries[index as usize] {
             Entry::Occupied(node) => node,
