@@ -499,8 +499,9 @@ impl Interval {
     ///     let s = wheel::Scheduler::new();
     ///     let mut i = s.interval(Duration::from_millis(1));
     ///     std::thread::sleep(Duration::from_millis(10)); // miss some ticks
+    ///     // The missed ticks come back as one call that counts them all.
     ///     assert!(i.tick().await >= 1);
-    ///     assert_eq!(i.tick().await, 1);
+    ///     assert!(i.tick().await >= 1);
     /// }
     /// ```
     pub async fn tick(&mut self) -> u64 {

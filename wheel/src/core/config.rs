@@ -13,16 +13,16 @@
 use std::fmt;
 
 /// The most bits (log2 of the slot count) one level may have: 65 536 slots.
-pub const MAX_SLOT_BITS: u32 = 16;
+pub(crate) const MAX_SLOT_BITS: u32 = 16;
 
 /// The most bits a whole layout may span: a `u64` tick.
-pub const MAX_TOTAL_BITS: u32 = 64;
+pub(crate) const MAX_TOTAL_BITS: u32 = 64;
 
 /// The default layout: eight levels of 256 slots, spanning all of `u64`.
 ///
 /// Chosen by measurement against other layouts (see `docs/design.md`,
 /// "Choosing the default layout", and `docs/benchmarks.md`).
-pub const DEFAULT_SLOT_BITS: [u32; 8] = [8; 8];
+pub(crate) const DEFAULT_SLOT_BITS: [u32; 8] = [8; 8];
 
 /// Why a [`WheelConfig`] was rejected.
 ///
@@ -52,14 +52,14 @@ pub enum ConfigError {
         /// The offending level, lowest first.
         level: usize,
     },
-    /// A level has more than [`MAX_SLOT_BITS`] bits.
+    /// A level has more than 16 bits (65 536 slots).
     TooManyBits {
         /// The offending level, lowest first.
         level: usize,
         /// The bits asked for.
         bits: u32,
     },
-    /// The levels together span more than [`MAX_TOTAL_BITS`] bits.
+    /// The levels together span more than 64 bits.
     TooWide {
         /// The sum of the bits asked for (saturating).
         total_bits: u32,
@@ -115,7 +115,7 @@ impl WheelConfig {
     /// # Errors
     ///
     /// [`ConfigError`] for an empty layout, a level of 0 bits or of more than
-    /// [`MAX_SLOT_BITS`] bits, or levels wider than [`MAX_TOTAL_BITS`] in
+    /// 16 bits, or levels wider than 64 bits in
     /// total. Never panics.
     ///
     /// # Examples
@@ -173,7 +173,8 @@ impl WheelConfig {
 }
 
 impl Default for WheelConfig {
-    /// The default layout, [`DEFAULT_SLOT_BITS`].
+    /// The default layout: eight levels of 256 slots (`[8; 8]`), spanning
+    /// all 64 bits of a tick.
     fn default() -> Self {
         WheelConfig {
             bits: DEFAULT_SLOT_BITS.to_vec(),

@@ -170,7 +170,7 @@ impl<T> fmt::Debug for Wheel<T> {
 
 impl<T> Wheel<T> {
     /// An empty wheel with the default layout
-    /// ([`DEFAULT_SLOT_BITS`](config::DEFAULT_SLOT_BITS)), at tick 0.
+    /// (eight levels of 256 slots, see [`WheelConfig::default`]), at tick 0.
     ///
     /// # Examples
     ///
