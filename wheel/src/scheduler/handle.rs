@@ -68,18 +68,22 @@
 //!
 //! # Growth
 //!
-//! The table is a fixed directory of chunks of doubling size (chunk `k`
-//! holds `FIRST_CHUNK << k` words), each allocated once, on first use, in a
-//! `OnceLock`; reading a word is lock-free (an acquire load of the chunk
-//! pointer), and only the thread that first needs a new chunk takes the
-//! cell's internal lock while allocating it. Never-used indices come from an
-//! atomic counter per lane; freed indices from the lanes' lock-free free
-//! lists (a bounded ring plus an overflow queue, `sync::RingQueue`).
+//! The table is a fixed directory of chunks, four of each size, the size
+//! doubling from one group of four to the next (so the table grows by a
+//! quarter to an eighth of its size at a time, see [`locate`]), each
+//! allocated once, on first use, in a `OnceLock`; reading a word is
+//! lock-free (an acquire load of the chunk pointer), and only the thread
+//! that first needs a new chunk takes the cell's internal lock while
+//! allocating it. Never-used indices are handed out densely from one
+//! shared counter, in blocks of `FRESH_BLOCK` per lane (so the table's size
+//! follows the number of live timers, whatever the number of lanes); freed
+//! indices go to the lanes' lock-free free lists (a bounded ring plus an
+//! overflow queue, `sync::RingQueue`).
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::sync::{Arc, AtomicU64, AtomicUsize, CachePadded, OnceLock, Ordering, RingQueue};
+use crate::sync::{Arc, AtomicU64, CachePadded, OnceLock, Ordering, RingQueue};
 
 use super::LaneRef;
 
@@ -167,27 +171,61 @@ const FIRST_CHUNK_BITS: u32 = 10;
 #[cfg(loom)]
 const FIRST_CHUNK_BITS: u32 = 1;
 
+/// log2 of the number of chunks of each size: the table grows by
+/// `1 / 2^GROUP_BITS` of its size at a time (here an eighth to a quarter),
+/// so at most that fraction of it is unused, instead of up to a half with
+/// plain doubling.
+const GROUP_BITS: u32 = 2;
+
+/// Never-used indices a lane takes from the shared counter at a time.
+/// Indices are handed out densely (the table's size follows the number of
+/// timers, not the number of lanes), and a producer touches the shared
+/// counter once per block.
+#[cfg(not(loom))]
+const FRESH_BLOCK: u64 = 64;
+#[cfg(loom)]
+const FRESH_BLOCK: u64 = 1;
+
 /// Capacity of each lane's free-index ring (16 bytes per entry, allocated
 /// on the lane's first release); more free indices go to an overflow list.
 const FREE_RING: usize = 4096;
 
 /// Largest slot index; indices are `u32`.
-const MAX_INDEX: usize = u32::MAX as usize;
+const MAX_INDEX: u64 = u32::MAX as u64;
+/// Size classes needed to cover every `u32` index (`2^GROUP_BITS` chunks
+/// each).
+const GROUPS: u32 = 33 - FIRST_CHUNK_BITS - GROUP_BITS;
 /// Chunks needed to cover every `u32` index.
-const CHUNKS: usize = (33 - FIRST_CHUNK_BITS) as usize;
+const CHUNKS: usize = (GROUPS << GROUP_BITS) as usize;
 
-/// The chunk holding `index` and the offset inside it. Chunk `k` starts at
-/// index `FIRST_CHUNK * (2^k - 1)` and holds `FIRST_CHUNK * 2^k` words.
+/// The chunk holding `index` and the offset inside it. Chunks come in
+/// groups of `2^GROUP_BITS` of equal size; group `g` holds chunks of
+/// `2^(FIRST_CHUNK_BITS + g)` words and starts at index
+/// `2^(FIRST_CHUNK_BITS + GROUP_BITS) * (2^g - 1)`.
 pub(crate) fn locate(index: u32) -> (usize, usize) {
-    let v = (u64::from(index) >> FIRST_CHUNK_BITS) + 1;
-    let k = 63 - v.leading_zeros();
-    let start = ((1u64 << k) - 1) << FIRST_CHUNK_BITS;
-    (k as usize, (u64::from(index) - start) as usize)
+    let shift = FIRST_CHUNK_BITS + GROUP_BITS;
+    let v = (u64::from(index) >> shift) + 1;
+    let g = 63 - v.leading_zeros();
+    let off = u64::from(index) - (((1u64 << g) - 1) << shift);
+    let size_bits = FIRST_CHUNK_BITS + g;
+    let c = off >> size_bits;
+    let k = (u64::from(g) << GROUP_BITS) + c;
+    (k as usize, (off & ((1u64 << size_bits) - 1)) as usize)
 }
 
 /// Number of words in chunk `k`.
 fn chunk_len(k: usize) -> usize {
-    1usize << (FIRST_CHUNK_BITS as usize + k)
+    1usize << (FIRST_CHUNK_BITS as usize + (k >> GROUP_BITS))
+}
+
+/// A lane's block of never-used indices: `next << 32 | left`.
+fn pack_fresh(next: u32, left: u32) -> u64 {
+    (u64::from(next) << 32) | u64::from(left)
+}
+
+/// `(next, left)` of a lane's block of never-used indices.
+fn unpack_fresh(v: u64) -> (u32, u32) {
+    ((v >> 32) as u32, v as u32)
 }
 
 /// What the tick thread's claim of an expired entry found.
@@ -216,16 +254,20 @@ pub(crate) enum Start {
 
 /// The shared table of state words.
 ///
-/// Indices are partitioned into *lanes* (see `mod.rs`): index `i` belongs
-/// to lane `i % lanes`. Each lane has its own counter of never-used
-/// indices (handing out `lane, lane + lanes, lane + 2·lanes, ...`) and its
-/// own free list, so a producer that stays on its lane allocates and
-/// gets its slots back without touching another thread's cache lines.
+/// Each *lane* (see `mod.rs`) has its own block of never-used indices and
+/// its own free list; releasers return an index to the lane it came from
+/// when they know it (the tick thread applying a lane's `Cancel`), else to
+/// their own lane. So a producer that stays on its lane allocates and gets
+/// its slots back without touching another thread's cache lines. Which
+/// lane an index is on never matters for correctness.
 pub(crate) struct SlotTable {
     chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
-    /// Per lane: the next never-used position `k` (index `k·lanes + lane`;
-    /// may run past `MAX_INDEX`: then that lane is exhausted).
-    fresh: Box<[CachePadded<AtomicUsize>]>,
+    /// The first never-used index not yet given to a lane (may run past
+    /// `MAX_INDEX`: then every index has been handed out).
+    next_fresh: CachePadded<AtomicU64>,
+    /// Per lane: the rest of the block of never-used indices the lane took
+    /// from `next_fresh` (see [`pack_fresh`]).
+    fresh: Box<[CachePadded<AtomicU64>]>,
     /// Per lane: released indices of that lane (see [`RingQueue`]: mostly
     /// first-in first-out).
     free: Box<[CachePadded<RingQueue<u64>>]>,
@@ -239,8 +281,9 @@ impl SlotTable {
             (0..CHUNKS).map(|_| OnceLock::new()).collect();
         let table = SlotTable {
             chunks,
+            next_fresh: CachePadded::new(AtomicU64::new(0)),
             fresh: (0..lanes)
-                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .map(|_| CachePadded::new(AtomicU64::new(pack_fresh(0, 0))))
                 .collect(),
             free: (0..lanes)
                 .map(|_| CachePadded::new(RingQueue::new(FREE_RING)))
@@ -267,8 +310,8 @@ impl SlotTable {
 
     /// A free index for a producer on `lane`: the lane's free list first,
     /// then (so that the table never grows while slots are free elsewhere)
-    /// the other lanes' free lists, then a never-used index of the lane,
-    /// then of any lane. `None` when all 2^32 indices are in use.
+    /// the other lanes' free lists, then a never-used index. `None` when
+    /// all 2^32 indices are in use.
     fn take_index(&self, lane: usize) -> Option<(u32, u32)> {
         let lanes = self.free.len();
         let lane = lane % lanes;
@@ -282,17 +325,50 @@ impl SlotTable {
                 }
             }
         }
-        for d in 0..lanes {
-            let l = (lane + d) % lanes;
-            let k = self.fresh[l].fetch_add(1, Ordering::Relaxed);
-            let i = k.saturating_mul(lanes).saturating_add(l);
-            if i <= MAX_INDEX {
-                // Never used: generation 0.
-                return Some((i as u32, 0));
+        self.take_fresh(lane).map(|i| (i, 0))
+    }
+
+    /// A never-used index (generation 0): from the lane's block, or from a
+    /// new block taken from the shared counter.
+    fn take_fresh(&self, lane: usize) -> Option<u32> {
+        let cell = &self.fresh[lane];
+        let mut cur = cell.load(Ordering::Relaxed);
+        loop {
+            let (next, left) = unpack_fresh(cur);
+            if left == 0 {
+                break;
             }
-            // Exhausted: undo nothing (the counter only grows past the end).
+            match cell.compare_exchange_weak(
+                cur,
+                pack_fresh(next.wrapping_add(1), left - 1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(next),
+                Err(now) => cur = now,
+            }
         }
-        None
+        let first = self.next_fresh.fetch_add(FRESH_BLOCK, Ordering::Relaxed);
+        if first > MAX_INDEX {
+            return None;
+        }
+        let n = FRESH_BLOCK.min(MAX_INDEX + 1 - first) as u32;
+        let first = first as u32;
+        if n > 1 {
+            let rest = pack_fresh(first.wrapping_add(1), n - 1);
+            if cell
+                .compare_exchange(cur, rest, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {
+                // Another thread of this lane refilled it meanwhile: the
+                // rest of the block goes to the free list instead (never
+                // used, so generation 0 and FREE).
+                for i in 1..n {
+                    self.recycle(lane, first.wrapping_add(i), 0);
+                }
+            }
+        }
+        Some(first)
     }
 
     /// Takes a free slot (preferably of `lane`) and marks it PENDING.
@@ -312,10 +388,11 @@ impl SlotTable {
     }
 
     /// Frees the slot (see "Release ownership"): bumps the generation and
-    /// puts the index on its lane's free list.
-    pub(crate) fn release(&self, index: u32) {
+    /// puts the index on `lane`'s free list (any lane is correct; the
+    /// caller's own, or the lane the timer came from, keeps reuse local).
+    pub(crate) fn release(&self, lane: usize, index: u32) {
         let gen = self.retire(index);
-        self.recycle(index, gen);
+        self.recycle(lane, index, gen);
     }
 
     /// The first half of [`release`](Self::release): bumps the generation
@@ -335,9 +412,15 @@ impl SlotTable {
     }
 
     /// The second half of [`release`](Self::release): the retired index
-    /// goes to its lane's free list.
-    pub(crate) fn recycle(&self, index: u32, gen: u32) {
-        self.free[index as usize % self.free.len()].push(pack_free(index, gen));
+    /// goes to `lane`'s free list.
+    pub(crate) fn recycle(&self, lane: usize, index: u32, gen: u32) {
+        self.free[lane % self.free.len()].push(pack_free(index, gen));
+    }
+
+    /// The lane an index is returned to when the releaser knows no better
+    /// one.
+    pub(crate) fn home_lane(&self, index: u32) -> usize {
+        (index as usize / FRESH_BLOCK as usize) % self.free.len()
     }
 
     /// `cancel` from a handle: PENDING or QUEUED → CANCELLED, or RUNNING →
@@ -657,17 +740,33 @@ mod tests {
     #[test]
     fn locate_covers_every_index_once() {
         let first = 1u32 << FIRST_CHUNK_BITS;
+        let group = 1u32 << GROUP_BITS;
         assert_eq!(locate(0), (0, 0));
         assert_eq!(locate(first - 1), (0, first as usize - 1));
         assert_eq!(locate(first), (1, 0));
-        assert_eq!(locate(3 * first - 1), (1, 2 * first as usize - 1));
-        assert_eq!(locate(3 * first), (2, 0));
+        // The first group: `group` chunks of `first` words.
+        assert_eq!(
+            locate(group * first - 1),
+            (group as usize - 1, first as usize - 1)
+        );
+        // The second group: chunks of twice the size.
+        assert_eq!(locate(group * first), (group as usize, 0));
+        assert_eq!(
+            locate(group * first + 2 * first - 1),
+            (group as usize, 2 * first as usize - 1)
+        );
+        assert_eq!(locate(group * first + 2 * first), (group as usize + 1, 0));
+        assert_eq!(chunk_len(0), first as usize);
+        assert_eq!(chunk_len(group as usize), 2 * first as usize);
         let (k, off) = locate(u32::MAX);
         assert!(k < CHUNKS);
         assert!(off < chunk_len(k));
+        // The directory covers exactly what it needs (no chunk past the
+        // one holding u32::MAX could ever be used).
+        assert!(k >= CHUNKS - group as usize);
         // Consecutive indices map to consecutive positions.
         let mut prev = locate(0);
-        for i in 1..(40 * first) {
+        for i in 1..(80 * first) {
             let cur = locate(i);
             if cur.0 == prev.0 {
                 assert_eq!(cur.1, prev.1 + 1);
@@ -678,6 +777,13 @@ mod tests {
                 );
             }
             prev = cur;
+        }
+    }
+
+    #[test]
+    fn fresh_blocks_round_trip() {
+        for &(n, l) in &[(0u32, 0u32), (u32::MAX, 64), (7, 1)] {
+            assert_eq!(unpack_fresh(pack_fresh(n, l)), (n, l));
         }
     }
 
@@ -699,7 +805,7 @@ mod tests {
             "a started one-shot cannot be cancelled"
         );
         assert_eq!(t.reset(i, g), None);
-        t.release(i);
+        t.release(0, i);
         assert_eq!(t.cancel(i, g), None, "stale handle");
         let (j, g2) = t.alloc(0, true).unwrap();
         assert_eq!(
@@ -719,7 +825,7 @@ mod tests {
         assert_eq!(t.cancel(j, g2), Some(false));
         assert_eq!(t.claim(j, 1), Claim::Cancelled);
         assert!(!t.cancel_current(j));
-        t.release(j);
+        t.release(0, j);
         let (k, g3) = t.alloc(0, false).unwrap();
         assert_eq!(t.claim(k, 0), Claim::Won);
         assert_eq!(
@@ -728,33 +834,46 @@ mod tests {
             "queued: cancellable, the worker releases"
         );
         assert_eq!(t.start(k, 0), Start::Cancelled);
-        t.release(k);
+        t.release(0, k);
     }
 
     #[test]
-    fn lanes_partition_indices_and_share_free_slots() {
+    fn lanes_take_dense_blocks_and_share_free_slots() {
         let t = SlotTable::new(4);
-        // Fresh indices of lane 1: 1, 5, 9.
+        let b = FRESH_BLOCK as u32;
+        // Lane 1 takes the first block, lane 3 the next one: indices stay
+        // dense whatever the number of lanes.
         let a: Vec<_> = (0..3).map(|_| t.alloc(1, false).unwrap()).collect();
-        assert_eq!(a, vec![(1, 0), (5, 0), (9, 0)]);
-        assert_eq!(t.alloc(3, false).unwrap(), (3, 0));
-        // A released slot returns to its own lane (5 % 4 == 1), with the
+        assert_eq!(a, vec![(0, 0), (1, 0), (2, 0)]);
+        assert_eq!(t.alloc(3, false).unwrap(), (b, 0));
+        assert_eq!(t.alloc(1, false).unwrap(), (3, 0), "lane 1 keeps its block");
+        // A released slot goes to the lane the releaser names, with the
         // next generation, and is reused before any fresh index...
-        assert_eq!(t.cancel(5, 0), Some(false));
-        t.release(5);
-        assert_eq!(t.alloc(1, false).unwrap(), (5, 1));
+        assert_eq!(t.cancel(1, 0), Some(false));
+        t.release(1, 1);
+        assert_eq!(t.alloc(1, false).unwrap(), (1, 1));
         // ...also by a producer on another lane (stolen), so the table
         // does not grow while slots are free.
-        assert_eq!(t.cancel(9, 0), Some(false));
-        t.release(9);
-        assert_eq!(t.alloc(2, true).unwrap(), (9, 1));
-        assert_eq!(t.alloc(2, false).unwrap(), (2, 0), "then a fresh one");
+        assert_eq!(t.cancel(2, 0), Some(false));
+        t.release(1, 2);
+        assert_eq!(t.alloc(2, true).unwrap(), (2, 1));
+        assert_eq!(t.alloc(2, false).unwrap(), (2 * b, 0), "then a fresh block");
         // retire + recycle is release in two steps.
-        assert_eq!(t.cancel(1, 0), Some(false));
-        assert_eq!(t.retire(1), 1);
-        assert_eq!(t.cancel(1, 0), None, "stale once retired");
-        t.recycle(1, 1);
-        assert_eq!(t.alloc(0, false).unwrap(), (1, 1));
+        assert_eq!(t.cancel(0, 0), Some(false));
+        assert_eq!(t.retire(0), 1);
+        assert_eq!(t.cancel(0, 0), None, "stale once retired");
+        t.recycle(t.home_lane(0), 0, 1);
+        assert_eq!(t.alloc(0, false).unwrap(), (0, 1));
+    }
+
+    #[test]
+    fn one_lane_of_many_allocates_densely() {
+        // 8 lanes, one producer: the table must not grow 8 times faster
+        // than the number of timers (indices are not striped by lane).
+        let t = SlotTable::new(8);
+        let n = 10_000u32;
+        let max = (0..n).map(|_| t.alloc(5, false).unwrap().0).max().unwrap();
+        assert_eq!(max, n - 1);
     }
 
     #[test]
@@ -767,7 +886,7 @@ mod tests {
     #[test]
     fn table_grows_past_the_first_chunks() {
         let t = SlotTable::new(1);
-        let n = 5 << FIRST_CHUNK_BITS;
+        let n = 40 << FIRST_CHUNK_BITS;
         for expect in 0..n {
             let (i, g) = t.alloc(0, false).unwrap();
             assert_eq!((i, g), (expect, 0));

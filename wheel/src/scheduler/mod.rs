@@ -512,7 +512,11 @@ impl SchedulerBuilder {
         };
         // From here on, an error drops `outer`, which shuts down and joins
         // whatever was started.
-        let ticker = Ticker::new(shared.clone(), Wheel::with_config(self.config), parker);
+        let ticker = Ticker::new(
+            shared.clone(),
+            Wheel::<u64>::with_config(self.config),
+            parker,
+        );
         let handle = thread::Builder::new()
             .name("wheel-tick".into())
             .spawn(move || ticker.run())

@@ -65,6 +65,12 @@ pub(crate) trait Task: Send {
     fn run(&mut self);
     /// The period in nanoseconds; 0 for a one-shot timer.
     fn period(&self) -> u64;
+    /// The exact due time of a repeating timer's next run (nanoseconds
+    /// after the origin), kept in its box by the tick thread; `None` for a
+    /// one-shot timer, whose due time is not stored (its wheel tick is).
+    fn due(&self) -> Option<u64>;
+    /// Records the due time (ignored by one-shot timers).
+    fn set_due(&mut self, due: u64);
 }
 
 /// A one-shot closure. Stored as is (no `Option`), so that
@@ -82,12 +88,18 @@ impl<F: FnOnce() + Send> Task for Once<F> {
     fn period(&self) -> u64 {
         0
     }
+    fn due(&self) -> Option<u64> {
+        None
+    }
+    fn set_due(&mut self, _due: u64) {}
 }
 
-/// A repeating closure and its period (nanoseconds, at least 1).
+/// A repeating closure, its period (nanoseconds, at least 1) and the due
+/// time of its next run (see [`Task::due`]).
 pub(crate) struct Every<F> {
     pub(crate) f: F,
     pub(crate) period: u64,
+    pub(crate) due: u64,
 }
 
 impl<F: FnMut() + Send> Task for Every<F> {
@@ -100,10 +112,17 @@ impl<F: FnMut() + Send> Task for Every<F> {
     fn period(&self) -> u64 {
         self.period
     }
+    fn due(&self) -> Option<u64> {
+        Some(self.due)
+    }
+    fn set_due(&mut self, due: u64) {
+        self.due = due;
+    }
 }
 
 /// A timer's entry: its closure and where it belongs. Owned by exactly one
-/// place at a time: a command in the queue, the tick thread's wheel, the
+/// place at a time: a command in the queue, the tick thread (which keeps it
+/// split: `(index, seq)` in its wheel, the closure in a side table), the
 /// worker queue, or a worker.
 pub(crate) struct Entry {
     pub(crate) task: Box<dyn Task>,
@@ -112,7 +131,9 @@ pub(crate) struct Entry {
     /// The reset sequence this entry is armed for (see `handle.rs`).
     pub(crate) seq: u32,
     /// Requested instant, nanoseconds after the scheduler's origin;
-    /// `u64::MAX` for never.
+    /// `u64::MAX` for never. In a job handed to a worker: for a one-shot
+    /// timer, the start of its deadline tick (the requested instant rounded
+    /// up to the tick); for a repeating timer, the exact due time.
     pub(crate) due: u64,
 }
 
@@ -461,6 +482,7 @@ impl Scheduler {
             Box::new(Every {
                 f,
                 period: period_nanos,
+                due,
             }),
             due,
         )

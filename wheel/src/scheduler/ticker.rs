@@ -3,10 +3,13 @@
 //!
 //! # Invariants (tick-thread private state)
 //!
-//! - `keys[i]` is `Some(key)` iff the wheel holds an entry for slot `i`, and
-//!   then `key` names it. A slot is released only after its entry left the
-//!   wheel, so `keys[i]` always belongs to the slot's current occupant.
-//! - An entry in the wheel with `entry.seq` equal to its slot's current
+//! - The wheel stores only `(slot index, armed seq)` packed in a `u64`
+//!   ([`pack_armed`]); the closure and the wheel key live in the per-slot
+//!   side table `held` (a [`Held`] per slot, 24 bytes). `held[i]` is
+//!   `Some` iff the wheel holds an entry for slot `i`, and then its key
+//!   names that entry. A slot is released only after its entry left the
+//!   wheel, so `held[i]` always belongs to the slot's current occupant.
+//! - An entry in the wheel whose armed seq equals its slot's current
 //!   sequence sits at the deadline chosen by the last linearized operation
 //!   (schedule, reset, or fixed-rate re-arm). An entry whose `seq` is older
 //!   is *stale*: a `Reset` command carrying the newer sequence and deadline
@@ -32,19 +35,26 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::core::{TimerKey, Wheel};
-use crate::sync::{Arc, Ordering, Parker};
+use crate::core::{Expired, TimerKey, Wheel};
+use crate::sync::{Arc, Backoff, Ordering, Parker};
 
 use super::handle::{
     gen_of, is_repeat, seq_of, state_of, Claim, CANCELLED, PENDING, QUEUED, RUNNING,
 };
-use super::submit::{next_fixed_rate, Command, Entry, NEVER};
+use super::submit::{next_fixed_rate, Command, Entry, Task, NEVER};
 use super::Shared;
 
 /// Upper bound on the sleep of a tick thread that is receiving commands:
 /// how long a cancelled closure may wait to be dropped, and how long an
 /// insert may wait in the queue, while no timer is due sooner.
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(1);
+
+/// How long before a timer's tick the tick thread ends its timed sleep
+/// (a timed wake-up can be this late on a loaded machine); it then
+/// announces the timer to the workers and polls the clock until the tick
+/// starts. Only when a timer is due that soon: far or no timers cost no
+/// CPU.
+pub(crate) const SPIN_LEAD: Duration = Duration::from_micros(100);
 
 /// Commands applied per round before expired timers are fired again, so a
 /// flood of producers cannot delay firing indefinitely.
@@ -62,6 +72,52 @@ const LAST_TICK: u64 = NEVER - 1;
 #[cfg(all(target_os = "linux", not(loom)))]
 const TIMER_SLACK_NS: &str = "1000";
 
+/// Entries per chunk of the tick thread's side table (24 bytes each).
+const HELD_CHUNK_BITS: u32 = 12;
+
+/// The wheel's value for slot `index` armed with reset sequence `seq`.
+pub(crate) fn pack_armed(index: u32, seq: u32) -> u64 {
+    (u64::from(seq) << 32) | u64::from(index)
+}
+
+/// `(index, seq)` of a wheel value.
+pub(crate) fn unpack_armed(v: u64) -> (u32, u32) {
+    (v as u32, (v >> 32) as u32)
+}
+
+/// What the tick thread keeps per slot while the slot's entry is in its
+/// wheel: the closure and the wheel key (24 bytes; `Option<Held>` uses the
+/// box's niche).
+struct Held {
+    task: Box<dyn Task>,
+    key: TimerKey,
+}
+
+/// The per-slot side table: fixed-size chunks allocated on demand, so it
+/// grows without copying and wastes at most one chunk.
+struct HeldTable {
+    chunks: Vec<Box<[Option<Held>]>>,
+}
+
+impl HeldTable {
+    fn new() -> HeldTable {
+        HeldTable { chunks: Vec::new() }
+    }
+
+    fn slot(&mut self, index: u32) -> &mut Option<Held> {
+        let c = (index >> HELD_CHUNK_BITS) as usize;
+        while self.chunks.len() <= c {
+            self.chunks
+                .push((0..1usize << HELD_CHUNK_BITS).map(|_| None).collect());
+        }
+        &mut self.chunks[c][(index & ((1 << HELD_CHUNK_BITS) - 1)) as usize]
+    }
+
+    fn clear(&mut self) {
+        self.chunks.clear();
+    }
+}
+
 /// A reset that arrived while the repeating timer's entry was with a worker.
 struct Stash {
     gen: u32,
@@ -72,19 +128,20 @@ struct Stash {
 /// The tick thread's state.
 pub(crate) struct Ticker {
     shared: Arc<Shared>,
-    wheel: Wheel<Entry>,
-    keys: Vec<Option<TimerKey>>,
+    wheel: Wheel<u64>,
+    held: HeldTable,
     stash: HashMap<u32, Stash>,
     flush_ticks: u64,
     parker: Parker,
     /// The lane `drain` starts with.
     next_lane: usize,
-    /// Retired slot indices not yet on the free lists (see `release`).
-    retired: Vec<(u32, u32)>,
+    /// Retired slots not yet on the free lists (see `release`): lane,
+    /// index, new generation.
+    retired: Vec<(u32, u32, u32)>,
 }
 
 impl Ticker {
-    pub(crate) fn new(shared: Arc<Shared>, wheel: Wheel<Entry>, parker: Parker) -> Ticker {
+    pub(crate) fn new(shared: Arc<Shared>, wheel: Wheel<u64>, parker: Parker) -> Ticker {
         let flush_ticks = shared
             .conv
             .tick_of_nanos(FLUSH_INTERVAL.as_nanos() as u64)
@@ -92,7 +149,7 @@ impl Ticker {
         Ticker {
             shared,
             wheel,
-            keys: Vec::new(),
+            held: HeldTable::new(),
             stash: HashMap::new(),
             flush_ticks,
             parker,
@@ -149,7 +206,7 @@ impl Ticker {
             if !self.shared.commands_empty() || self.shared.shutdown.load(Ordering::SeqCst) {
                 continue;
             }
-            self.sleep(wake_tick, manual);
+            self.sleep(wake_tick, wake_tick == next, manual);
         }
         let dropped = self.shutdown_drain();
         self.shared
@@ -160,18 +217,49 @@ impl Ticker {
         self.shared.pool.wake_all();
     }
 
-    fn sleep(&self, wake_tick: u64, manual: bool) {
+    /// Sleeps until `wake_tick` starts (or a command or shutdown wakes it).
+    /// `expiring`: a timer is due at `wake_tick` (not a flush wake-up).
+    fn sleep(&self, wake_tick: u64, expiring: bool, manual: bool) {
         if manual || wake_tick == NEVER {
+            self.shared.pool.relax();
             self.parker.park();
             return;
         }
-        match self.shared.conv.instant_of(wake_tick) {
-            None => self.parker.park(),
-            Some(at) => {
-                let d = at.saturating_duration_since(Instant::now());
-                if !d.is_zero() {
-                    self.parker.park_timeout(d);
-                }
+        let Some(at) = self.shared.conv.instant_of(wake_tick) else {
+            self.shared.pool.relax();
+            self.parker.park();
+            return;
+        };
+        let d = at.saturating_duration_since(Instant::now());
+        if d.is_zero() {
+            return;
+        }
+        if !expiring || d > SPIN_LEAD {
+            // The loop comes back here, imminent, if it wakes on time.
+            self.shared.pool.relax();
+            self.parker.park_timeout(d.saturating_sub(if expiring {
+                SPIN_LEAD
+            } else {
+                Duration::ZERO
+            }));
+            return;
+        }
+        self.shared.pool.prepare();
+        self.poll_until(at);
+    }
+
+    /// Polls the clock until `at`, the command queues and the shutdown flag;
+    /// returns as soon as one of them has something.
+    fn poll_until(&self, at: Instant) {
+        let backoff = Backoff::new();
+        while Instant::now() < at {
+            if !self.shared.commands_empty() || self.shared.shutdown.load(Ordering::Relaxed) {
+                return;
+            }
+            if backoff.is_completed() {
+                crate::sync::thread::yield_now();
+            } else {
+                backoff.snooze();
             }
         }
     }
@@ -191,7 +279,7 @@ impl Ticker {
                 continue;
             }
             while let Some(cmd) = queue.pop() {
-                self.apply(cmd, now_nanos);
+                self.apply(lane, cmd, now_nanos);
                 applied += 1;
                 if applied == DRAIN_BATCH {
                     self.next_lane = lane;
@@ -202,12 +290,13 @@ impl Ticker {
         applied
     }
 
-    /// Releases a slot whose entry the tick thread held: the generation is
-    /// bumped now, the index reaches the free list with the next batch
-    /// (at most `RECYCLE_BATCH` later, or at the end of the round).
-    fn release(&mut self, index: u32) {
+    /// Releases a slot whose entry the tick thread held, returning it to
+    /// `lane`'s free list: the generation is bumped now, the index reaches
+    /// the free list with the next batch (at most `RECYCLE_BATCH` later, or
+    /// at the end of the round).
+    fn release(&mut self, lane: usize, index: u32) {
         let gen = self.shared.slots.retire(index);
-        self.retired.push((index, gen));
+        self.retired.push((lane as u32, index, gen));
         if self.retired.len() >= RECYCLE_BATCH {
             self.recycle();
         }
@@ -215,17 +304,9 @@ impl Ticker {
 
     /// Puts the retired indices on their free lists.
     fn recycle(&mut self) {
-        for (index, gen) in self.retired.drain(..) {
-            self.shared.slots.recycle(index, gen);
+        for (lane, index, gen) in self.retired.drain(..) {
+            self.shared.slots.recycle(lane as usize, index, gen);
         }
-    }
-
-    fn key_slot(&mut self, index: u32) -> &mut Option<TimerKey> {
-        let i = index as usize;
-        if i >= self.keys.len() {
-            self.keys.resize(i + 1, None);
-        }
-        &mut self.keys[i]
     }
 
     fn arm(&mut self, entry: Entry) {
@@ -234,18 +315,32 @@ impl Ticker {
     }
 
     fn arm_at(&mut self, entry: Entry, tick: u64) {
-        let index = entry.index;
-        let key = self.wheel.insert(tick, entry);
-        let old = self.key_slot(index).replace(key);
+        let Entry {
+            mut task,
+            index,
+            seq,
+            due,
+        } = entry;
+        // A repeating timer keeps its exact due time in its box (the
+        // fixed-rate schedule needs it); a one-shot's is its wheel tick.
+        task.set_due(due);
+        let key = self.wheel.insert(tick, pack_armed(index, seq));
+        let old = self.held.slot(index).replace(Held { task, key });
         debug_assert!(old.is_none(), "slot {index} armed twice");
     }
 
-    fn apply(&mut self, cmd: Command, now_nanos: u64) {
+    /// Nanoseconds after the origin of the start of `tick`.
+    fn nanos_of_tick(&self, tick: u64) -> u64 {
+        let tick_nanos = u64::try_from(self.shared.conv.tick().as_nanos()).unwrap_or(u64::MAX);
+        tick.saturating_mul(tick_nanos)
+    }
+
+    fn apply(&mut self, lane: usize, cmd: Command, now_nanos: u64) {
         match cmd {
             Command::Insert(entry) => {
                 let w = self.shared.slots.load(entry.index);
                 if state_of(w) == CANCELLED {
-                    self.release(entry.index);
+                    self.release(lane, entry.index);
                 } else {
                     debug_assert_eq!(state_of(w), PENDING);
                     self.arm(entry);
@@ -256,7 +351,7 @@ impl Ticker {
                 let w = self.shared.slots.load(index);
                 let stash = self.stash.remove(&index);
                 if state_of(w) == CANCELLED {
-                    self.release(index);
+                    self.release(lane, index);
                     return;
                 }
                 debug_assert_eq!(state_of(w), PENDING);
@@ -284,11 +379,11 @@ impl Ticker {
                 if gen_of(w) != gen || state_of(w) != CANCELLED {
                     return;
                 }
-                if let Some(key) = self.key_slot(index).take() {
-                    let entry = self.wheel.cancel(key);
-                    debug_assert!(entry.is_some());
-                    drop(entry);
-                    self.release(index);
+                if let Some(held) = self.held.slot(index).take() {
+                    let armed = self.wheel.cancel(held.key);
+                    debug_assert_eq!(armed.map(|v| unpack_armed(v).0), Some(index));
+                    drop(held.task);
+                    self.release(lane, index);
                 }
             }
             Command::Reset {
@@ -306,14 +401,15 @@ impl Ticker {
                 if gen_of(w) != gen || seq_of(w) != seq || !live {
                     return; // superseded, cancelled or over
                 }
-                match *self.key_slot(index) {
-                    Some(key) => {
-                        let tick = self.shared.tick_of(due);
+                let tick = self.shared.tick_of(due);
+                match self.held.slot(index) {
+                    Some(held) => {
+                        held.task.set_due(due);
+                        let key = held.key;
                         let moved = self.wheel.reset(key, tick);
                         debug_assert!(moved);
-                        if let Some(e) = self.wheel.get_mut(key) {
-                            e.seq = seq;
-                            e.due = due;
+                        if let Some(v) = self.wheel.get_mut(key) {
+                            *v = pack_armed(index, seq);
                         }
                     }
                     None => {
@@ -324,13 +420,32 @@ impl Ticker {
         }
     }
 
+    /// Takes an expired wheel entry out with its closure.
+    fn take_expired(&mut self, expired: Expired<u64>) -> Entry {
+        let (index, seq) = unpack_armed(expired.value);
+        let held = self
+            .held
+            .slot(index)
+            .take()
+            .expect("an entry in the wheel has its closure in the side table");
+        let due = held
+            .task
+            .due()
+            .unwrap_or_else(|| self.nanos_of_tick(expired.deadline));
+        Entry {
+            task: held.task,
+            index,
+            seq,
+            due,
+        }
+    }
+
     /// Fires every entry due at `now_tick`.
     fn fire(&mut self, now_tick: u64) {
         let mut dispatched = 0usize;
         while let Some(expired) = self.wheel.poll(now_tick) {
-            let entry = expired.value;
+            let entry = self.take_expired(expired);
             let index = entry.index;
-            self.keys[index as usize] = None;
             match self.shared.slots.claim(index, entry.seq) {
                 Claim::Won => {
                     self.shared.pool.push(entry);
@@ -338,12 +453,10 @@ impl Ticker {
                 }
                 Claim::Cancelled => {
                     drop(entry);
-                    self.release(index);
+                    let lane = self.shared.slots.home_lane(index);
+                    self.release(lane, index);
                 }
-                Claim::Stale => {
-                    let key = self.wheel.insert(NEVER, entry);
-                    self.keys[index as usize] = Some(key);
-                }
+                Claim::Stale => self.arm_at(entry, NEVER),
             }
         }
         if dispatched > 0 {
@@ -354,27 +467,28 @@ impl Ticker {
     /// At shutdown: drops every timer still pending (queued or in the
     /// wheel) without running it; returns how many it stopped.
     fn shutdown_drain(&mut self) -> usize {
-        let slots = &self.shared.slots;
+        let shared = self.shared.clone();
+        let slots = &shared.slots;
         let mut dropped = 0;
-        let mut stop = |entry: Entry| {
-            // Still pending (not queued for a worker): stop and count it.
-            if slots.cancel_current(entry.index) {
+        // Still pending (not queued for a worker): stop and count it.
+        let mut stop = |index: u32| {
+            if slots.cancel_current(index) {
                 dropped += 1;
             }
-            drop(entry);
         };
-        for lane in self.shared.lanes.iter() {
+        for lane in shared.lanes.iter() {
             while let Some(cmd) = lane.commands.pop() {
                 match cmd {
-                    Command::Insert(e) | Command::Rearm(e) => stop(e),
+                    Command::Insert(e) | Command::Rearm(e) => stop(e.index),
                     Command::Cancel { .. } | Command::Reset { .. } => {}
                 }
             }
         }
+        // The wheel's entries: their closures are dropped with `held`.
         for expired in self.wheel.drain() {
-            stop(expired.value);
+            stop(unpack_armed(expired.value).0);
         }
-        self.keys.clear();
+        self.held.clear();
         self.stash.clear();
         if self.shared.bounded() {
             self.shared
@@ -383,5 +497,29 @@ impl Ticker {
                 .fetch_sub(dropped, Ordering::Relaxed);
         }
         dropped
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn armed_values_round_trip_at_boundaries() {
+        for &(i, s) in &[
+            (0u32, 0u32),
+            (u32::MAX, (1 << 28) - 1),
+            (7, 1),
+            (1 << 31, 1 << 27),
+        ] {
+            assert_eq!(unpack_armed(pack_armed(i, s)), (i, s));
+        }
+    }
+
+    #[test]
+    fn held_entry_is_24_bytes() {
+        // The per-slot cost of the tick thread's side table (the box's
+        // niche makes the `Option` free).
+        assert_eq!(std::mem::size_of::<Option<Held>>(), 24);
     }
 }

@@ -23,19 +23,40 @@
 //! starts"); a job cancelled or reset after the claim is dropped or sent
 //! back. Jobs queued before shutdown still start: they were due. Workers
 //! exit once the tick thread is done and the queue is empty.
+//!
+//! Latency hint (not part of the protocol): while the tick thread expects
+//! jobs within a tick or two (`expecting`, set by [`Pool::prepare`] when a
+//! timer is imminent), one idle worker polls the queue for up to
+//! [`WORKER_SPIN`] before it goes through the sleep protocol above.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
 
-use crate::sync::{fence, lock, wait, Arc, AtomicUsize, Condvar, Mutex, Ordering, Queue};
+use crate::sync::{
+    fence, lock, wait, Arc, AtomicBool, AtomicUsize, Backoff, Condvar, Mutex, Ordering, Queue,
+};
 
 use super::handle::Start;
 use super::submit::{Command, Entry};
 use super::Shared;
 
+/// How long an idle worker polls the job queue before it sleeps, when no
+/// other worker is polling: jobs that come in this soon (the next tick of
+/// a busy scheduler, or a timer the tick thread announced with
+/// [`Pool::prepare`]) start without a wake-up's latency.
+pub(crate) const WORKER_SPIN: Duration = Duration::from_micros(200);
+
 /// The job queue and the sleeping workers.
 pub(crate) struct Pool {
     jobs: Queue<Entry>,
     sleepers: AtomicUsize,
+    /// Workers polling the job queue before they sleep (at most one by
+    /// policy; a hint, not part of the wake-up protocol).
+    spinning: AtomicUsize,
+    /// Set by the tick thread while it expects to hand out jobs within a
+    /// tick or two (it is polling the clock for an imminent timer); idle
+    /// workers poll only then. A hint.
+    expecting: AtomicBool,
     lock: Mutex<()>,
     cv: Condvar,
 }
@@ -45,6 +66,8 @@ impl Pool {
         Pool {
             jobs: Queue::new(),
             sleepers: AtomicUsize::new(0),
+            spinning: AtomicUsize::new(0),
+            expecting: AtomicBool::new(false),
             lock: Mutex::new(()),
             cv: Condvar::new(),
         }
@@ -59,6 +82,8 @@ impl Pool {
     pub(crate) fn wake(&self, n: usize) {
         fence(Ordering::SeqCst);
         let sleeping = self.sleepers.load(Ordering::SeqCst);
+        // The decision rests on `sleepers` alone (the Dekker pair above);
+        // the `spinning` hint must not suppress a notification.
         if sleeping == 0 {
             return;
         }
@@ -70,6 +95,62 @@ impl Pool {
                 self.cv.notify_one();
             }
         }
+    }
+
+    /// Tick thread: a timer is about to be due. Wakes one sleeping worker
+    /// (unless one is already polling) so that it polls the job queue when
+    /// the job comes, instead of waiting to be woken then.
+    pub(crate) fn prepare(&self) {
+        if !self.expecting.load(Ordering::Relaxed) {
+            self.expecting.store(true, Ordering::Relaxed);
+        }
+        if self.spinning.load(Ordering::Relaxed) > 0 || self.sleepers.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let _guard = lock(&self.lock);
+        self.cv.notify_one();
+    }
+
+    /// Tick thread: no timer is imminent (it is going to a timed or
+    /// untimed sleep); idle workers go straight to sleep.
+    pub(crate) fn relax(&self) {
+        if self.expecting.load(Ordering::Relaxed) {
+            self.expecting.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Worker: polls the job queue for up to [`WORKER_SPIN`] if the tick
+    /// thread expects jobs soon and no other worker polls. Returns `true`
+    /// if a job may be there.
+    fn poll_for_jobs(&self, shared: &Shared) -> bool {
+        if cfg!(loom) || !self.expecting.load(Ordering::Relaxed) {
+            return false;
+        }
+        if self.spinning.fetch_add(1, Ordering::Relaxed) > 0 {
+            if !cfg!(loom) {
+                self.spinning.fetch_sub(1, Ordering::Relaxed);
+            }
+            return false;
+        }
+        let until = Instant::now() + WORKER_SPIN;
+        let backoff = Backoff::new();
+        let mut found = false;
+        loop {
+            if !self.jobs.is_empty() || shared.ticker_done.load(Ordering::Relaxed) {
+                found = true;
+                break;
+            }
+            if backoff.is_completed() {
+                if Instant::now() >= until || !self.expecting.load(Ordering::Relaxed) {
+                    break;
+                }
+                crate::sync::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
+        self.spinning.fetch_sub(1, Ordering::Relaxed);
+        found
     }
 
     /// Wakes every worker (shutdown).
@@ -99,6 +180,9 @@ pub(crate) fn worker_main(shared: Arc<Shared>) {
             }
             continue;
         }
+        if pool.poll_for_jobs(&shared) {
+            continue;
+        }
         pool.sleepers.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let mut guard = lock(&pool.lock);
@@ -121,7 +205,7 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
         Start::Run => {}
         Start::Cancelled => {
             drop(entry);
-            slots.release(index);
+            slots.release(lane, index);
             return;
         }
         Start::Moved => {
@@ -150,7 +234,7 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
         if catch_unwind(AssertUnwindSafe(move || task.run_once())).is_err() {
             counts.panicked.fetch_add(1, Ordering::Relaxed);
         }
-        slots.release(index);
+        slots.release(lane, index);
         return;
     }
     let ok = catch_unwind(AssertUnwindSafe(|| entry.task.run())).is_ok();
@@ -163,13 +247,13 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
             shared.timer_ended(lane);
         }
         drop(entry);
-        slots.release(index);
+        slots.release(lane, index);
         return;
     }
     let Some(seq) = slots.finish_run(index) else {
         // Cancelled during the run: its canceller left the entry to us.
         drop(entry);
-        slots.release(index);
+        slots.release(lane, index);
         return;
     };
     // The tick thread computes the exact next due time (skipping missed
