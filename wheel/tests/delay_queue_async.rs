@@ -3,77 +3,16 @@
 
 use std::future::Future;
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use wheel::{DelayQueue, ManualClock};
 
-const LIVENESS: Duration = Duration::from_secs(20);
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-/// Wakes a parked thread and counts wake-ups.
-struct Unpark {
-    thread: thread::Thread,
-    wakes: AtomicUsize,
-}
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.wakes.fetch_add(1, Ordering::SeqCst);
-        self.thread.unpark();
-    }
-}
-
-/// A minimal executor: poll, park until woken, repeat; panics past
-/// `LIVENESS` so a lost wake-up fails instead of hanging.
-fn block_on<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
-    let unpark = Arc::new(Unpark {
-        thread: thread::current(),
-        wakes: AtomicUsize::new(0),
-    });
-    let waker = Waker::from(Arc::clone(&unpark));
-    let mut cx = Context::from_waker(&waker);
-    let give_up = Instant::now() + LIVENESS;
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        // Park until woken; unpark tokens make this race-free.
-        let before = unpark.wakes.load(Ordering::SeqCst);
-        while unpark.wakes.load(Ordering::SeqCst) == before {
-            assert!(Instant::now() < give_up, "future never woken");
-            thread::park_timeout(ms(500));
-        }
-    }
-}
-
-/// A waker that only counts.
-struct Count(AtomicUsize);
-impl Wake for Count {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counting() -> (Arc<Count>, Waker) {
-    let c = Arc::new(Count(AtomicUsize::new(0)));
-    (Arc::clone(&c), Waker::from(c))
-}
-
-fn wait_for(cond: impl Fn() -> bool) {
-    let give_up = Instant::now() + LIVENESS;
-    while !cond() {
-        assert!(Instant::now() < give_up, "condition never became true");
-        thread::sleep(ms(1));
-    }
-}
+mod common;
+use common::{block_on, counting, ms, wait_for, LIVENESS};
 
 #[test]
 fn mini_executor_never_early() {
@@ -139,7 +78,9 @@ fn manual_clock_async() {
     assert_eq!(f.as_mut().poll(&mut cx), Poll::Pending);
     let before = count.0.load(Ordering::SeqCst);
     clock.advance(Duration::from_secs(3600));
-    wait_for(|| count.0.load(Ordering::SeqCst) > before);
+    wait_for("condition never became true", || {
+        count.0.load(Ordering::SeqCst) > before
+    });
     assert_eq!(f.as_mut().poll(&mut cx), Poll::Ready(Some("rated")));
 }
 
@@ -158,7 +99,9 @@ fn repoll_with_new_waker_wakes_the_new_one() {
         f.as_mut().poll(&mut Context::from_waker(&new_waker)),
         Poll::Pending
     );
-    wait_for(|| new.0.load(Ordering::SeqCst) > 0);
+    wait_for("condition never became true", || {
+        new.0.load(Ordering::SeqCst) > 0
+    });
     assert_eq!(old.0.load(Ordering::SeqCst), 0, "stale waker woken");
     assert_eq!(
         f.as_mut().poll(&mut Context::from_waker(&new_waker)),
@@ -258,32 +201,36 @@ fn tokio_multi_thread_exactly_once() {
 
 #[test]
 fn tokio_current_thread_sync_and_async_takers_share() {
+    // A blocking taker and an async taker (on a current-thread runtime)
+    // share one queue; both take until the queue is closed, so neither can
+    // wait for items the other already took. Every item comes out once.
     let q = Arc::new(DelayQueue::new());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
     let blocking = {
         let q = Arc::clone(&q);
         thread::spawn(move || q.iter().collect::<Vec<u32>>())
     };
-    let from_async = rt.block_on(async {
-        for i in 0..100 {
-            q.push(i, ms(u64::from(i % 10))).unwrap();
-        }
-        let mut mine = Vec::new();
-        while mine.len() < 10 {
-            mine.push(q.take_async().await.unwrap());
-        }
-        mine
-    });
-    let give_up = Instant::now() + LIVENESS;
-    while !q.is_empty() {
-        assert!(Instant::now() < give_up);
-        thread::sleep(ms(2));
+    let asynchronous = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let mut mine = Vec::new();
+                while let Some(v) = q.take_async().await {
+                    mine.push(v);
+                }
+                mine
+            })
+        })
+    };
+    for i in 0..100 {
+        q.push(i, ms(u64::from(i % 10))).unwrap();
     }
+    wait_for("items were never all taken", || q.is_empty());
     q.close();
     let mut all = blocking.join().unwrap();
-    all.extend(from_async);
+    all.extend(asynchronous.join().unwrap());
     all.sort_unstable();
     assert_eq!(all, (0..100).collect::<Vec<_>>());
 }

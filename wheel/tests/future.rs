@@ -6,71 +6,14 @@ use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use wheel::{ManualClock, ScheduleError, Scheduler};
 
-const LIVENESS: Duration = Duration::from_secs(20);
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-struct Unpark {
-    thread: thread::Thread,
-    wakes: AtomicUsize,
-}
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.wakes.fetch_add(1, Ordering::SeqCst);
-        self.thread.unpark();
-    }
-}
-
-/// A minimal executor (std `Wake` + park); fails instead of hanging.
-fn block_on<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
-    let unpark = Arc::new(Unpark {
-        thread: thread::current(),
-        wakes: AtomicUsize::new(0),
-    });
-    let waker = Waker::from(Arc::clone(&unpark));
-    let mut cx = Context::from_waker(&waker);
-    let give_up = Instant::now() + LIVENESS;
-    loop {
-        let before = unpark.wakes.load(Ordering::SeqCst);
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        while unpark.wakes.load(Ordering::SeqCst) == before {
-            assert!(Instant::now() < give_up, "future never woken");
-            thread::park_timeout(ms(500));
-        }
-    }
-}
-
-struct Count(AtomicUsize);
-impl Wake for Count {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counting() -> (Arc<Count>, Waker) {
-    let c = Arc::new(Count(AtomicUsize::new(0)));
-    (Arc::clone(&c), Waker::from(c))
-}
-
-fn wait_for(what: &str, cond: impl Fn() -> bool) {
-    let give_up = Instant::now() + LIVENESS;
-    while !cond() {
-        assert!(Instant::now() < give_up, "{what}");
-        thread::sleep(ms(1));
-    }
-}
+mod common;
+use common::{block_on, counting, ms, wait_for, LIVENESS};
 
 fn manual_scheduler() -> (ManualClock, Scheduler) {
     let clock = ManualClock::new();
