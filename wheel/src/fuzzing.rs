@@ -446,13 +446,81 @@ impl<'a> Arbitrary<'a> for WheelInput {
 
 #[derive(Debug)]
 struct Tracked {
-    key: TimerKey,
     value: u64,
-    /// Index in `live`, or `usize::MAX` once the timer is gone.
-    live_pos: usize,
 }
 
+/// `KeyBook::pos` of an id that is no longer live.
 const GONE: usize = usize::MAX;
+
+/// Every key a harness was handed, by id (ids are dense, in insert order):
+/// which ids are still live and which keys went stale, so that operations
+/// can aim at either on purpose.
+struct KeyBook<K> {
+    keys: Vec<K>,
+    /// Index of each id in `live`, or `GONE`.
+    pos: Vec<usize>,
+    live: Vec<u64>,
+    stale: Vec<K>,
+}
+
+impl<K: Copy> KeyBook<K> {
+    fn new() -> Self {
+        KeyBook {
+            keys: Vec::new(),
+            pos: Vec::new(),
+            live: Vec::new(),
+            stale: Vec::new(),
+        }
+    }
+
+    /// Records a new live key; returns its id.
+    fn add(&mut self, key: K) -> u64 {
+        let id = self.keys.len() as u64;
+        self.keys.push(key);
+        self.pos.push(self.live.len());
+        self.live.push(id);
+        id
+    }
+
+    fn key(&self, id: u64) -> K {
+        self.keys[id as usize]
+    }
+
+    /// `true` if `id` was handed out and is still live.
+    fn is_live(&self, id: u64) -> bool {
+        self.pos.get(id as usize).is_some_and(|&p| p != GONE)
+    }
+
+    /// A live or a stale key as asked (the other kind if there is none),
+    /// with its id if it is live.
+    fn pick(&self, pick: Pick) -> Option<(K, Option<u64>)> {
+        let live = |i: u16| {
+            (!self.live.is_empty()).then(|| {
+                let id = self.live[usize::from(i) % self.live.len()];
+                (self.keys[id as usize], Some(id))
+            })
+        };
+        let stale = |i: u16| {
+            (!self.stale.is_empty()).then(|| (self.stale[usize::from(i) % self.stale.len()], None))
+        };
+        match pick {
+            Pick::Live(i) => live(i).or_else(|| stale(i)),
+            Pick::Stale(i) => stale(i).or_else(|| live(i)),
+        }
+    }
+
+    /// Moves a live id's key to the stale keys.
+    fn retire(&mut self, id: u64) {
+        let pos = self.pos[id as usize];
+        debug_assert_ne!(pos, GONE);
+        self.live.swap_remove(pos);
+        if let Some(&moved) = self.live.get(pos) {
+            self.pos[moved as usize] = pos;
+        }
+        self.pos[id as usize] = GONE;
+        self.stale.push(self.keys[id as usize]);
+    }
+}
 
 /// A wheel and its model, kept in lock step. See the module docs.
 pub struct WheelHarness {
@@ -460,8 +528,7 @@ pub struct WheelHarness {
     model: Model<u64>,
     bits: Vec<u32>,
     timers: Vec<Tracked>,
-    live: Vec<u64>,
-    stale: Vec<TimerKey>,
+    book: KeyBook<TimerKey>,
     issued: HashSet<TimerKey>,
     step: usize,
     /// Run `check_invariants` every this many operations.
@@ -497,8 +564,7 @@ impl WheelHarness {
             model: Model::new(),
             bits,
             timers: Vec::new(),
-            live: Vec::new(),
-            stale: Vec::new(),
+            book: KeyBook::new(),
             issued: HashSet::new(),
             step: 0,
             check_every,
@@ -536,10 +602,10 @@ impl WheelHarness {
             }
             When::Past(n) => now.saturating_sub(u64::from(n)),
             When::Abs(t) => t,
-            When::Tie(i) => match self.live.len() {
+            When::Tie(i) => match self.book.live.len() {
                 0 => now,
                 n => {
-                    let id = self.live[usize::from(i) % n];
+                    let id = self.book.live[usize::from(i) % n];
                     self.model
                         .deadline(id)
                         .expect("live timers are in the model")
@@ -580,38 +646,12 @@ impl WheelHarness {
     /// The key an operation addresses, with its model id if it is pending
     /// (`None` for a stale key). Keys are never reissued (checked on every
     /// insert), so a stale key cannot name a pending timer.
-    fn pick(&self, pick: Pick) -> Option<(TimerKey, Option<u64>)> {
-        let live = |i: u16| {
-            (!self.live.is_empty()).then(|| {
-                let id = self.live[usize::from(i) % self.live.len()];
-                (self.timers[id as usize].key, Some(id))
-            })
-        };
-        let stale = |i: u16| {
-            (!self.stale.is_empty()).then(|| (self.stale[usize::from(i) % self.stale.len()], None))
-        };
-        match pick {
-            Pick::Live(i) => live(i).or_else(|| stale(i)),
-            Pick::Stale(i) => stale(i).or_else(|| live(i)),
-        }
-    }
-
-    fn retire(&mut self, id: u64) {
-        let pos = self.timers[id as usize].live_pos;
-        debug_assert_ne!(pos, GONE);
-        self.live.swap_remove(pos);
-        if let Some(&moved) = self.live.get(pos) {
-            self.timers[moved as usize].live_pos = pos;
-        }
-        self.timers[id as usize].live_pos = GONE;
-        self.stale.push(self.timers[id as usize].key);
-    }
-
     /// Checks one entry that came out of `poll` or `drain` against the
     /// timer the model says it is.
     fn check_expired(&self, op: &dyn std::fmt::Debug, got: &Expired<u64>, id: u64, eff: u64) {
         let t = &self.timers[id as usize];
-        if got.key != t.key || got.value != t.value || got.deadline != eff {
+        let key = self.book.key(id);
+        if got.key != key || got.value != t.value || got.deadline != eff {
             self.fail(
                 op,
                 format_args!(
@@ -620,7 +660,7 @@ impl WheelHarness {
                     got.value & ID_MASK,
                     got.deadline,
                     id,
-                    t.key,
+                    key,
                     t.value,
                     eff
                 ),
@@ -633,7 +673,7 @@ impl WheelHarness {
         let id = got.value & ID_MASK;
         let what = match self.timers.get(id as usize) {
             None => "a value that was never inserted",
-            Some(t) if t.live_pos == GONE => {
+            Some(_) if !self.book.is_live(id) => {
                 "DOUBLE FIRE of a timer already fired, cancelled or drained"
             }
             Some(_) => "EARLY FIRE of a pending timer",
@@ -673,7 +713,7 @@ impl WheelHarness {
             }
             (Some(got), Some((id, eff, _))) => {
                 self.check_expired(op, &got, id, eff);
-                self.retire(id);
+                self.book.retire(id);
                 true
             }
             (Some(got), None) => self.unexpected(op, &got),
@@ -681,7 +721,7 @@ impl WheelHarness {
                 op,
                 format_args!(
                     "poll({t}) returned None but timer #{id} (key {:?}, deadline {eff}) is due: LOST or late entry",
-                    self.timers[id as usize].key
+                    self.book.key(id)
                 ),
             ),
         }
@@ -722,12 +762,8 @@ impl WheelHarness {
                 if !self.issued.insert(key) {
                     self.fail(dop, format_args!("insert({t}) returned key {key:?}, which was issued before (keys must be generational)"));
                 }
-                self.timers.push(Tracked {
-                    key,
-                    value,
-                    live_pos: self.live.len(),
-                });
-                self.live.push(id);
+                self.timers.push(Tracked { value });
+                assert_eq!(self.book.add(key), id, "key ids are dense");
                 let want = self.model.deadline(id);
                 let got = self.wheel.deadline(key);
                 if got != want {
@@ -735,7 +771,7 @@ impl WheelHarness {
                 }
             }
             WheelOp::Cancel(pick) => {
-                if let Some((key, id)) = self.pick(pick) {
+                if let Some((key, id)) = self.book.pick(pick) {
                     let got = self.wheel.cancel(key);
                     let want = id.and_then(|id| {
                         self.model
@@ -749,12 +785,12 @@ impl WheelHarness {
                         );
                     }
                     if let Some(id) = id {
-                        self.retire(id);
+                        self.book.retire(id);
                     }
                 }
             }
             WheelOp::Reset(pick, when) => {
-                if let Some((key, id)) = self.pick(pick) {
+                if let Some((key, id)) = self.book.pick(pick) {
                     let t = self.tick(when);
                     let got = self.wheel.reset(key, t);
                     let want = id.is_some_and(|id| self.model.reset(id, t));
@@ -796,12 +832,12 @@ impl WheelHarness {
             }
             WheelOp::Drain => self.drain(dop),
             WheelOp::Get(pick) | WheelOp::Deadline(pick) => {
-                if let Some((key, id)) = self.pick(pick) {
+                if let Some((key, id)) = self.book.pick(pick) {
                     self.expect_key_state(dop, key, id);
                 }
             }
             WheelOp::GetMut(pick) => {
-                if let Some((key, id)) = self.pick(pick) {
+                if let Some((key, id)) = self.book.pick(pick) {
                     self.expect_key_state(dop, key, id);
                     match (self.wheel.get_mut(key), id) {
                         (None, None) => {}
@@ -868,7 +904,7 @@ impl WheelHarness {
             self.check_expired(op, g, id, eff);
         }
         for &(id, _, _) in &want {
-            self.retire(id);
+            self.book.retire(id);
         }
         if !self.wheel.is_empty() || self.wheel.next_expiration().is_some() {
             self.fail(op, format_args!("wheel not empty after drain"));
@@ -915,27 +951,28 @@ impl WheelHarness {
 
     /// Compares every pending timer's deadline and value (O(n)).
     pub fn check_all(&self, op: &dyn std::fmt::Debug) {
-        for &id in &self.live {
+        for &id in &self.book.live {
             let t = &self.timers[id as usize];
+            let key = self.book.key(id);
             let want = self.model.deadline(id);
             if want.is_none()
-                || self.wheel.deadline(t.key) != want
-                || self.wheel.get(t.key) != Some(&t.value)
+                || self.wheel.deadline(key) != want
+                || self.wheel.get(key) != Some(&t.value)
             {
                 self.fail(
                     op,
                     format_args!(
                         "timer #{id} ({:?}): wheel says deadline {:?} value {:?}, model {:?} value {}",
-                        t.key,
-                        self.wheel.deadline(t.key),
-                        self.wheel.get(t.key),
+                        key,
+                        self.wheel.deadline(key),
+                        self.wheel.get(key),
                         want,
                         t.value
                     ),
                 );
             }
         }
-        for &key in &self.stale {
+        for &key in &self.book.stale {
             if self.wheel.deadline(key).is_some() || self.wheel.get(key).is_some() {
                 self.fail(op, format_args!("stale key {key:?} still answers"));
             }
@@ -1280,11 +1317,9 @@ impl<'a> Arbitrary<'a> for DqInput {
 
 #[derive(Debug)]
 struct DqItem {
-    key: DelayKey,
     /// The instant asked for; `None` if it is past the range of `Instant`
     /// (the item must never come out of `take`).
     at: Option<Instant>,
-    live_pos: usize,
 }
 
 /// A `DelayQueue<u64>` on a `ManualClock`, kept in lock step with the
@@ -1305,8 +1340,7 @@ pub struct DqHarness {
     tick_ns: u128,
     model: Model<u64>,
     items: Vec<DqItem>,
-    live: Vec<u64>,
-    stale: Vec<DelayKey>,
+    book: KeyBook<DelayKey>,
     closed: bool,
     step: usize,
 }
@@ -1349,8 +1383,7 @@ impl DqHarness {
             tick_ns: tick.duration().as_nanos(),
             model: Model::new(),
             items: Vec::new(),
-            live: Vec::new(),
-            stale: Vec::new(),
+            book: KeyBook::new(),
             closed: false,
             step: 0,
         })
@@ -1406,32 +1439,6 @@ impl DqHarness {
         }
     }
 
-    fn pick(&self, pick: Pick) -> Option<(DelayKey, Option<u64>)> {
-        let live = |i: u16| {
-            (!self.live.is_empty()).then(|| {
-                let id = self.live[usize::from(i) % self.live.len()];
-                (self.items[id as usize].key, Some(id))
-            })
-        };
-        let stale = |i: u16| {
-            (!self.stale.is_empty()).then(|| (self.stale[usize::from(i) % self.stale.len()], None))
-        };
-        match pick {
-            Pick::Live(i) => live(i).or_else(|| stale(i)),
-            Pick::Stale(i) => stale(i).or_else(|| live(i)),
-        }
-    }
-
-    fn retire(&mut self, id: u64) {
-        let pos = self.items[id as usize].live_pos;
-        self.live.swap_remove(pos);
-        if let Some(&moved) = self.live.get(pos) {
-            self.items[moved as usize].live_pos = pos;
-        }
-        self.items[id as usize].live_pos = GONE;
-        self.stale.push(self.items[id as usize].key);
-    }
-
     fn push(
         &mut self,
         op: &dyn std::fmt::Debug,
@@ -1447,12 +1454,8 @@ impl DqHarness {
         match (res, self.closed) {
             (Ok(key), false) => {
                 assert_eq!(self.model.insert(tick, id), id, "model ids are dense");
-                self.items.push(DqItem {
-                    key,
-                    at,
-                    live_pos: self.live.len(),
-                });
-                self.live.push(id);
+                self.items.push(DqItem { at });
+                assert_eq!(self.book.add(key), id, "key ids are dense");
             }
             (Err(Closed(v)), true) if v == id => {}
             (Err(Closed(v)), true) => {
@@ -1485,17 +1488,12 @@ impl DqHarness {
                         ),
                     ),
                 }
-                self.retire(id);
+                self.book.retire(id);
                 true
             }
             (got, want) => {
                 let what = match (got, want) {
-                    (Some(g), None)
-                        if self
-                            .items
-                            .get(g as usize)
-                            .is_some_and(|i| i.live_pos == GONE) =>
-                    {
+                    (Some(g), None) if (g as usize) < self.items.len() && !self.book.is_live(g) => {
                         "an item that already left (DOUBLE take)"
                     }
                     (Some(_), None) => "an item that is not due (EARLY, or after close)",
@@ -1533,7 +1531,7 @@ impl DqHarness {
             self.fail(op, format_args!("drain not in deadline order: {got:?}"));
         }
         for id in want_ids {
-            self.retire(id);
+            self.book.retire(id);
         }
     }
 
@@ -1561,7 +1559,7 @@ impl DqHarness {
                 }
             }
             DqOp::Remove(pick) => {
-                if let Some((key, id)) = self.pick(pick) {
+                if let Some((key, id)) = self.book.pick(pick) {
                     let got = self.queue.remove(key);
                     let want = id.and_then(|id| self.model.cancel(id));
                     if got != want {
@@ -1571,12 +1569,12 @@ impl DqHarness {
                         );
                     }
                     if let Some(id) = id {
-                        self.retire(id);
+                        self.book.retire(id);
                     }
                 }
             }
             DqOp::Reset(pick, d) => {
-                if let Some((key, id)) = self.pick(pick) {
+                if let Some((key, id)) = self.book.pick(pick) {
                     let delay = self.delay(d);
                     let at = self.clock.now().checked_add(delay);
                     let tick = self.tick_of(at);
