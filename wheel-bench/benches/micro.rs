@@ -24,33 +24,31 @@ fn checked(o: single::Outcome, real_timer: bool) -> Duration {
     black_box(o.elapsed)
 }
 
-fn insert_cancel(c: &mut Criterion) {
-    let mut g = c.benchmark_group("insert_cancel");
+/// One group timing a single-threaded workload on our wheel and on the
+/// floor, at every size in `SIZES`, on inputs drawn from `seed`.
+fn wheel_and_floor(
+    c: &mut Criterion,
+    name: &str,
+    seed: u64,
+    on_wheel: fn(OurWheel, &Inputs) -> single::Outcome,
+    on_floor: fn(Floor, &Inputs) -> single::Outcome,
+) {
+    let mut g = c.benchmark_group(name);
     g.sample_size(10).warm_up_time(Duration::from_secs(1));
     for n in SIZES {
-        let inputs = Inputs::new(n, 11);
+        let inputs = Inputs::new(n, seed);
         g.throughput(Throughput::Elements(n as u64));
         g.bench_with_input(BenchmarkId::new("wheel", n), &inputs, |b, inputs| {
             b.iter_custom(|iters| {
                 (0..iters)
-                    .map(|_| {
-                        checked(
-                            single::insert_cancel(OurWheel::with_capacity(n), inputs),
-                            true,
-                        )
-                    })
+                    .map(|_| checked(on_wheel(OurWheel::with_capacity(n), inputs), true))
                     .sum()
             })
         });
         g.bench_with_input(BenchmarkId::new("floor", n), &inputs, |b, inputs| {
             b.iter_custom(|iters| {
                 (0..iters)
-                    .map(|_| {
-                        checked(
-                            single::insert_cancel(Floor::with_capacity(n), inputs),
-                            false,
-                        )
-                    })
+                    .map(|_| checked(on_floor(Floor::with_capacity(n), inputs), false))
                     .sum()
             })
         });
@@ -58,38 +56,24 @@ fn insert_cancel(c: &mut Criterion) {
     g.finish();
 }
 
+fn insert_cancel(c: &mut Criterion) {
+    wheel_and_floor(
+        c,
+        "insert_cancel",
+        11,
+        single::insert_cancel,
+        single::insert_cancel,
+    );
+}
+
 fn insert_expire(c: &mut Criterion) {
-    let mut g = c.benchmark_group("insert_expire");
-    g.sample_size(10).warm_up_time(Duration::from_secs(1));
-    for n in SIZES {
-        let inputs = Inputs::new(n, 12);
-        g.throughput(Throughput::Elements(n as u64));
-        g.bench_with_input(BenchmarkId::new("wheel", n), &inputs, |b, inputs| {
-            b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| {
-                        checked(
-                            single::insert_expire(OurWheel::with_capacity(n), inputs),
-                            true,
-                        )
-                    })
-                    .sum()
-            })
-        });
-        g.bench_with_input(BenchmarkId::new("floor", n), &inputs, |b, inputs| {
-            b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| {
-                        checked(
-                            single::insert_expire(Floor::with_capacity(n), inputs),
-                            false,
-                        )
-                    })
-                    .sum()
-            })
-        });
-    }
-    g.finish();
+    wheel_and_floor(
+        c,
+        "insert_expire",
+        12,
+        single::insert_expire,
+        single::insert_expire,
+    );
 }
 
 fn churn(c: &mut Criterion) {
