@@ -2,7 +2,8 @@
 //!
 //! The wheel counts integer ticks and knows nothing of threads or clocks.
 //! Layout and arithmetic live in [`config`], entry storage in [`slab`], slot
-//! lists and bitmaps in [`level`]; `docs/design.md` explains the whole.
+//! contents in [`cells`], bitmaps in [`level`]; `docs/design.md` explains
+//! the whole.
 //!
 //! # State and invariants
 //!
@@ -12,14 +13,19 @@
 //! - `elapsed <= now` is the wheel's processing cursor: every slot event up
 //!   to `elapsed` has been processed. It lags `now` only while `poll` has
 //!   returned an entry before finishing its advance.
-//! - The ready list holds entries with `when <= elapsed`, in the order they
-//!   must be returned (non-decreasing `when`, FIFO among equals). Their
-//!   `Loc` is `READY`, or level 0 for a lowest-level slot spliced there
-//!   whole; since every entry still in a slot has `when > elapsed`, the
-//!   deadline tells the two apart.
+//! - Every pending entry has exactly one *cell*: a cell of a bucket (a
+//!   slot's contents) or of the ready queue holding its index, whose
+//!   address is the entry's `pos`. Every other cell holds [`NIL`] (dead:
+//!   its entry was cancelled or moved) and is counted in its bucket's
+//!   `dead`. Which bucket holds an entry's cell follows from `when` and
+//!   `elapsed` alone:
+//! - Entries with `when <= elapsed` are in the ready queue, in the order
+//!   they must be returned (non-decreasing `when`, FIFO among equals). Its
+//!   front cell is live whenever the queue is non-empty.
 //! - Every other entry has `when > elapsed` and sits on level
 //!   `level_for(elapsed, when)`, in the slot `slot_of(when)` of that level.
-//!   Each slot list is in FIFO order of insert/reset for equal deadlines.
+//!   Each bucket's live cells are in FIFO order of insert/reset for equal
+//!   deadlines.
 //! - Below the top level, every occupied slot lies ahead of `elapsed` in the
 //!   level's current turn, so a level's first occupied slot is its next
 //!   event, and the lowest non-empty level holds the earliest event of all.
@@ -30,6 +36,7 @@
 //! - `event_hint` is a lower bound of the next slot event (`u64::MAX` if
 //!   there is none before `u64::MAX`), so an idle `poll` is O(1).
 
+pub(crate) mod cells;
 pub(crate) mod config;
 pub(crate) mod level;
 #[cfg(any(test, fuzzing))]
@@ -43,8 +50,9 @@ use std::fmt;
 
 use self::config::Layout;
 pub use self::config::{ConfigError, WheelConfig};
-use self::level::{lane_of, slot_is_empty, Level, List, Slot, LANES};
-use self::slab::{Loc, Slab, NIL};
+use self::cells::{Blocks, Bucket, BLOCK_CELLS};
+use self::level::Level;
+use self::slab::{Slab, NIL};
 
 /// Names one timer in a [`Wheel`]: an index and a generation, 8 bytes.
 ///
@@ -134,7 +142,10 @@ pub struct Wheel<T> {
     layout: Layout,
     levels: Box<[Level]>,
     slab: Slab<T>,
-    ready: List,
+    /// The blocks that every bucket's cells live in.
+    blocks: Blocks,
+    /// Cells of due entries, in the order they are returned.
+    ready: Bucket,
     now: u64,
     elapsed: u64,
     top_next: Option<u64>,
@@ -220,11 +231,13 @@ impl<T> Wheel<T> {
             .enumerate()
             .map(|(i, &g)| Level::new(g, i == top))
             .collect();
+        let blocks = Blocks::with_capacity(blocks_for(capacity, &layout));
         Wheel {
             layout,
             levels,
             slab: Slab::with_capacity(capacity),
-            ready: List::EMPTY,
+            blocks,
+            ready: Bucket::EMPTY,
             now: 0,
             elapsed: 0,
             top_next: None,
@@ -282,7 +295,11 @@ impl<T> Wheel<T> {
     /// assert!(wheel.capacity() >= 64);
     /// ```
     pub fn capacity(&self) -> usize {
-        self.slab.capacity()
+        // The slot cells come from an arena of blocks sized along with the
+        // entries (`with_capacity` reserves both).
+        self.slab
+            .capacity()
+            .min(self.blocks.capacity().saturating_mul(BLOCK_CELLS))
     }
 
     /// Adds a timer due at tick `deadline` and returns its key. Any `u64` is
@@ -305,7 +322,7 @@ impl<T> Wheel<T> {
     /// ```
     pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
         let when = deadline.max(self.now);
-        let (index, gen) = self.slab.insert(value, when, Loc::READY);
+        let (index, gen) = self.slab.insert(value, when);
         self.place(index, when);
         TimerKey { index, gen }
     }
@@ -323,8 +340,8 @@ impl<T> Wheel<T> {
     /// ```
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
         let node = self.slab.get_key(key.index, key.gen)?;
-        let (when, loc) = (node.when, node.loc);
-        self.unlink_at(key.index, when, loc);
+        let (when, pos) = (node.when, node.pos);
+        self.detach(when, pos);
         Some(self.slab.remove(key.index).value)
     }
 
@@ -343,10 +360,10 @@ impl<T> Wheel<T> {
     /// assert!(!wheel.reset(key, 30)); // already fired
     /// ```
     pub fn reset(&mut self, key: TimerKey, deadline: u64) -> bool {
-        if self.slab.get_key(key.index, key.gen).is_none() {
+        let Some(node) = self.slab.get_key(key.index, key.gen) else {
             return false;
-        }
-        self.unlink(key.index);
+        };
+        self.detach(node.when, node.pos);
         let when = deadline.max(self.now);
         self.slab.node_mut(key.index).when = when;
         self.place(key.index, when);
@@ -416,12 +433,16 @@ impl<T> Wheel<T> {
             self.now = now;
         }
         loop {
-            if let Some(index) = self.ready.pop_front(&mut self.slab.links) {
+            if let Some(at) = self.ready.front() {
+                // The front cell is live (see `settle_ready`).
+                let index = self.blocks.get(at);
+                self.ready.advance(&mut self.blocks, true);
                 let node = self.slab.remove(index);
+                self.settle_ready();
                 return Some(Expired {
                     key: TimerKey {
                         index,
-                        gen: node.gen,
+                        gen: node.gen.get(),
                     },
                     deadline: node.when,
                     value: node.value,
@@ -459,8 +480,8 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.next_expiration(), Some(40));
     /// ```
     pub fn next_expiration(&self) -> Option<u64> {
-        if self.ready.head != NIL {
-            return Some(self.slab.node(self.ready.head).when);
+        if let Some(at) = self.ready.front() {
+            return Some(self.slab.node(self.blocks.get(at)).when);
         }
         self.next_event().map(|e| e.at)
     }
@@ -501,27 +522,52 @@ impl<T> Wheel<T> {
     /// ```
     pub fn shrink_to_fit(&mut self) {
         self.slab.shrink_to_fit();
+        // Copy every bucket's live cells into a fresh arena of just the
+        // right size, telling each entry its new address.
+        let mut fresh = Blocks::with_capacity(0);
+        let slab = &mut self.slab;
+        let old = &mut self.blocks;
+        let mut rebuild = |bucket: &mut Bucket| {
+            let mut copy = Bucket::EMPTY;
+            let mut taken = bucket.take();
+            while let Some(index) = taken.next_cell(old, true) {
+                if index != NIL {
+                    slab.node_mut(index).pos = copy.push(&mut fresh, index);
+                }
+            }
+            *bucket = copy;
+        };
+        rebuild(&mut self.ready);
+        for level in self.levels.iter_mut() {
+            for bucket in level.slots.iter_mut() {
+                rebuild(bucket);
+            }
+        }
+        self.blocks = fresh;
     }
 
-    /// Links an entry whose effective deadline is `when` (>= `now`).
+    /// Places an entry whose effective deadline is `when` (>= `now`): in
+    /// the ready queue if it is due by `elapsed`, else in its slot.
+    #[inline]
     fn place(&mut self, index: u32, when: u64) {
         if when <= self.elapsed {
-            self.slab.node_mut(index).loc = Loc::READY;
-            self.ready.push_back(&mut self.slab.links, index);
+            let at = self.ready.push(&mut self.blocks, index);
+            self.slab.node_mut(index).pos = at;
         } else {
             self.place_in_wheel(index, when);
         }
     }
 
-    /// Links an entry with `when > elapsed` into its level and slot.
+    /// Places an entry with `when > elapsed` in its level and slot.
+    #[inline]
     fn place_in_wheel(&mut self, index: u32, when: u64) {
         let l = self.layout.level_for(self.elapsed, when);
         let level = &mut self.levels[l];
         let slot = level.geom.slot_of(when);
-        let start = level.geom.slot_start(when);
-        self.slab.node_mut(index).loc = Loc::level(l);
-        level.slots[slot][lane_of(when)].push_back(&mut self.slab.links, index);
+        let at = level.slots[slot].push(&mut self.blocks, index);
+        self.slab.node_mut(index).pos = at;
         level.set(slot);
+        let start = level.geom.slot_start(when);
         if l == self.layout.top() {
             level.min_when[slot] = level.min_when[slot].min(when);
             self.top_next = Some(self.top_next.map_or(start, |t| t.min(start)));
@@ -529,28 +575,22 @@ impl<T> Wheel<T> {
         self.event_hint = self.event_hint.min(start);
     }
 
-    /// Unlinks an occupied entry from whichever list holds it.
-    fn unlink(&mut self, index: u32) {
-        let node = self.slab.node(index);
-        self.unlink_at(index, node.when, node.loc);
-    }
-
-    /// Unlinks entry `index`, whose deadline and location the caller read.
+    /// Takes a pending entry (due at `when`, its cell at `pos`) out of the
+    /// structure: its cell becomes dead. The caller then frees or re-places
+    /// the entry.
     #[inline]
-    fn unlink_at(&mut self, index: u32, when: u64, loc: Loc) {
-        let l = match loc.as_level() {
-            Some(l) if !(l == 0 && when <= self.elapsed) => l,
-            // On the ready list: moved there one by one, or spliced there
-            // with its whole lowest-level slot (see `process`).
-            _ => {
-                self.ready.unlink(&mut self.slab.links, index);
-                return;
-            }
-        };
+    fn detach(&mut self, when: u64, pos: u32) {
+        if when <= self.elapsed {
+            self.ready.kill(&mut self.blocks, pos);
+            self.settle_ready();
+            return;
+        }
+        let l = self.layout.level_for(self.elapsed, when);
         let level = &mut self.levels[l];
         let slot = level.geom.slot_of(when);
-        level.slots[slot][lane_of(when)].unlink(&mut self.slab.links, index);
-        if slot_is_empty(&level.slots[slot]) {
+        let bucket = &mut level.slots[slot];
+        if bucket.kill(&mut self.blocks, pos) {
+            bucket.clear(&mut self.blocks);
             level.clear(slot);
             if l == self.layout.top() {
                 level.min_when[slot] = u64::MAX;
@@ -558,6 +598,30 @@ impl<T> Wheel<T> {
                     self.top_next = None;
                 }
             }
+        } else if bucket.wants_compaction() {
+            let slab = &mut self.slab;
+            bucket.compact(&mut self.blocks, |index, at| slab.node_mut(index).pos = at);
+        }
+    }
+
+    /// Restores the ready queue's shape after a pop or a dead cell: drops
+    /// dead cells at the front (so the front is live, or the queue empty)
+    /// and compacts the queue when dead cells outnumber the live ones.
+    #[inline]
+    fn settle_ready(&mut self) {
+        while self.ready.dead > 0 {
+            let Some(at) = self.ready.front() else { break };
+            if self.blocks.get(at) != NIL {
+                break;
+            }
+            self.ready.advance(&mut self.blocks, false);
+        }
+        if self.ready.live == 0 {
+            self.ready.clear(&mut self.blocks);
+        } else if self.ready.wants_compaction() {
+            let slab = &mut self.slab;
+            self.ready
+                .compact(&mut self.blocks, |index, at| slab.node_mut(index).pos = at);
         }
     }
 
@@ -587,8 +651,9 @@ impl<T> Wheel<T> {
     }
 
     /// Processes a slot event: time moves to `event.at`; the slot's entries
-    /// that are due go to the ready list, the others move down (cascade) or,
-    /// on the top level, stay for a later turn. FIFO order is kept.
+    /// that are due go to the ready queue, the others move down (cascade)
+    /// or, on the top level, stay for a later turn. FIFO order is kept: the
+    /// cells are read in order and every move appends.
     fn process(&mut self, event: Event) {
         debug_assert!(event.at >= self.elapsed && event.at <= self.now);
         self.elapsed = event.at;
@@ -596,49 +661,34 @@ impl<T> Wheel<T> {
         {
             self.events_processed += 1;
         }
+        let (l, slot) = (event.level, event.slot);
         let top = self.layout.top();
-        let level = &mut self.levels[event.level];
-        let lanes: Slot = std::mem::replace(&mut level.slots[event.slot], [List::EMPTY; LANES]);
-        level.clear(event.slot);
-        if event.level == 0 && top > 0 {
-            // Below the top, a lowest-level slot holds exactly the entries
-            // due at `event.at` (all in one lane): splice them onto the ready
-            // list in O(1). They keep `Loc` level 0; `when <= elapsed` tells
-            // `unlink` they are on the ready list now.
-            for lane in lanes {
-                self.ready.append(&mut self.slab.links, lane);
-            }
-            self.event_hint = 0;
-            return;
-        }
-        if event.level == top {
-            level.min_when[event.slot] = u64::MAX;
-            self.top_next = None;
-        }
-        // Walk the lanes in lockstep so their nodes' cache misses overlap.
-        // Entries with equal deadlines share a lane, so FIFO order among
-        // them is kept; order between different deadlines does not matter.
-        let mut cursors = lanes.map(|lane| lane.head);
-        loop {
-            let mut moved = false;
-            for cursor in &mut cursors {
-                let at = *cursor;
-                if at != NIL {
-                    let when = self.slab.node(at).when;
-                    *cursor = self.slab.links[at as usize].next;
-                    self.place(at, when);
-                    moved = true;
-                }
-            }
-            if !moved {
-                break;
-            }
-        }
-        if event.level == top {
-            self.recompute_top_next();
-        }
+        let level = &mut self.levels[l];
+        level.clear(slot);
         // Unknown until recomputed: forces an exact look next time.
         self.event_hint = 0;
+        if l == 0 && top > 0 {
+            // Below the top, a lowest-level slot holds exactly the entries
+            // due at `event.at`: its cells join the ready queue as they are,
+            // in O(1), and `when <= elapsed` now marks them ready.
+            self.ready.append(&mut self.blocks, &mut level.slots[slot]);
+            self.settle_ready();
+            return;
+        }
+        if l == top {
+            level.min_when[slot] = u64::MAX;
+            self.top_next = None;
+        }
+        let mut taken = level.slots[slot].take();
+        while let Some(index) = taken.next_cell(&mut self.blocks, true) {
+            if index != NIL {
+                let when = self.slab.node(index).when;
+                self.place(index, when);
+            }
+        }
+        if l == top {
+            self.recompute_top_next();
+        }
     }
 
     /// Recomputes `top_next` exactly from the per-slot lower bounds.
@@ -652,7 +702,7 @@ impl<T> Wheel<T> {
 
     /// Checks every structural invariant listed in the module docs.
     ///
-    /// For tests and fuzzing only; O(capacity + slots).
+    /// For tests and fuzzing only; O(capacity + slots + cells).
     #[cfg(any(test, fuzzing))]
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -661,71 +711,71 @@ impl<T> Wheel<T> {
             return Err(format!("elapsed {} > now {}", self.elapsed, self.now));
         }
         let top = self.layout.top();
-        let mut seen = 0usize;
-        // `expect` is the list's Loc; `None` is the ready list, whose entries
-        // are READY or spliced level-0 entries.
-        let mut walk = |list: &List, expect: Option<Loc>| -> Result<Vec<u64>, String> {
-            let mut whens = Vec::new();
-            let (mut at, mut prev) = (list.head, NIL);
-            while at != NIL {
-                let node = self
-                    .slab
-                    .get_key(at, self.slab.node(at).gen)
-                    .ok_or("vacant")?;
-                let loc_ok = match expect {
-                    Some(loc) => node.loc == loc,
-                    None => node.loc == Loc::READY || node.loc == Loc::level(0),
-                };
-                let link = self.slab.links[at as usize];
-                if link.prev != prev || !loc_ok {
-                    return Err(format!("bad links or loc at {at}"));
+        let mut live = 0usize;
+        let mut blocks = 0;
+        // The ready queue.
+        let (cells, used) = self.ready.walk(&self.blocks)?;
+        blocks += used;
+        let mut whens = Vec::new();
+        for (i, &(at, index)) in cells.iter().enumerate() {
+            if index == NIL {
+                if i == 0 {
+                    return Err("ready front is dead".into());
                 }
-                whens.push(node.when);
-                seen += 1;
-                if whens.len() > self.slab.len() {
-                    return Err("list cycle".into());
-                }
-                prev = at;
-                at = link.next;
+                continue;
             }
-            if list.tail != prev {
-                return Err("tail mismatch".into());
+            let node = self.slab.get(index).ok_or("ready cell names a vacant entry")?;
+            if node.pos != at || node.when > self.elapsed {
+                return Err(format!("ready cell {at}: pos {} when {}", node.pos, node.when));
             }
-            Ok(whens)
-        };
-        let ready = walk(&self.ready, None)?;
-        if ready.windows(2).any(|w| w[0] > w[1]) || ready.iter().any(|&w| w > self.elapsed) {
-            return Err(format!("ready list out of order or not due: {ready:?}"));
+            whens.push(node.when);
         }
+        if whens.windows(2).any(|w| w[0] > w[1]) {
+            return Err(format!("ready queue out of order: {whens:?}"));
+        }
+        if self.ready.wants_compaction() {
+            return Err("ready queue: compaction overdue".into());
+        }
+        live += whens.len();
+        // The levels.
         for (l, level) in self.levels.iter().enumerate() {
             level.check_bitmaps()?;
-            for s in level.occupied_slots() {
-                for (lane, list) in level.slots[s].iter().enumerate() {
-                    for when in walk(list, Some(Loc::level(l)))? {
-                        if lane_of(when) != lane {
-                            return Err(format!("entry {when} in lane {lane}"));
-                        }
-                        if when <= self.elapsed {
-                            return Err(format!("level {l} holds due entry {when}"));
-                        }
-                        if level.geom.slot_of(when) != s {
-                            return Err(format!("entry {when} in slot {s} of level {l}"));
-                        }
-                        if self.layout.level_for(self.elapsed, when) != l {
-                            return Err(format!(
-                                "entry {when} on level {l}, elapsed {}",
-                                self.elapsed
-                            ));
-                        }
-                        if l == top && level.min_when[s] > when {
-                            return Err(format!("min_when[{s}] above entry {when}"));
-                        }
+            for (s, bucket) in level.slots.iter().enumerate() {
+                let (cells, used) = bucket
+                    .walk(&self.blocks)
+                    .map_err(|e| format!("level {l} slot {s}: {e}"))?;
+                blocks += used;
+                for (at, index) in cells {
+                    if index == NIL {
+                        continue;
                     }
+                    let node = self.slab.get(index).ok_or("cell names a vacant entry")?;
+                    let when = node.when;
+                    if node.pos != at
+                        || when <= self.elapsed
+                        || self.layout.level_for(self.elapsed, when) != l
+                        || level.geom.slot_of(when) != s
+                    {
+                        return Err(format!(
+                            "level {l} slot {s} cell {at}: pos {} when {when} elapsed {}",
+                            node.pos, self.elapsed
+                        ));
+                    }
+                    if l == top && level.min_when[s] > when {
+                        return Err(format!("min_when[{s}] above entry {when}"));
+                    }
+                    live += 1;
+                }
+                if bucket.wants_compaction() {
+                    return Err(format!("level {l} slot {s}: compaction overdue"));
                 }
             }
         }
-        if seen != self.slab.len() {
-            return Err(format!("{seen} linked but len {}", self.slab.len()));
+        self.blocks.check(blocks)?;
+        // A cell's entry has its `pos` and lives in the bucket that its
+        // deadline names, so no entry has two cells: this counts each once.
+        if live != self.slab.len() {
+            return Err(format!("{live} live cells but len {}", self.slab.len()));
         }
         let top_level = &self.levels[top];
         if !top_level.is_empty() {
@@ -754,6 +804,16 @@ impl<T> Wheel<T> {
     }
 }
 
+/// Blocks to reserve for `capacity` timers: their cells, plus one part-used
+/// block per slot and for the ready queue.
+fn blocks_for(capacity: usize, layout: &Layout) -> usize {
+    if capacity == 0 {
+        return 0;
+    }
+    let slots: usize = layout.levels.iter().map(|g| g.slots()).sum::<usize>() + 1;
+    capacity.div_ceil(BLOCK_CELLS) + slots.min(capacity)
+}
+
 /// The iterator returned by [`Wheel::drain`].
 struct Drain<'a, T> {
     wheel: &'a mut Wheel<T>,
@@ -766,12 +826,13 @@ impl<T> Iterator for Drain<'_, T> {
     fn next(&mut self) -> Option<Expired<T>> {
         let index = self.wheel.slab.next_occupied(self.cursor)?;
         self.cursor = index as usize + 1;
-        self.wheel.unlink(index);
+        let node = self.wheel.slab.node(index);
+        self.wheel.detach(node.when, node.pos);
         let node = self.wheel.slab.remove(index);
         Some(Expired {
             key: TimerKey {
                 index,
-                gen: node.gen,
+                gen: node.gen.get(),
             },
             deadline: node.when,
             value: node.value,

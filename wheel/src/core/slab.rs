@@ -10,70 +10,30 @@
 //!   timer.
 //! - Indices past the end of the vector (after `shrink_to_fit`) start at a
 //!   generation above every generation ever handed out, for the same reason.
-//! - `u32::MAX` is never a valid index: it is the list terminator [`NIL`].
+//! - Generations start at 1 (a node stores its generation as a
+//!   `NonZeroU32`, whose zero is `Entry`'s niche).
+//! - `u32::MAX` is never a valid index: it is [`NIL`].
 
-use std::num::NonZeroU8;
+use std::num::NonZeroU32;
 
-/// The "no entry" index that ends every list.
+/// An index that names no entry (also the "not in any bucket" position).
 pub(crate) const NIL: u32 = u32::MAX;
 
-/// Where an occupied node is linked: a level's slot list or the ready list.
+/// An occupied entry: the user's value, its deadline, its generation and the
+/// position of its cell in the bucket (or ready queue) that holds it.
 ///
-/// Stored as a `NonZeroU8` so that `Entry` needs no separate discriminant
-/// (the zero value is the niche), keeping a `u64` payload entry at 32 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Loc(NonZeroU8);
-
-impl Loc {
-    /// The ready list: due entries waiting to be returned by `poll`.
-    pub(crate) const READY: Loc = Loc(match NonZeroU8::new(u8::MAX) {
-        Some(v) => v,
-        None => unreachable!(),
-    });
-
-    /// A level's slot list (levels 0..=63).
-    #[inline]
-    pub(crate) fn level(level: usize) -> Loc {
-        debug_assert!(level < 64);
-        Loc(NonZeroU8::new(level as u8 + 1).unwrap_or(NonZeroU8::MIN))
-    }
-
-    /// The level, or `None` for the ready list.
-    #[inline]
-    pub(crate) fn as_level(self) -> Option<usize> {
-        if self == Loc::READY {
-            None
-        } else {
-            Some(usize::from(self.0.get() - 1))
-        }
-    }
-}
-
-/// An occupied entry: the user's value, its deadline and where it is linked.
-/// Its list links live apart, in [`Slab::links`].
+/// The generation is a `NonZeroU32` so that `Entry` needs no separate
+/// discriminant (zero is the niche), keeping a `u64` payload entry at 24
+/// bytes.
 #[derive(Debug)]
 pub(crate) struct Node<T> {
     pub(crate) value: T,
     /// The effective deadline (tick).
     pub(crate) when: u64,
-    pub(crate) gen: u32,
-    pub(crate) loc: Loc,
-}
-
-/// The list links of one index, kept in an array of their own so that
-/// relinking a neighbour is a plain store: no load of the neighbour's entry
-/// (and no cache miss waited for) is needed to update it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Link {
-    pub(crate) next: u32,
-    pub(crate) prev: u32,
-}
-
-impl Link {
-    pub(crate) const UNLINKED: Link = Link {
-        next: NIL,
-        prev: NIL,
-    };
+    pub(crate) gen: NonZeroU32,
+    /// Position of this entry's live cell in its bucket or in the ready
+    /// queue; [`NIL`] while it is being moved or removed.
+    pub(crate) pos: u32,
 }
 
 #[derive(Debug)]
@@ -91,8 +51,6 @@ pub(crate) enum Entry<T> {
 #[derive(Debug)]
 pub(crate) struct Slab<T> {
     entries: Vec<Entry<T>>,
-    /// `links[i]` are the list links of entry `i` while it is occupied.
-    pub(crate) links: Vec<Link>,
     free_head: u32,
     len: usize,
     /// The generation a never-used index starts at.
@@ -105,11 +63,10 @@ impl<T> Slab<T> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Slab {
             entries: Vec::with_capacity(capacity),
-            links: Vec::with_capacity(capacity),
             free_head: NIL,
             len: 0,
-            fresh_gen: 0,
-            max_gen: 0,
+            fresh_gen: 1,
+            max_gen: 1,
         }
     }
 
@@ -120,18 +77,18 @@ impl<T> Slab<T> {
 
     /// Number of indices the slab has allocated room for.
     pub(crate) fn capacity(&self) -> usize {
-        self.entries.capacity().min(self.links.capacity())
+        self.entries.capacity()
     }
 
-    /// Stores a new node (unlinked, `loc` set by the caller later) and
-    /// returns its index and generation.
+    /// Stores a new node (in no bucket yet: `pos` is [`NIL`] until the
+    /// caller places it) and returns its index and generation.
     ///
     /// # Panics
     ///
     /// If `u32::MAX - 1` indices are in use at once (about 128 GiB of
     /// entries): the index space is exhausted.
     #[inline]
-    pub(crate) fn insert(&mut self, value: T, when: u64, loc: Loc) -> (u32, u32) {
+    pub(crate) fn insert(&mut self, value: T, when: u64) -> (u32, u32) {
         let (index, gen) = if self.free_head != NIL {
             let index = self.free_head;
             match self.entries[index as usize] {
@@ -154,15 +111,17 @@ impl<T> Slab<T> {
                 next_free: NIL,
                 gen: Some(self.fresh_gen),
             });
-            self.links.push(Link::UNLINKED);
             (index, self.fresh_gen)
         };
         self.max_gen = self.max_gen.max(gen);
+        // Every generation handed out is at least 1 (`fresh_gen` starts
+        // there and only grows; freeing adds 1 without wrapping).
+        let gen_nz = NonZeroU32::new(gen).unwrap_or(NonZeroU32::MIN);
         self.entries[index as usize] = Entry::Occupied(Node {
             value,
             when,
-            gen,
-            loc,
+            gen: gen_nz,
+            pos: NIL,
         });
         self.len += 1;
         (index, gen)
@@ -172,7 +131,7 @@ impl<T> Slab<T> {
     #[inline]
     pub(crate) fn remove(&mut self, index: u32) -> Node<T> {
         let (next_free, gen) = match &self.entries[index as usize] {
-            Entry::Occupied(node) => match node.gen.checked_add(1) {
+            Entry::Occupied(node) => match node.gen.get().checked_add(1) {
                 Some(g) => (self.free_head, Some(g)),
                 None => (NIL, None),
             },
@@ -196,7 +155,7 @@ impl<T> Slab<T> {
     #[inline]
     pub(crate) fn get_key(&self, index: u32, gen: u32) -> Option<&Node<T>> {
         match self.entries.get(index as usize) {
-            Some(Entry::Occupied(node)) if node.gen == gen => Some(node),
+            Some(Entry::Occupied(node)) if node.gen.get() == gen => Some(node),
             _ => None,
         }
     }
@@ -205,7 +164,16 @@ impl<T> Slab<T> {
     #[inline]
     pub(crate) fn get_key_mut(&mut self, index: u32, gen: u32) -> Option<&mut Node<T>> {
         match self.entries.get_mut(index as usize) {
-            Some(Entry::Occupied(node)) if node.gen == gen => Some(node),
+            Some(Entry::Occupied(node)) if node.gen.get() == gen => Some(node),
+            _ => None,
+        }
+    }
+
+    /// The node at `index` if it is occupied, whatever its generation.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn get(&self, index: u32) -> Option<&Node<T>> {
+        match self.entries.get(index as usize) {
+            Some(Entry::Occupied(node)) => Some(node),
             _ => None,
         }
     }
@@ -247,7 +215,6 @@ impl<T> Slab<T> {
             .map_or(0, |i| i + 1);
         if keep < self.entries.len() {
             self.entries.truncate(keep);
-            self.links.truncate(keep);
             self.fresh_gen = self.max_gen.saturating_add(1);
         }
         // Rebuild the free list in ascending order so low indices are reused
@@ -264,7 +231,6 @@ impl<T> Slab<T> {
             }
         }
         self.entries.shrink_to_fit();
-        self.links.shrink_to_fit();
     }
 
     /// Checks the free list and the count (for tests and fuzzing).
@@ -310,30 +276,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn entry_is_32_bytes_for_u64_payload() {
-        // 8 value + 8 when + 4 gen + 1 loc, padded, no discriminant; plus
-        // 8 bytes of links.
+    fn entry_is_24_bytes_for_u64_payload() {
+        // 8 value + 8 when + 4 gen + 4 pos, no discriminant (the
+        // generation's zero is the niche).
         assert_eq!(std::mem::size_of::<Entry<u64>>(), 24);
-        assert_eq!(std::mem::size_of::<Link>(), 8);
         assert_eq!(std::mem::size_of::<Entry<()>>(), 16);
-    }
-
-    #[test]
-    fn loc_round_trip() {
-        for level in 0..64 {
-            assert_eq!(Loc::level(level).as_level(), Some(level));
-        }
-        assert_eq!(Loc::READY.as_level(), None);
     }
 
     #[test]
     fn generations_make_old_keys_stale() {
         let mut slab = Slab::with_capacity(0);
-        let (i, g) = slab.insert("a", 5, Loc::READY);
+        let (i, g) = slab.insert("a", 5);
+        assert!(g >= 1);
         assert_eq!(slab.get_key(i, g).map(|n| n.value), Some("a"));
+        assert_eq!(slab.get(i).map(|n| n.pos), Some(NIL));
         slab.remove(i);
         assert!(slab.get_key(i, g).is_none());
-        let (i2, g2) = slab.insert("b", 6, Loc::READY);
+        assert!(slab.get(i).is_none());
+        let (i2, g2) = slab.insert("b", 6);
         assert_eq!(i2, i, "freed index is reused");
         assert_ne!(g2, g);
         assert!(slab.get_key(i, g).is_none());
@@ -344,11 +304,11 @@ mod tests {
     #[test]
     fn wrapped_generation_retires_the_index() {
         let mut slab = Slab::with_capacity(0);
-        let (i, _) = slab.insert(1u8, 0, Loc::READY);
-        slab.node_mut(i).gen = u32::MAX;
+        let (i, _) = slab.insert(1u8, 0);
+        slab.node_mut(i).gen = NonZeroU32::MAX;
         slab.remove(i);
         slab.check().unwrap();
-        let (j, _) = slab.insert(2u8, 0, Loc::READY);
+        let (j, _) = slab.insert(2u8, 0);
         assert_ne!(i, j, "a retired index is never reused");
         assert!(slab.get_key(i, u32::MAX).is_none());
     }
@@ -356,7 +316,7 @@ mod tests {
     #[test]
     fn shrink_keeps_keys_unique() {
         let mut slab = Slab::with_capacity(16);
-        let keys: Vec<_> = (0..8).map(|v| slab.insert(v, 0, Loc::READY)).collect();
+        let keys: Vec<_> = (0..8).map(|v| slab.insert(v, 0)).collect();
         for &(i, _) in &keys[2..] {
             slab.remove(i);
         }
@@ -364,7 +324,7 @@ mod tests {
         slab.check().unwrap();
         assert_eq!(slab.len(), 2);
         // Reusing a truncated index must not revive an old key.
-        let again: Vec<_> = (0..6).map(|v| slab.insert(v, 0, Loc::READY)).collect();
+        let again: Vec<_> = (0..6).map(|v| slab.insert(v, 0)).collect();
         for &(i, g) in &keys[2..] {
             assert!(slab.get_key(i, g).is_none());
         }

@@ -1,0 +1,576 @@
+//! Slot contents: unrolled lists of entry indices ("cells") in one shared
+//! arena of cache-line blocks.
+//!
+//! A slot holds its entries as a [`Bucket`]: a chain of [`Block`]s, each one
+//! cache line of [`BLOCK_CELLS`] cells plus the index of the next block.
+//! Cells are appended in placement order. An entry remembers the *address*
+//! of its cell (`block * 16 + offset`, stable while the cell exists), so:
+//!
+//! - cancelling writes [`NIL`] into the cell (a *dead* cell) and counts it,
+//!   without walking anything;
+//! - processing a slot reads its cells block by block: fifteen entry
+//!   indices per cache line, known up front, so the entries' cache misses
+//!   overlap instead of forming a chain of dependent loads as an intrusive
+//!   list's would;
+//! - a whole bucket moves to another chain, or back to the free list, in
+//!   O(1) by relinking blocks, and the cells keep their addresses.
+//!
+//! Invariants (checked by `Wheel::check_invariants` through
+//! [`Blocks::check`] and [`Bucket::walk`]):
+//! - every block is either on the free list or in exactly one bucket;
+//! - an empty bucket has no blocks and zero counts;
+//! - a non-empty bucket's cells are the cells of its blocks from `start` in
+//!   `head` to `end` in `tail`; `live` of them hold an index and `dead` hold
+//!   [`NIL`], and `live > 0` (a bucket whose cells all died is freed at
+//!   once);
+//! - a bucket's dead cells never outnumber its live ones more than
+//!   [`COMPACT_RATIO`] to one once it has [`COMPACT_MIN`] cells or more
+//!   (it is compacted when they would).
+
+use super::slab::NIL;
+
+/// Cells per block: fifteen `u32` indices and the next block's index fill
+/// one 64-byte cache line.
+pub(crate) const BLOCK_CELLS: usize = 15;
+
+/// Cell addresses are `block << BLOCK_SHIFT | offset`.
+const BLOCK_SHIFT: u32 = 4;
+
+/// Most blocks the arena can hold: every cell address must fit a `u32`
+/// other than [`NIL`].
+const MAX_BLOCKS: usize = (u32::MAX >> BLOCK_SHIFT) as usize;
+
+/// A bucket is compacted once its dead cells outnumber its live ones this
+/// many times over (and it has at least [`COMPACT_MIN`] cells): its cells
+/// then cost at most about `4 * (1 + COMPACT_RATIO)` bytes per live entry,
+/// and each compaction is paid for by the `COMPACT_RATIO` cancels (or more)
+/// per live entry that came before it.
+pub(crate) const COMPACT_RATIO: usize = 3;
+
+/// Buckets with fewer cells than this are not compacted (freeing one whose
+/// cells all died is free anyway).
+pub(crate) const COMPACT_MIN: usize = 64;
+
+/// One cache line of cells.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct Block {
+    cells: [u32; BLOCK_CELLS],
+    next: u32,
+}
+
+impl Block {
+    const EMPTY: Block = Block {
+        cells: [NIL; BLOCK_CELLS],
+        next: NIL,
+    };
+}
+
+/// The arena every bucket takes its blocks from, with a free list.
+#[derive(Debug)]
+pub(crate) struct Blocks {
+    blocks: Vec<Block>,
+    free: u32,
+    in_use: usize,
+}
+
+/// The address of cell `offset` of block `block`.
+#[inline]
+fn addr(block: u32, offset: u32) -> u32 {
+    (block << BLOCK_SHIFT) | offset
+}
+
+impl Blocks {
+    /// An arena with room for `blocks` blocks before it allocates again.
+    pub(crate) fn with_capacity(blocks: usize) -> Blocks {
+        Blocks {
+            blocks: Vec::with_capacity(blocks.min(MAX_BLOCKS)),
+            free: NIL,
+            in_use: 0,
+        }
+    }
+
+    /// Blocks the arena has room for.
+    pub(crate) fn capacity(&self) -> usize {
+        self.blocks.capacity()
+    }
+
+    /// Blocks currently in some bucket.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn in_use(&self) -> usize {
+        self.in_use
+    }
+
+    /// Takes a block off the free list (or grows the arena); its `next` is
+    /// [`NIL`].
+    ///
+    /// # Panics
+    ///
+    /// If the arena would exceed 2^28 blocks (2^32 cells): more than four
+    /// billion cells at once.
+    #[inline]
+    fn alloc(&mut self) -> u32 {
+        self.in_use += 1;
+        if self.free != NIL {
+            let b = self.free;
+            self.free = self.blocks[b as usize].next;
+            self.blocks[b as usize].next = NIL;
+            return b;
+        }
+        assert!(
+            self.blocks.len() < MAX_BLOCKS,
+            "wheel: more than 2^32 slot cells at once"
+        );
+        self.blocks.push(Block::EMPTY);
+        (self.blocks.len() - 1) as u32
+    }
+
+    /// Returns the chain of blocks `head ..= tail` to the free list, in O(1).
+    #[inline]
+    fn free_chain(&mut self, head: u32, tail: u32, count: usize) {
+        self.blocks[tail as usize].next = self.free;
+        self.free = head;
+        self.in_use -= count;
+    }
+
+    /// The index stored in the cell at `addr` ([`NIL`] if dead).
+    #[inline]
+    pub(crate) fn get(&self, addr: u32) -> u32 {
+        self.blocks[(addr >> BLOCK_SHIFT) as usize].cells[(addr & 15) as usize]
+    }
+
+    /// Overwrites the cell at `addr`.
+    #[inline]
+    fn set(&mut self, addr: u32, index: u32) {
+        self.blocks[(addr >> BLOCK_SHIFT) as usize].cells[(addr & 15) as usize] = index;
+    }
+
+    /// Checks the free list against the count of blocks in use.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn check(&self, in_buckets: usize) -> Result<(), String> {
+        let mut free = 0usize;
+        let mut at = self.free;
+        while at != NIL {
+            free += 1;
+            if free > self.blocks.len() {
+                return Err("block free list has a cycle".into());
+            }
+            at = self.blocks[at as usize].next;
+        }
+        if free + self.in_use != self.blocks.len() || in_buckets != self.in_use {
+            return Err(format!(
+                "blocks: {free} free + {} in use != {}, {in_buckets} in buckets",
+                self.in_use,
+                self.blocks.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The cells of one slot (or of the ready queue), in placement order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bucket {
+    head: u32,
+    tail: u32,
+    /// First cell of `head` that belongs to the bucket.
+    start: u32,
+    /// One past the last used cell of `tail`.
+    end: u32,
+    /// Blocks in the chain.
+    blocks: u32,
+    pub(crate) live: u32,
+    pub(crate) dead: u32,
+}
+
+impl Default for Bucket {
+    fn default() -> Self {
+        Bucket::EMPTY
+    }
+}
+
+impl Bucket {
+    pub(crate) const EMPTY: Bucket = Bucket {
+        head: NIL,
+        tail: NIL,
+        start: 0,
+        end: 0,
+        blocks: 0,
+        live: 0,
+        dead: 0,
+    };
+
+    /// `true` if the bucket holds no cells.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+
+    /// Appends a cell holding `index` and returns its address.
+    #[inline]
+    pub(crate) fn push(&mut self, arena: &mut Blocks, index: u32) -> u32 {
+        if self.tail == NIL || self.end == BLOCK_CELLS as u32 {
+            let b = arena.alloc();
+            if self.tail == NIL {
+                self.head = b;
+                self.start = 0;
+            } else {
+                arena.blocks[self.tail as usize].next = b;
+            }
+            self.tail = b;
+            self.end = 0;
+            self.blocks += 1;
+        }
+        let at = addr(self.tail, self.end);
+        arena.blocks[self.tail as usize].cells[self.end as usize] = index;
+        self.end += 1;
+        self.live += 1;
+        at
+    }
+
+    /// Marks the live cell at `addr` dead. Returns `true` if the bucket has
+    /// no live cell left; the caller then frees it with [`Bucket::clear`].
+    #[inline]
+    pub(crate) fn kill(&mut self, arena: &mut Blocks, addr: u32) -> bool {
+        arena.set(addr, NIL);
+        self.live -= 1;
+        self.dead += 1;
+        self.live == 0
+    }
+
+    /// `true` if the dead cells are due for compaction.
+    #[inline]
+    pub(crate) fn wants_compaction(&self) -> bool {
+        let (live, dead) = (self.live as usize, self.dead as usize);
+        live + dead >= COMPACT_MIN && dead > COMPACT_RATIO * live
+    }
+
+    /// Frees every block and empties the bucket, in O(1).
+    #[inline]
+    pub(crate) fn clear(&mut self, arena: &mut Blocks) {
+        if self.head != NIL {
+            arena.free_chain(self.head, self.tail, self.blocks as usize);
+        }
+        *self = Bucket::EMPTY;
+    }
+
+    /// Takes every cell of `other`, in order, behind this bucket's cells, in
+    /// O(1); the cells keep their addresses. The unused rest of this
+    /// bucket's last block becomes dead cells.
+    pub(crate) fn append(&mut self, arena: &mut Blocks, other: &mut Bucket) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            *self = std::mem::take(other);
+            return;
+        }
+        let tail = &mut arena.blocks[self.tail as usize];
+        for cell in &mut tail.cells[self.end as usize..] {
+            *cell = NIL;
+        }
+        self.dead += BLOCK_CELLS as u32 - self.end;
+        tail.next = other.head;
+        self.tail = other.tail;
+        self.end = other.end;
+        self.blocks += other.blocks;
+        self.live += other.live;
+        self.dead += other.dead;
+        *other = Bucket::EMPTY;
+    }
+
+    /// The address of the front cell, if any.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<u32> {
+        (self.head != NIL).then(|| addr(self.head, self.start))
+    }
+
+    /// Drops the front cell (live or dead); frees its block once passed.
+    #[inline]
+    pub(crate) fn advance(&mut self, arena: &mut Blocks, was_live: bool) {
+        if was_live {
+            self.live -= 1;
+        } else {
+            self.dead -= 1;
+        }
+        self.start += 1;
+        if self.head == self.tail && self.start == self.end {
+            arena.free_chain(self.head, self.head, 1);
+            *self = Bucket::EMPTY;
+        } else if self.start == BLOCK_CELLS as u32 {
+            let old = self.head;
+            self.head = arena.blocks[old as usize].next;
+            self.start = 0;
+            self.blocks -= 1;
+            arena.free_chain(old, old, 1);
+        }
+    }
+
+    /// Detaches every cell, leaving the bucket empty: iterate the result
+    /// with [`Taken::next`], which frees each block once read.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Taken {
+        let taken = Taken {
+            block: self.head,
+            offset: self.start,
+            tail: self.tail,
+            end: self.end,
+        };
+        *self = Bucket::EMPTY;
+        taken
+    }
+
+    /// Drops the dead cells, keeping the live ones in order, and frees the
+    /// blocks left over. `moved(index, addr)` is told each live cell's new
+    /// address.
+    pub(crate) fn compact(&mut self, arena: &mut Blocks, mut moved: impl FnMut(u32, u32)) {
+        if self.is_empty() {
+            return;
+        }
+        // The write cursor never passes the read cursor (it writes at most
+        // as many cells as were read), so compaction works in place.
+        let (mut wb, mut wo) = (self.head, 0u32);
+        let mut taken = self.take();
+        let head = wb;
+        let mut blocks = 1;
+        let mut live = 0;
+        while let Some(index) = taken.next_cell(arena, false) {
+            if index == NIL {
+                continue;
+            }
+            if wo == BLOCK_CELLS as u32 {
+                wb = arena.blocks[wb as usize].next;
+                wo = 0;
+                blocks += 1;
+            }
+            arena.blocks[wb as usize].cells[wo as usize] = index;
+            moved(index, addr(wb, wo));
+            wo += 1;
+            live += 1;
+        }
+        if live == 0 {
+            // Every block from `head` on is still chained: free them all.
+            let mut count = 1;
+            let mut at = head;
+            while arena.blocks[at as usize].next != NIL && at != taken.tail {
+                at = arena.blocks[at as usize].next;
+                count += 1;
+            }
+            arena.free_chain(head, at, count);
+            return;
+        }
+        let rest = arena.blocks[wb as usize].next;
+        if wb != taken.tail && rest != NIL {
+            let mut count = 1;
+            let mut at = rest;
+            while at != taken.tail {
+                at = arena.blocks[at as usize].next;
+                count += 1;
+            }
+            arena.free_chain(rest, at, count);
+        }
+        arena.blocks[wb as usize].next = NIL;
+        *self = Bucket {
+            head,
+            tail: wb,
+            start: 0,
+            end: wo,
+            blocks,
+            live,
+            dead: 0,
+        };
+    }
+
+    /// Every cell (live or dead) with its address, front to back, and the
+    /// number of blocks walked; for checks.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn walk(&self, arena: &Blocks) -> Result<(Vec<(u32, u32)>, usize), String> {
+        let mut cells = Vec::new();
+        if self.head == NIL {
+            if *self != Bucket::EMPTY {
+                return Err(format!("empty bucket with state {self:?}"));
+            }
+            return Ok((cells, 0));
+        }
+        let (mut b, mut o) = (self.head, self.start);
+        let mut blocks = 1;
+        loop {
+            if b == self.tail && o == self.end {
+                break;
+            }
+            if o == BLOCK_CELLS as u32 {
+                if b == self.tail {
+                    return Err("ran past the tail block".into());
+                }
+                b = arena.blocks[b as usize].next;
+                o = 0;
+                blocks += 1;
+                if b == NIL || blocks > arena.blocks.len() {
+                    return Err("broken block chain".into());
+                }
+                continue;
+            }
+            cells.push((addr(b, o), arena.get(addr(b, o))));
+            o += 1;
+        }
+        if arena.blocks[self.tail as usize].next != NIL {
+            return Err("tail block has a successor".into());
+        }
+        let dead = cells.iter().filter(|c| c.1 == NIL).count();
+        if blocks != self.blocks as usize
+            || dead != self.dead as usize
+            || cells.len() - dead != self.live as usize
+            || self.live == 0
+        {
+            return Err(format!(
+                "bucket counts {self:?}: {blocks} blocks, {} cells, {dead} dead",
+                cells.len()
+            ));
+        }
+        Ok((cells, blocks))
+    }
+}
+
+/// The detached cells of a bucket being read once, front to back.
+#[derive(Debug)]
+pub(crate) struct Taken {
+    block: u32,
+    offset: u32,
+    tail: u32,
+    end: u32,
+}
+
+impl Taken {
+    /// The next cell's content ([`NIL`] if dead), or `None` at the end.
+    /// With `free`, each block goes back to the arena once read (its cells
+    /// may then be reused by the caller's own pushes).
+    #[inline]
+    pub(crate) fn next_cell(&mut self, arena: &mut Blocks, free: bool) -> Option<u32> {
+        loop {
+            if self.block == NIL || (self.block == self.tail && self.offset == self.end) {
+                if free && self.block != NIL {
+                    arena.free_chain(self.block, self.block, 1);
+                    self.block = NIL;
+                }
+                return None;
+            }
+            if self.offset == BLOCK_CELLS as u32 {
+                let done = self.block;
+                self.block = arena.blocks[done as usize].next;
+                self.offset = 0;
+                if free {
+                    arena.free_chain(done, done, 1);
+                }
+                continue;
+            }
+            let index = arena.blocks[self.block as usize].cells[self.offset as usize];
+            self.offset += 1;
+            return Some(index);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contents(b: &Bucket, arena: &Blocks) -> Vec<u32> {
+        b.walk(arena).unwrap().0.into_iter().map(|c| c.1).collect()
+    }
+
+    #[test]
+    fn block_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Block>(), 64);
+        assert_eq!(std::mem::align_of::<Block>(), 64);
+    }
+
+    #[test]
+    fn push_kill_compact_keep_order_and_addresses() {
+        let mut arena = Blocks::with_capacity(0);
+        let mut b = Bucket::EMPTY;
+        let addrs: Vec<u32> = (0..100).map(|i| b.push(&mut arena, i)).collect();
+        for (i, &a) in addrs.iter().enumerate() {
+            assert_eq!(arena.get(a), i as u32);
+        }
+        assert_eq!(arena.in_use(), 7);
+        for i in (0..100).filter(|i| i % 5 != 0) {
+            assert!(!b.kill(&mut arena, addrs[i]));
+        }
+        assert!(b.wants_compaction());
+        let mut moved = Vec::new();
+        b.compact(&mut arena, |index, at| moved.push((index, at)));
+        let want: Vec<u32> = (0..100).step_by(5).collect();
+        assert_eq!(contents(&b, &arena), want);
+        assert_eq!(moved.iter().map(|m| m.0).collect::<Vec<_>>(), want);
+        for &(index, at) in &moved {
+            assert_eq!(arena.get(at), index);
+        }
+        assert_eq!(arena.in_use(), 2);
+        arena.check(2).unwrap();
+        b.clear(&mut arena);
+        assert!(b.is_empty());
+        arena.check(0).unwrap();
+    }
+
+    #[test]
+    fn kill_reports_the_last_live_cell() {
+        let mut arena = Blocks::with_capacity(4);
+        let mut b = Bucket::EMPTY;
+        let x = b.push(&mut arena, 7);
+        let y = b.push(&mut arena, 8);
+        assert!(!b.kill(&mut arena, x));
+        assert!(b.kill(&mut arena, y));
+    }
+
+    #[test]
+    fn append_and_advance_drain_in_order() {
+        let mut arena = Blocks::with_capacity(0);
+        let (mut a, mut b) = (Bucket::EMPTY, Bucket::EMPTY);
+        for i in 0..20 {
+            a.push(&mut arena, i);
+        }
+        let kept: Vec<u32> = (20..50).map(|i| b.push(&mut arena, i)).collect();
+        a.append(&mut arena, &mut b);
+        assert!(b.is_empty());
+        // The cells of `b` kept their addresses.
+        assert_eq!(arena.get(kept[0]), 20);
+        let mut seen = Vec::new();
+        while let Some(at) = a.front() {
+            let index = arena.get(at);
+            a.advance(&mut arena, index != NIL);
+            if index != NIL {
+                seen.push(index);
+            }
+        }
+        assert_eq!(seen, (0..50).collect::<Vec<_>>());
+        assert_eq!(a, Bucket::EMPTY);
+        arena.check(0).unwrap();
+    }
+
+    #[test]
+    fn taken_cells_free_their_blocks() {
+        let mut arena = Blocks::with_capacity(0);
+        let mut b = Bucket::EMPTY;
+        for i in 0..31 {
+            b.push(&mut arena, i);
+        }
+        let mut taken = b.take();
+        let got: Vec<u32> = std::iter::from_fn(|| taken.next_cell(&mut arena, true)).collect();
+        assert_eq!(got, (0..31).collect::<Vec<_>>());
+        arena.check(0).unwrap();
+    }
+
+    #[test]
+    fn compacting_only_dead_cells_frees_everything() {
+        let mut arena = Blocks::with_capacity(0);
+        let mut b = Bucket::EMPTY;
+        let addrs: Vec<u32> = (0..40).map(|i| b.push(&mut arena, i)).collect();
+        // Kill all but one, compact, then the last one.
+        for &at in &addrs[1..] {
+            b.kill(&mut arena, at);
+        }
+        b.compact(&mut arena, |_, _| {});
+        assert_eq!(contents(&b, &arena), [0]);
+        arena.check(1).unwrap();
+    }
+}
