@@ -155,6 +155,9 @@ pub struct Wheel<T> {
     events_processed: u64,
 }
 
+/// Entries whose deadlines a cascade reads before placing them.
+const GATHER: usize = 32;
+
 /// The next slot to process: its level, slot and the tick it comes up.
 #[derive(Debug, Clone, Copy)]
 struct Event {
@@ -671,6 +674,15 @@ impl<T> Wheel<T> {
             // Below the top, a lowest-level slot holds exactly the entries
             // due at `event.at`: its cells join the ready queue as they are,
             // in O(1), and `when <= elapsed` now marks them ready.
+            // Load their entries now, in one tight loop whose cache misses
+            // overlap, rather than one miss per `poll` later.
+            let mut acc = 0u64;
+            level.slots[slot].for_each(&self.blocks, |index| {
+                if index != NIL {
+                    acc ^= self.slab.node(index).when;
+                }
+            });
+            std::hint::black_box(acc);
             self.ready.append(&mut self.blocks, &mut level.slots[slot]);
             self.settle_ready();
             return;
@@ -679,11 +691,29 @@ impl<T> Wheel<T> {
             level.min_when[slot] = u64::MAX;
             self.top_next = None;
         }
+        // Read the deadlines a batch at a time, then place the batch: the
+        // reading loop is short, so many of its cache misses are in flight
+        // at once (placing each entry right after reading it would leave
+        // room for few).
         let mut taken = level.slots[slot].take();
-        while let Some(index) = taken.next_cell(&mut self.blocks, true) {
-            if index != NIL {
-                let when = self.slab.node(index).when;
+        let mut batch = [(0u32, 0u64); GATHER];
+        loop {
+            let mut n = 0;
+            while n < GATHER {
+                match taken.next_cell(&mut self.blocks, true) {
+                    Some(NIL) => {}
+                    Some(index) => {
+                        batch[n] = (index, self.slab.node(index).when);
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            for &(index, when) in &batch[..n] {
                 self.place(index, when);
+            }
+            if n < GATHER {
+                break;
             }
         }
         if l == top {
