@@ -4,10 +4,15 @@
 //! A slot holds its entries as a [`Bucket`]: a chain of [`Block`]s, each one
 //! cache line of [`BLOCK_CELLS`] cells plus the index of the next block.
 //! Cells are appended in placement order. An entry remembers the *address*
-//! of its cell (`block * 16 + offset`, stable while the cell exists), so:
+//! of its cell (`block * 64 + offset`, stable while the cell exists), so:
 //!
-//! - cancelling writes [`NIL`] into the cell (a *dead* cell) and counts it,
-//!   without walking anything;
+//! - a cell is *live* iff the entry it names is occupied and remembers this
+//!   very address. An address names one cell for as long as its block is
+//!   in a bucket, so a cell left behind by a cancel or a move (a *dead*
+//!   cell) can never look live again: the entry has moved to another
+//!   address or is gone, and only a freed and reused block gets new cells;
+//! - cancelling therefore touches no cell at all: it only counts the dead
+//!   cell in its bucket (the cell itself is skipped when the bucket is read);
 //! - processing a slot reads its cells block by block: fifteen entry
 //!   indices per cache line, known up front, so the entries' cache misses
 //!   overlap instead of forming a chain of dependent loads as an intrusive
@@ -20,9 +25,9 @@
 //! - every block is either on the free list or in exactly one bucket;
 //! - an empty bucket has no blocks and zero counts;
 //! - a non-empty bucket's cells are the cells of its blocks from `start` in
-//!   `head` to `end` in `tail`; `live` of them hold an index and `dead` hold
-//!   [`NIL`], and `live > 0` (a bucket whose cells all died is freed at
-//!   once);
+//!   `head` to `end` in `tail`; `live` of them are live and `dead` are not
+//!   (the wheel judges which), and `live > 0` (a bucket whose cells all died
+//!   is freed at once);
 //! - a bucket's dead cells never outnumber its live ones more than
 //!   [`COMPACT_RATIO`] to one once it has [`COMPACT_MIN`] cells or more
 //!   (it is compacted when they would).
@@ -143,12 +148,6 @@ impl Blocks {
         self.blocks[(addr >> BLOCK_SHIFT) as usize].cells[(addr & OFFSET_MASK) as usize]
     }
 
-    /// Overwrites the cell at `addr`.
-    #[inline]
-    fn set(&mut self, addr: u32, index: u32) {
-        self.blocks[(addr >> BLOCK_SHIFT) as usize].cells[(addr & OFFSET_MASK) as usize] = index;
-    }
-
     /// Checks the free list against the count of blocks in use.
     #[cfg(any(test, fuzzing))]
     pub(crate) fn check(&self, in_buckets: usize) -> Result<(), String> {
@@ -232,11 +231,11 @@ impl Bucket {
         at
     }
 
-    /// Marks the live cell at `addr` dead. Returns `true` if the bucket has
-    /// no live cell left; the caller then frees it with [`Bucket::clear`].
+    /// Counts one live cell as dead (its entry has left). Returns `true` if
+    /// the bucket has no live cell left; the caller then frees it with
+    /// [`Bucket::clear`].
     #[inline]
-    pub(crate) fn kill(&mut self, arena: &mut Blocks, addr: u32) -> bool {
-        arena.set(addr, NIL);
+    pub(crate) fn kill(&mut self) -> bool {
         self.live -= 1;
         self.dead += 1;
         self.live == 0
@@ -269,6 +268,8 @@ impl Bucket {
             *self = std::mem::take(other);
             return;
         }
+        // The unused rest of the last block becomes dead cells: NIL never
+        // names an entry.
         let tail = &mut arena.blocks[self.tail as usize];
         for cell in &mut tail.cells[self.end as usize..] {
             *cell = NIL;
@@ -325,46 +326,56 @@ impl Bucket {
     }
 
     /// Drops the dead cells, keeping the live ones in order, and frees the
-    /// blocks left over. `moved(index, addr)` is told each live cell's new
-    /// address.
-    pub(crate) fn compact(&mut self, arena: &mut Blocks, mut moved: impl FnMut(u32, u32)) {
+    /// blocks left over. `relocate(index, from, to)` judges the cell at
+    /// address `from` (holding `index`): it returns `true` if the cell is
+    /// live, and then the cell moves to address `to` (the caller updates
+    /// the entry).
+    pub(crate) fn compact(
+        &mut self,
+        arena: &mut Blocks,
+        mut relocate: impl FnMut(u32, u32, u32) -> bool,
+    ) {
         if self.is_empty() {
             return;
         }
         // The write cursor never passes the read cursor (it writes at most
-        // as many cells as were read), so compaction works in place.
+        // as many cells as were read), so compaction works in place, and a
+        // cell is judged before anything is written over it.
         let (mut wb, mut wo) = (self.head, 0u32);
         let mut taken = self.take();
         let head = wb;
         let mut blocks = 1;
         let mut live = 0;
-        while let Some(index) = taken.next_cell(arena, false) {
-            if index == NIL {
+        while let Some((from, index)) = taken.next_cell(arena, false) {
+            let (tb, to) = if wo == BLOCK_CELLS as u32 {
+                (arena.blocks[wb as usize].next, 0)
+            } else {
+                (wb, wo)
+            };
+            if !relocate(index, from, addr(tb, to)) {
                 continue;
             }
-            if wo == BLOCK_CELLS as u32 {
-                wb = arena.blocks[wb as usize].next;
-                wo = 0;
+            if tb != wb {
+                wb = tb;
                 blocks += 1;
             }
-            arena.blocks[wb as usize].cells[wo as usize] = index;
-            moved(index, addr(wb, wo));
-            wo += 1;
+            arena.blocks[wb as usize].cells[to as usize] = index;
+            wo = to + 1;
             live += 1;
         }
         if live == 0 {
             // Every block from `head` on is still chained: free them all.
             let mut count = 1;
             let mut at = head;
-            while arena.blocks[at as usize].next != NIL && at != taken.tail {
+            while at != taken.tail {
                 at = arena.blocks[at as usize].next;
                 count += 1;
             }
             arena.free_chain(head, at, count);
             return;
         }
-        let rest = arena.blocks[wb as usize].next;
-        if wb != taken.tail && rest != NIL {
+        if wb != taken.tail {
+            let rest = arena.blocks[wb as usize].next;
             let mut count = 1;
             let mut at = rest;
             while at != taken.tail {
@@ -385,7 +396,7 @@ impl Bucket {
         };
     }
 
-    /// Calls `f` with every cell's content ([`NIL`] if dead), front to back.
+    /// Calls `f` with every cell's content, front to back.
     #[inline]
     pub(crate) fn for_each(&self, arena: &Blocks, mut f: impl FnMut(u32)) {
         let (mut b, mut from) = (self.head, self.start as usize);
@@ -407,8 +418,8 @@ impl Bucket {
         }
     }
 
-    /// Every cell (live or dead) with its address, front to back, and the
-    /// number of blocks walked; for checks.
+    /// Every cell (live or dead) as (address, content), front to back, and
+    /// the number of blocks walked; for checks.
     #[cfg(any(test, fuzzing))]
     pub(crate) fn walk(&self, arena: &Blocks) -> Result<(Vec<(u32, u32)>, usize), String> {
         let mut cells = Vec::new();
@@ -442,14 +453,12 @@ impl Bucket {
         if arena.blocks[self.tail as usize].next != NIL {
             return Err("tail block has a successor".into());
         }
-        let dead = cells.iter().filter(|c| c.1 == NIL).count();
         if blocks != self.blocks as usize
-            || dead != self.dead as usize
-            || cells.len() - dead != self.live as usize
+            || cells.len() != (self.live + self.dead) as usize
             || self.live == 0
         {
             return Err(format!(
-                "bucket counts {self:?}: {blocks} blocks, {} cells, {dead} dead",
+                "bucket counts {self:?}: {blocks} blocks, {} cells",
                 cells.len()
             ));
         }
@@ -467,11 +476,11 @@ pub(crate) struct Taken {
 }
 
 impl Taken {
-    /// The next cell's content ([`NIL`] if dead), or `None` at the end.
-    /// With `free`, each block goes back to the arena once read (its cells
-    /// may then be reused by the caller's own pushes).
+    /// The next cell as (address, content), or `None` at the end. With
+    /// `free`, each block goes back to the arena once read (its cells may
+    /// then be reused by the caller's own pushes).
     #[inline]
-    pub(crate) fn next_cell(&mut self, arena: &mut Blocks, free: bool) -> Option<u32> {
+    pub(crate) fn next_cell(&mut self, arena: &mut Blocks, free: bool) -> Option<(u32, u32)> {
         loop {
             if self.block == NIL || (self.block == self.tail && self.offset == self.end) {
                 if free && self.block != NIL {
@@ -489,9 +498,10 @@ impl Taken {
                 }
                 continue;
             }
+            let at = addr(self.block, self.offset);
             let index = arena.blocks[self.block as usize].cells[self.offset as usize];
             self.offset += 1;
-            return Some(index);
+            return Some((at, index));
         }
     }
 }
@@ -519,18 +529,26 @@ mod tests {
             assert_eq!(arena.get(a), i as u32);
         }
         assert_eq!(arena.in_use(), 5);
-        for i in (0..300).filter(|i| i % 5 != 0) {
-            assert!(!b.kill(&mut arena, addrs[i]));
+        let live = |i: u32| i % 5 == 0;
+        for _ in (0..300).filter(|&i| !live(i)) {
+            assert!(!b.kill());
         }
         assert!(b.wants_compaction());
         let mut moved = Vec::new();
-        b.compact(&mut arena, |index, at| moved.push((index, at)));
+        b.compact(&mut arena, |index, from, to| {
+            assert_eq!(from, addrs[index as usize]);
+            if live(index) {
+                moved.push((index, to));
+            }
+            live(index)
+        });
         let want: Vec<u32> = (0..300).step_by(5).collect();
         assert_eq!(contents(&b, &arena), want);
         assert_eq!(moved.iter().map(|m| m.0).collect::<Vec<_>>(), want);
         for &(index, at) in &moved {
             assert_eq!(arena.get(at), index);
         }
+        assert_eq!((b.live, b.dead), (60, 0));
         assert_eq!(arena.in_use(), 1);
         arena.check(1).unwrap();
         b.clear(&mut arena);
@@ -542,10 +560,11 @@ mod tests {
     fn kill_reports_the_last_live_cell() {
         let mut arena = Blocks::with_capacity(4);
         let mut b = Bucket::EMPTY;
-        let x = b.push(&mut arena, 7);
-        let y = b.push(&mut arena, 8);
-        assert!(!b.kill(&mut arena, x));
-        assert!(b.kill(&mut arena, y));
+        b.push(&mut arena, 7);
+        b.push(&mut arena, 8);
+        assert!(!b.kill());
+        assert!(b.kill());
+        assert_eq!((b.live, b.dead), (0, 2));
     }
 
     #[test]
@@ -558,8 +577,10 @@ mod tests {
         let kept: Vec<u32> = (70..200).map(|i| b.push(&mut arena, i)).collect();
         a.append(&mut arena, &mut b);
         assert!(b.is_empty());
-        // The cells of `b` kept their addresses.
+        // The cells of `b` kept their addresses; the rest of `a`'s last
+        // block became dead padding.
         assert_eq!(arena.get(kept[0]), 70);
+        assert_eq!((a.live, a.dead), (200, 2 * BLOCK_CELLS as u32 - 70));
         let mut seen = Vec::new();
         while let Some(at) = a.front() {
             let index = arena.get(at);
@@ -577,12 +598,12 @@ mod tests {
     fn taken_cells_free_their_blocks() {
         let mut arena = Blocks::with_capacity(0);
         let mut b = Bucket::EMPTY;
-        for i in 0..127 {
-            b.push(&mut arena, i);
-        }
+        let addrs: Vec<u32> = (0..127).map(|i| b.push(&mut arena, i)).collect();
         let mut taken = b.take();
-        let got: Vec<u32> = std::iter::from_fn(|| taken.next_cell(&mut arena, true)).collect();
-        assert_eq!(got, (0..127).collect::<Vec<_>>());
+        let got: Vec<(u32, u32)> =
+            std::iter::from_fn(|| taken.next_cell(&mut arena, true)).collect();
+        let want: Vec<(u32, u32)> = addrs.into_iter().zip(0..127).collect();
+        assert_eq!(got, want);
         arena.check(0).unwrap();
     }
 
@@ -590,13 +611,17 @@ mod tests {
     fn compacting_only_dead_cells_frees_everything() {
         let mut arena = Blocks::with_capacity(0);
         let mut b = Bucket::EMPTY;
-        let addrs: Vec<u32> = (0..140).map(|i| b.push(&mut arena, i)).collect();
-        // Kill all but one, compact, then the last one.
-        for &at in &addrs[1..] {
-            b.kill(&mut arena, at);
+        for i in 0..140 {
+            b.push(&mut arena, i);
         }
-        b.compact(&mut arena, |_, _| {});
+        for _ in 1..140 {
+            b.kill();
+        }
+        b.compact(&mut arena, |index, _, _| index == 0);
         assert_eq!(contents(&b, &arena), [0]);
         arena.check(1).unwrap();
+        b.compact(&mut arena, |_, _, _| false);
+        assert!(b.is_empty());
+        arena.check(0).unwrap();
     }
 }

@@ -13,12 +13,12 @@
 //! - `elapsed <= now` is the wheel's processing cursor: every slot event up
 //!   to `elapsed` has been processed. It lags `now` only while `poll` has
 //!   returned an entry before finishing its advance.
-//! - Every pending entry has exactly one *cell*: a cell of a bucket (a
-//!   slot's contents) or of the ready queue holding its index, whose
-//!   address is the entry's `pos`. Every other cell holds [`NIL`] (dead:
-//!   its entry was cancelled or moved) and is counted in its bucket's
-//!   `dead`. Which bucket holds an entry's cell follows from `when` and
-//!   `elapsed` alone:
+//! - Every pending entry has exactly one *live cell*: a cell of a bucket (a
+//!   slot's contents) or of the ready queue that holds its index at the
+//!   address the entry keeps in `pos`. Every other cell is dead (its entry
+//!   was cancelled or moved on, or it is padding) and is counted in its
+//!   bucket's `dead` (see [`cells`]). Which bucket holds an entry's live
+//!   cell follows from `when` and `elapsed` alone:
 //! - Entries with `when <= elapsed` are in the ready queue, in the order
 //!   they must be returned (non-decreasing `when`, FIFO among equals). Its
 //!   front cell is live whenever the queue is non-empty.
@@ -342,9 +342,9 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.cancel(key), None);
     /// ```
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
-        let node = self.slab.get_key(key.index, key.gen)?;
-        let (when, pos) = (node.when, node.pos);
-        self.detach(when, pos);
+        let when = self.slab.get_key(key.index, key.gen)?.when;
+        self.slab.node_mut(key.index).pos = NIL;
+        self.detach(when);
         Some(self.slab.remove(key.index).value)
     }
 
@@ -366,7 +366,9 @@ impl<T> Wheel<T> {
         let Some(node) = self.slab.get_key(key.index, key.gen) else {
             return false;
         };
-        self.detach(node.when, node.pos);
+        let old = node.when;
+        self.slab.node_mut(key.index).pos = NIL;
+        self.detach(old);
         let when = deadline.max(self.now);
         self.slab.node_mut(key.index).when = when;
         self.place(key.index, when);
@@ -533,8 +535,8 @@ impl<T> Wheel<T> {
         let mut rebuild = |bucket: &mut Bucket| {
             let mut copy = Bucket::EMPTY;
             let mut taken = bucket.take();
-            while let Some(index) = taken.next_cell(old, true) {
-                if index != NIL {
+            while let Some((at, index)) = taken.next_cell(old, true) {
+                if live_when(slab, index, at).is_some() {
                     slab.node_mut(index).pos = copy.push(&mut fresh, index);
                 }
             }
@@ -578,13 +580,13 @@ impl<T> Wheel<T> {
         self.event_hint = self.event_hint.min(start);
     }
 
-    /// Takes a pending entry (due at `when`, its cell at `pos`) out of the
-    /// structure: its cell becomes dead. The caller then frees or re-places
-    /// the entry.
+    /// Counts the cell of an entry due at `when` as dead; the caller has
+    /// already set the entry's `pos` to [`NIL`] (so the cell is dead) and
+    /// then frees or re-places the entry.
     #[inline]
-    fn detach(&mut self, when: u64, pos: u32) {
+    fn detach(&mut self, when: u64) {
         if when <= self.elapsed {
-            self.ready.kill(&mut self.blocks, pos);
+            self.ready.kill();
             self.settle_ready();
             return;
         }
@@ -592,7 +594,7 @@ impl<T> Wheel<T> {
         let level = &mut self.levels[l];
         let slot = level.geom.slot_of(when);
         let bucket = &mut level.slots[slot];
-        if bucket.kill(&mut self.blocks, pos) {
+        if bucket.kill() {
             bucket.clear(&mut self.blocks);
             level.clear(slot);
             if l == self.layout.top() {
@@ -602,8 +604,9 @@ impl<T> Wheel<T> {
                 }
             }
         } else if bucket.wants_compaction() {
+            warm(&self.slab, &self.blocks, bucket);
             let slab = &mut self.slab;
-            bucket.compact(&mut self.blocks, |index, at| slab.node_mut(index).pos = at);
+            bucket.compact(&mut self.blocks, |index, from, to| relocate(slab, index, from, to));
         }
     }
 
@@ -614,7 +617,7 @@ impl<T> Wheel<T> {
     fn settle_ready(&mut self) {
         while self.ready.dead > 0 {
             let Some(at) = self.ready.front() else { break };
-            if self.blocks.get(at) != NIL {
+            if live_when(&self.slab, self.blocks.get(at), at).is_some() {
                 break;
             }
             self.ready.advance(&mut self.blocks, false);
@@ -624,7 +627,7 @@ impl<T> Wheel<T> {
         } else if self.ready.wants_compaction() {
             let slab = &mut self.slab;
             self.ready
-                .compact(&mut self.blocks, |index, at| slab.node_mut(index).pos = at);
+                .compact(&mut self.blocks, |index, from, to| relocate(slab, index, from, to));
         }
     }
 
@@ -676,13 +679,7 @@ impl<T> Wheel<T> {
             // in O(1), and `when <= elapsed` now marks them ready.
             // Load their entries now, in one tight loop whose cache misses
             // overlap, rather than one miss per `poll` later.
-            let mut acc = 0u64;
-            level.slots[slot].for_each(&self.blocks, |index| {
-                if index != NIL {
-                    acc ^= self.slab.node(index).when;
-                }
-            });
-            std::hint::black_box(acc);
+            warm(&self.slab, &self.blocks, &level.slots[slot]);
             self.ready.append(&mut self.blocks, &mut level.slots[slot]);
             self.settle_ready();
             return;
@@ -700,13 +697,12 @@ impl<T> Wheel<T> {
         loop {
             let mut n = 0;
             while n < GATHER {
-                match taken.next_cell(&mut self.blocks, true) {
-                    Some(NIL) => {}
-                    Some(index) => {
-                        batch[n] = (index, self.slab.node(index).when);
-                        n += 1;
-                    }
-                    None => break,
+                let Some((at, index)) = taken.next_cell(&mut self.blocks, true) else {
+                    break;
+                };
+                if let Some(when) = live_when(&self.slab, index, at) {
+                    batch[n] = (index, when);
+                    n += 1;
                 }
             }
             for &(index, when) in &batch[..n] {
@@ -748,17 +744,19 @@ impl<T> Wheel<T> {
         blocks += used;
         let mut whens = Vec::new();
         for (i, &(at, index)) in cells.iter().enumerate() {
-            if index == NIL {
+            let Some(when) = live_when(&self.slab, index, at) else {
                 if i == 0 {
                     return Err("ready front is dead".into());
                 }
                 continue;
+            };
+            if when > self.elapsed {
+                return Err(format!("ready cell {at}: when {when} not due"));
             }
-            let node = self.slab.get(index).ok_or("ready cell names a vacant entry")?;
-            if node.pos != at || node.when > self.elapsed {
-                return Err(format!("ready cell {at}: pos {} when {}", node.pos, node.when));
-            }
-            whens.push(node.when);
+            whens.push(when);
+        }
+        if whens.len() != self.ready.live as usize {
+            return Err(format!("ready queue: {} live, counted {}", whens.len(), self.ready.live));
         }
         if whens.windows(2).any(|w| w[0] > w[1]) {
             return Err(format!("ready queue out of order: {whens:?}"));
@@ -775,27 +773,29 @@ impl<T> Wheel<T> {
                     .walk(&self.blocks)
                     .map_err(|e| format!("level {l} slot {s}: {e}"))?;
                 blocks += used;
+                let mut count = 0;
                 for (at, index) in cells {
-                    if index == NIL {
+                    let Some(when) = live_when(&self.slab, index, at) else {
                         continue;
-                    }
-                    let node = self.slab.get(index).ok_or("cell names a vacant entry")?;
-                    let when = node.when;
-                    if node.pos != at
-                        || when <= self.elapsed
+                    };
+                    count += 1;
+                    if when <= self.elapsed
                         || self.layout.level_for(self.elapsed, when) != l
                         || level.geom.slot_of(when) != s
                     {
                         return Err(format!(
-                            "level {l} slot {s} cell {at}: pos {} when {when} elapsed {}",
-                            node.pos, self.elapsed
+                            "level {l} slot {s} cell {at}: when {when} elapsed {}",
+                            self.elapsed
                         ));
                     }
                     if l == top && level.min_when[s] > when {
                         return Err(format!("min_when[{s}] above entry {when}"));
                     }
-                    live += 1;
                 }
+                if count != bucket.live {
+                    return Err(format!("level {l} slot {s}: {count} live, counted {}", bucket.live));
+                }
+                live += count as usize;
                 if bucket.wants_compaction() {
                     return Err(format!("level {l} slot {s}: compaction overdue"));
                 }
@@ -834,6 +834,41 @@ impl<T> Wheel<T> {
     }
 }
 
+/// The deadline of the entry that the cell at address `at` (holding
+/// `index`) is live for, or `None` if the cell is dead: its entry is gone or
+/// keeps another address. (Padding cells hold [`NIL`], never an index.)
+#[inline]
+fn live_when<T>(slab: &Slab<T>, index: u32, at: u32) -> Option<u64> {
+    slab.get(index).filter(|node| node.pos == at).map(|node| node.when)
+}
+
+/// Loads the entry of every cell of `bucket`, in a loop short enough that
+/// many of the cache misses are in flight at once, so that the walk that
+/// follows (popping, compacting) finds them in cache.
+#[inline]
+fn warm<T>(slab: &Slab<T>, blocks: &Blocks, bucket: &Bucket) {
+    let mut acc = 0u32;
+    bucket.for_each(blocks, |index| {
+        if let Some(node) = slab.get(index) {
+            acc ^= node.pos;
+        }
+    });
+    std::hint::black_box(acc);
+}
+
+/// Compaction's callback: if the cell at `from` (holding `index`) is live,
+/// its entry's cell moves to `to`.
+#[inline]
+fn relocate<T>(slab: &mut Slab<T>, index: u32, from: u32, to: u32) -> bool {
+    match slab.get_mut(index) {
+        Some(node) if node.pos == from => {
+            node.pos = to;
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Blocks to reserve for `capacity` timers: their cells, plus one part-used
 /// block per slot and for the ready queue.
 fn blocks_for(capacity: usize, layout: &Layout) -> usize {
@@ -856,8 +891,9 @@ impl<T> Iterator for Drain<'_, T> {
     fn next(&mut self) -> Option<Expired<T>> {
         let index = self.wheel.slab.next_occupied(self.cursor)?;
         self.cursor = index as usize + 1;
-        let node = self.wheel.slab.node(index);
-        self.wheel.detach(node.when, node.pos);
+        let when = self.wheel.slab.node(index).when;
+        self.wheel.slab.node_mut(index).pos = NIL;
+        self.wheel.detach(when);
         let node = self.wheel.slab.remove(index);
         Some(Expired {
             key: TimerKey {

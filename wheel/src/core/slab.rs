@@ -170,9 +170,18 @@ impl<T> Slab<T> {
     }
 
     /// The node at `index` if it is occupied, whatever its generation.
-    #[cfg(any(test, fuzzing))]
+    #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&Node<T>> {
         match self.entries.get(index as usize) {
+            Some(Entry::Occupied(node)) => Some(node),
+            _ => None,
+        }
+    }
+
+    /// The node at `index` if it is occupied, whatever its generation.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, index: u32) -> Option<&mut Node<T>> {
+        match self.entries.get_mut(index as usize) {
             Some(Entry::Occupied(node)) => Some(node),
             _ => None,
         }
