@@ -342,10 +342,10 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.cancel(key), None);
     /// ```
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
-        let when = self.slab.get_key(key.index, key.gen)?.when;
-        self.slab.node_mut(key.index).pos = NIL;
-        self.detach(when);
-        Some(self.slab.remove(key.index).value)
+        // Freed first: a vacant entry's cell is dead, as `detach` expects.
+        let node = self.slab.remove_key(key.index, key.gen)?;
+        self.detach(node.when);
+        Some(node.value)
     }
 
     /// Moves a pending timer to a new deadline (`<= now()` means due at
@@ -528,25 +528,37 @@ impl<T> Wheel<T> {
     pub fn shrink_to_fit(&mut self) {
         self.slab.shrink_to_fit();
         // Copy every bucket's live cells into a fresh arena of just the
-        // right size, telling each entry its new address.
-        let mut fresh = Blocks::with_capacity(0);
+        // right size, telling each entry its new address. Every cell is
+        // judged (against the old addresses) before any entry is told a
+        // new one: an old and a new address may be the same number.
         let slab = &mut self.slab;
         let old = &mut self.blocks;
-        let mut rebuild = |bucket: &mut Bucket| {
-            let mut copy = Bucket::EMPTY;
+        let mut live: Vec<Vec<u32>> = Vec::new();
+        let mut judge = |bucket: &mut Bucket| {
+            let mut kept = Vec::with_capacity(bucket.live as usize);
             let mut taken = bucket.take();
             while let Some((at, index)) = taken.next_cell(old, true) {
                 if live_when(slab, index, at).is_some() {
-                    slab.node_mut(index).pos = copy.push(&mut fresh, index);
+                    kept.push(index);
                 }
             }
-            *bucket = copy;
+            live.push(kept);
+        };
+        judge(&mut self.ready);
+        for level in self.levels.iter_mut() {
+            level.slots.iter_mut().for_each(&mut judge);
+        }
+        let needed: usize = live.iter().map(|k| k.len().div_ceil(BLOCK_CELLS)).sum();
+        let mut fresh = Blocks::with_capacity(needed);
+        let mut lists = live.into_iter();
+        let mut rebuild = |bucket: &mut Bucket| {
+            for index in lists.next().unwrap_or_default() {
+                slab.node_mut(index).pos = bucket.push(&mut fresh, index);
+            }
         };
         rebuild(&mut self.ready);
         for level in self.levels.iter_mut() {
-            for bucket in level.slots.iter_mut() {
-                rebuild(bucket);
-            }
+            level.slots.iter_mut().for_each(&mut rebuild);
         }
         self.blocks = fresh;
     }
@@ -580,9 +592,9 @@ impl<T> Wheel<T> {
         self.event_hint = self.event_hint.min(start);
     }
 
-    /// Counts the cell of an entry due at `when` as dead; the caller has
-    /// already set the entry's `pos` to [`NIL`] (so the cell is dead) and
-    /// then frees or re-places the entry.
+    /// Counts the cell of an entry due at `when` as dead. The caller has
+    /// already made it dead (freed the entry, or set its `pos` to [`NIL`]
+    /// before re-placing it), so a compaction run from here drops it.
     #[inline]
     fn detach(&mut self, when: u64) {
         if when <= self.elapsed {
@@ -604,7 +616,6 @@ impl<T> Wheel<T> {
                 }
             }
         } else if bucket.wants_compaction() {
-            warm(&self.slab, &self.blocks, bucket);
             let slab = &mut self.slab;
             bucket.compact(&mut self.blocks, |index, from, to| relocate(slab, index, from, to));
         }
@@ -847,10 +858,10 @@ fn live_when<T>(slab: &Slab<T>, index: u32, at: u32) -> Option<u64> {
 /// follows (popping, compacting) finds them in cache.
 #[inline]
 fn warm<T>(slab: &Slab<T>, blocks: &Blocks, bucket: &Bucket) {
-    let mut acc = 0u32;
+    let mut acc = 0u64;
     bucket.for_each(blocks, |index| {
         if let Some(node) = slab.get(index) {
-            acc ^= node.pos;
+            acc ^= node.when;
         }
     });
     std::hint::black_box(acc);

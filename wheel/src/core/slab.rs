@@ -151,6 +151,33 @@ impl<T> Slab<T> {
         }
     }
 
+    /// Frees the live node that `(index, gen)` names and returns it, or
+    /// `None` (changing nothing) if the key is stale. One lookup.
+    #[inline]
+    pub(crate) fn remove_key(&mut self, index: u32, gen: u32) -> Option<Node<T>> {
+        let entry = self.entries.get_mut(index as usize)?;
+        let next_gen = match entry {
+            Entry::Occupied(node) if node.gen.get() == gen => gen.checked_add(1),
+            _ => return None,
+        };
+        let next_free = if next_gen.is_some() { self.free_head } else { NIL };
+        let old = std::mem::replace(
+            entry,
+            Entry::Vacant {
+                next_free,
+                gen: next_gen,
+            },
+        );
+        if next_gen.is_some() {
+            self.free_head = index;
+        }
+        self.len -= 1;
+        match old {
+            Entry::Occupied(node) => Some(node),
+            Entry::Vacant { .. } => None,
+        }
+    }
+
     /// The live node that `(index, gen)` names, if any.
     #[inline]
     pub(crate) fn get_key(&self, index: u32, gen: u32) -> Option<&Node<T>> {
