@@ -34,13 +34,15 @@
 
 use super::slab::NIL;
 
-/// Cells per block: 63 `u32` indices and the next block's index fill four
-/// 64-byte cache lines, which the hardware fetches as a stream when a
-/// bucket is read front to back.
-pub(crate) const BLOCK_CELLS: usize = 63;
+/// Cells per block: 31 `u32` indices and the next block's index fill two
+/// 64-byte cache lines (fetched together by the hardware when a bucket is
+/// read front to back). Larger blocks read a little faster but cost more
+/// in part-used blocks: at most one per slot, so at most 2 049 * 128 bytes
+/// = 256 KiB per wheel of the default layout whatever the number of timers.
+pub(crate) const BLOCK_CELLS: usize = 31;
 
 /// Cell addresses are `block << BLOCK_SHIFT | offset`.
-const BLOCK_SHIFT: u32 = 6;
+const BLOCK_SHIFT: u32 = 5;
 
 /// The offset bits of a cell address.
 const OFFSET_MASK: u32 = (1 << BLOCK_SHIFT) - 1;
@@ -60,7 +62,15 @@ pub(crate) const COMPACT_RATIO: usize = 3;
 /// cells all died is free anyway).
 pub(crate) const COMPACT_MIN: usize = 64;
 
-/// One cache line of cells.
+/// What a bucket needs from the owner of the entries its cells name.
+pub(crate) trait CellOwner {
+    /// `true` if the cell at address `at`, holding `index`, is live.
+    fn is_live(&self, index: u32, at: u32) -> bool;
+    /// The live cell of entry `index` has moved to address `to`.
+    fn moved(&mut self, index: u32, to: u32);
+}
+
+/// A block of cells: two 64-byte cache lines.
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(64))]
 pub(crate) struct Block {
@@ -326,15 +336,9 @@ impl Bucket {
     }
 
     /// Drops the dead cells, keeping the live ones in order, and frees the
-    /// blocks left over. `relocate(index, from, to)` judges the cell at
-    /// address `from` (holding `index`): it returns `true` if the cell is
-    /// live, and then the cell moves to address `to` (the caller updates
-    /// the entry).
-    pub(crate) fn compact(
-        &mut self,
-        arena: &mut Blocks,
-        mut relocate: impl FnMut(u32, u32, u32) -> bool,
-    ) {
+    /// blocks left over. `owner` judges each cell and is told where each
+    /// live cell moves.
+    pub(crate) fn compact(&mut self, arena: &mut Blocks, owner: &mut impl CellOwner) {
         if self.is_empty() {
             return;
         }
@@ -346,21 +350,18 @@ impl Bucket {
         let head = wb;
         let mut blocks = 1;
         let mut live = 0;
-        while let Some((from, index)) = taken.next_cell(arena, false) {
-            let (tb, to) = if wo == BLOCK_CELLS as u32 {
-                (arena.blocks[wb as usize].next, 0)
-            } else {
-                (wb, wo)
-            };
-            if !relocate(index, from, addr(tb, to)) {
+        while let Some((at, index)) = taken.next_cell(arena, false) {
+            if !owner.is_live(index, at) {
                 continue;
             }
-            if tb != wb {
-                wb = tb;
+            if wo == BLOCK_CELLS as u32 {
+                wb = arena.blocks[wb as usize].next;
+                wo = 0;
                 blocks += 1;
             }
-            arena.blocks[wb as usize].cells[to as usize] = index;
-            wo = to + 1;
+            arena.blocks[wb as usize].cells[wo as usize] = index;
+            owner.moved(index, addr(wb, wo));
+            wo += 1;
             live += 1;
         }
         if live == 0 {
@@ -534,14 +535,25 @@ mod tests {
             assert!(!b.kill());
         }
         assert!(b.wants_compaction());
-        let mut moved = Vec::new();
-        b.compact(&mut arena, |index, from, to| {
-            assert_eq!(from, addrs[index as usize]);
-            if live(index) {
-                moved.push((index, to));
+        struct Owner<'a> {
+            addrs: &'a [u32],
+            moved: Vec<(u32, u32)>,
+        }
+        impl CellOwner for Owner<'_> {
+            fn is_live(&self, index: u32, at: u32) -> bool {
+                assert_eq!(at, self.addrs[index as usize]);
+                index % 5 == 0
             }
-            live(index)
-        });
+            fn moved(&mut self, index: u32, to: u32) {
+                self.moved.push((index, to));
+            }
+        }
+        let mut owner = Owner {
+            addrs: &addrs,
+            moved: Vec::new(),
+        };
+        b.compact(&mut arena, &mut owner);
+        let moved = owner.moved;
         let want: Vec<u32> = (0..300).step_by(5).collect();
         assert_eq!(contents(&b, &arena), want);
         assert_eq!(moved.iter().map(|m| m.0).collect::<Vec<_>>(), want);
@@ -617,10 +629,17 @@ mod tests {
         for _ in 1..140 {
             b.kill();
         }
-        b.compact(&mut arena, |index, _, _| index == 0);
+        struct Keep(u32);
+        impl CellOwner for Keep {
+            fn is_live(&self, index: u32, _: u32) -> bool {
+                index == self.0
+            }
+            fn moved(&mut self, _: u32, _: u32) {}
+        }
+        b.compact(&mut arena, &mut Keep(0));
         assert_eq!(contents(&b, &arena), [0]);
         arena.check(1).unwrap();
-        b.compact(&mut arena, |_, _, _| false);
+        b.compact(&mut arena, &mut Keep(u32::MAX));
         assert!(b.is_empty());
         arena.check(0).unwrap();
     }

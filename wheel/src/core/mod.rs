@@ -50,7 +50,7 @@ use std::fmt;
 
 use self::config::Layout;
 pub use self::config::{ConfigError, WheelConfig};
-use self::cells::{Blocks, Bucket, BLOCK_CELLS};
+use self::cells::{Blocks, Bucket, CellOwner, BLOCK_CELLS};
 use self::level::Level;
 use self::slab::{Slab, NIL};
 
@@ -616,8 +616,7 @@ impl<T> Wheel<T> {
                 }
             }
         } else if bucket.wants_compaction() {
-            let slab = &mut self.slab;
-            bucket.compact(&mut self.blocks, |index, from, to| relocate(slab, index, from, to));
+            bucket.compact(&mut self.blocks, &mut self.slab);
         }
     }
 
@@ -636,9 +635,7 @@ impl<T> Wheel<T> {
         if self.ready.live == 0 {
             self.ready.clear(&mut self.blocks);
         } else if self.ready.wants_compaction() {
-            let slab = &mut self.slab;
-            self.ready
-                .compact(&mut self.blocks, |index, from, to| relocate(slab, index, from, to));
+            self.ready.compact(&mut self.blocks, &mut self.slab);
         }
     }
 
@@ -867,16 +864,15 @@ fn warm<T>(slab: &Slab<T>, blocks: &Blocks, bucket: &Bucket) {
     std::hint::black_box(acc);
 }
 
-/// Compaction's callback: if the cell at `from` (holding `index`) is live,
-/// its entry's cell moves to `to`.
-#[inline]
-fn relocate<T>(slab: &mut Slab<T>, index: u32, from: u32, to: u32) -> bool {
-    match slab.get_mut(index) {
-        Some(node) if node.pos == from => {
-            node.pos = to;
-            true
-        }
-        _ => false,
+impl<T> CellOwner for Slab<T> {
+    #[inline]
+    fn is_live(&self, index: u32, at: u32) -> bool {
+        live_when(self, index, at).is_some()
+    }
+
+    #[inline]
+    fn moved(&mut self, index: u32, to: u32) {
+        self.node_mut(index).pos = to;
     }
 }
 

@@ -205,14 +205,6 @@ impl<T> Slab<T> {
         }
     }
 
-    /// The node at `index` if it is occupied, whatever its generation.
-    #[inline]
-    pub(crate) fn get_mut(&mut self, index: u32) -> Option<&mut Node<T>> {
-        match self.entries.get_mut(index as usize) {
-            Some(Entry::Occupied(node)) => Some(node),
-            _ => None,
-        }
-    }
 
     /// The node at an index known to be occupied.
     #[inline]
