@@ -48,9 +48,9 @@ mod tests;
 
 use std::fmt;
 
+use self::cells::{Blocks, Bucket, CellOwner, BLOCK_CELLS};
 use self::config::Layout;
 pub use self::config::{ConfigError, WheelConfig};
-use self::cells::{Blocks, Bucket, CellOwner, BLOCK_CELLS};
 use self::level::Level;
 use self::slab::{Slab, NIL};
 
@@ -764,7 +764,11 @@ impl<T> Wheel<T> {
             whens.push(when);
         }
         if whens.len() != self.ready.live as usize {
-            return Err(format!("ready queue: {} live, counted {}", whens.len(), self.ready.live));
+            return Err(format!(
+                "ready queue: {} live, counted {}",
+                whens.len(),
+                self.ready.live
+            ));
         }
         if whens.windows(2).any(|w| w[0] > w[1]) {
             return Err(format!("ready queue out of order: {whens:?}"));
@@ -801,7 +805,10 @@ impl<T> Wheel<T> {
                     }
                 }
                 if count != bucket.live {
-                    return Err(format!("level {l} slot {s}: {count} live, counted {}", bucket.live));
+                    return Err(format!(
+                        "level {l} slot {s}: {count} live, counted {}",
+                        bucket.live
+                    ));
                 }
                 live += count as usize;
                 if bucket.wants_compaction() {
@@ -847,7 +854,9 @@ impl<T> Wheel<T> {
 /// keeps another address. (Padding cells hold [`NIL`], never an index.)
 #[inline]
 fn live_when<T>(slab: &Slab<T>, index: u32, at: u32) -> Option<u64> {
-    slab.get(index).filter(|node| node.pos == at).map(|node| node.when)
+    slab.get(index)
+        .filter(|node| node.pos == at)
+        .map(|node| node.when)
 }
 
 /// Loads the entry of every cell of `bucket`, in a loop short enough that

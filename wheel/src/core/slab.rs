@@ -160,7 +160,11 @@ impl<T> Slab<T> {
             Entry::Occupied(node) if node.gen.get() == gen => gen.checked_add(1),
             _ => return None,
         };
-        let next_free = if next_gen.is_some() { self.free_head } else { NIL };
+        let next_free = if next_gen.is_some() {
+            self.free_head
+        } else {
+            NIL
+        };
         let old = std::mem::replace(
             entry,
             Entry::Vacant {
@@ -204,7 +208,6 @@ impl<T> Slab<T> {
             _ => None,
         }
     }
-
 
     /// The node at an index known to be occupied.
     #[inline]
