@@ -1,10 +1,11 @@
 //! Slot contents: unrolled lists of entry indices ("cells") in one shared
-//! arena of cache-line blocks.
+//! arena of 128-byte blocks.
 //!
-//! A slot holds its entries as a [`Bucket`]: a chain of [`Block`]s, each one
-//! cache line of [`BLOCK_CELLS`] cells plus the index of the next block.
-//! Cells are appended in placement order. An entry remembers the *address*
-//! of its cell (`block * 64 + offset`, stable while the cell exists), so:
+//! A slot holds its entries as a [`Bucket`]: a chain of [`Block`]s, each two
+//! cache lines holding [`BLOCK_CELLS`] cells and the index of the next
+//! block. Cells are appended in placement order. An entry remembers the
+//! *address* of its cell (`block * 32 + offset`, stable while the cell
+//! exists), so:
 //!
 //! - a cell is *live* iff the entry it names is occupied and remembers this
 //!   very address. An address names one cell for as long as its block is
@@ -13,8 +14,8 @@
 //!   address or is gone, and only a freed and reused block gets new cells;
 //! - cancelling therefore touches no cell at all: it only counts the dead
 //!   cell in its bucket (the cell itself is skipped when the bucket is read);
-//! - processing a slot reads its cells block by block: fifteen entry
-//!   indices per cache line, known up front, so the entries' cache misses
+//! - processing a slot reads its cells block by block: 31 entry indices per
+//!   block, known up front, so the entries' cache misses
 //!   overlap instead of forming a chain of dependent loads as an intrusive
 //!   list's would;
 //! - a whole bucket moves to another chain, or back to the free list, in
@@ -125,8 +126,8 @@ impl Blocks {
     ///
     /// # Panics
     ///
-    /// If the arena would exceed 2^28 blocks (2^32 cells): more than four
-    /// billion cells at once.
+    /// If the arena would exceed `2^27 - 1` blocks (about four billion
+    /// cells, live and dead, at once).
     #[inline]
     fn alloc(&mut self) -> u32 {
         self.in_use += 1;

@@ -311,7 +311,10 @@ impl<T> Wheel<T> {
     ///
     /// # Panics
     ///
-    /// Only if more than `u32::MAX - 1` timers are pending at once.
+    /// Only if the 32-bit index spaces run out: more than `u32::MAX - 1`
+    /// timers pending at once, or more than about four billion slot cells
+    /// (live ones plus cancelled ones not yet compacted, which stay below
+    /// four per live timer), so not below about a billion pending timers.
     ///
     /// # Examples
     ///
