@@ -783,7 +783,8 @@ impl<T> Wheel<T> {
         // The levels.
         for (l, level) in self.levels.iter().enumerate() {
             level.check_bitmaps()?;
-            for (s, bucket) in level.slots.iter().enumerate() {
+            for s in level.occupied_slots() {
+                let bucket = &level.slots[s];
                 let (cells, used) = bucket
                     .walk(&self.blocks)
                     .map_err(|e| format!("level {l} slot {s}: {e}"))?;
