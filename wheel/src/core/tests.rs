@@ -197,6 +197,27 @@ fn reset_moves_behind_ties_and_never_fires_at_old_deadline() {
     assert_eq!(w.poll(5000).map(|e| e.value), Some('c'));
 }
 
+/// Resetting one timer over and over in a bucket of a few live ones: each
+/// reset kills a cell and pushes a new one. A compaction bound that counted
+/// all cells could be crossed by the push with no compaction after it (the
+/// `config` fuzz target found this in the ready queue at `u64::MAX`).
+#[test]
+fn repeated_resets_keep_buckets_compacted() {
+    for (now, deadline) in [(u64::MAX, u64::MAX), (0, 1 << 20), (0, 5)] {
+        let mut w = Wheel::new();
+        w.poll(now);
+        let keys: Vec<_> = (0..14).map(|i| w.insert(deadline, i)).collect();
+        for round in 0..500 {
+            assert!(w.reset(keys[round % 3], deadline));
+            w.check_invariants().unwrap();
+        }
+        assert_eq!(w.len(), 14);
+        let mut fired = drain_due(&mut w, deadline);
+        fired.sort();
+        assert_eq!(fired, (0..14).map(|i| (deadline, i)).collect::<Vec<_>>());
+    }
+}
+
 #[test]
 fn drain_returns_everything_once_and_leaves_the_wheel_usable() {
     let mut w = Wheel::with_config(layout(&[2, 2]));
