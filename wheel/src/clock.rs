@@ -88,8 +88,20 @@ impl ManualClock {
     /// assert_eq!(clock.now(), t0 + Duration::from_millis(5));
     /// ```
     pub fn now(&self) -> Instant {
-        let offset = self.inner.offset_nanos.load(Ordering::SeqCst);
-        self.inner.start + Duration::from_nanos(offset)
+        self.now_and_offset().0
+    }
+
+    /// The current instant and the nanoseconds since the clock started,
+    /// from one read: `now == start + offset`.
+    pub(crate) fn now_and_offset(&self) -> (Instant, u64) {
+        let offset = self.offset();
+        (self.inner.start + Duration::from_nanos(offset), offset)
+    }
+
+    /// Nanoseconds since the clock started (one atomic load, no `Instant`
+    /// arithmetic: the fast path of [`DelayQueue::push`](crate::DelayQueue::push)).
+    pub(crate) fn offset(&self) -> u64 {
+        self.inner.offset_nanos.load(Ordering::SeqCst)
     }
 
     /// Moves time forward by `by` and wakes every scheduler and delay queue
@@ -148,8 +160,8 @@ impl std::fmt::Debug for ManualClock {
 }
 
 /// The largest offset that can be added to `start` without overflowing
-/// `Instant` (found by halving; computed only on `advance`).
-fn max_offset(start: Instant) -> Duration {
+/// `Instant` (found by halving; computed once per clock or queue).
+pub(crate) fn max_offset(start: Instant) -> Duration {
     let mut hi = Duration::MAX;
     if start.checked_add(hi).is_some() {
         return hi;
@@ -201,6 +213,9 @@ impl Clock {
 pub(crate) struct TickConv {
     origin: Instant,
     tick_nanos: u64,
+    /// The largest nanosecond count after the origin that is an `Instant`
+    /// and below `u64::MAX` (see [`TickConv::due_after`]).
+    limit: u64,
 }
 
 #[allow(dead_code)]
@@ -210,12 +225,45 @@ impl TickConv {
     /// this and report a typed error (see [`TickConv::validate`]).
     pub(crate) fn new(origin: Instant, tick: Duration) -> TickConv {
         let tick_nanos = u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1);
-        TickConv { origin, tick_nanos }
+        let limit = u64::try_from(max_offset(origin).as_nanos())
+            .unwrap_or(u64::MAX)
+            .min(u64::MAX - 1);
+        TickConv {
+            origin,
+            tick_nanos,
+            limit,
+        }
+    }
+
+    /// `now + delay` in nanoseconds after the origin (`now` counted the same
+    /// way), or `None` if that is past [`limit`](TickConv::limit). When it
+    /// answers, `origin + now + delay` is an `Instant` and the answer equals
+    /// `nanos_of(origin + now + delay)`: callers use it to skip `Instant`
+    /// arithmetic and fall back to it on `None`.
+    #[inline]
+    pub(crate) fn due_after(&self, now: u64, delay: Duration) -> Option<u64> {
+        delay
+            .as_secs()
+            .checked_mul(1_000_000_000)?
+            .checked_add(u64::from(delay.subsec_nanos()))
+            .and_then(|d| now.checked_add(d))
+            .filter(|&due| due <= self.limit)
+    }
+
+    /// The largest nanosecond count after the origin that is an `Instant`
+    /// (capped below `u64::MAX`, which callers use for "never").
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
     }
 
     /// `true` if `tick` is usable as a tick length (non-zero, fits in u64 ns).
     pub(crate) fn validate(tick: Duration) -> bool {
         !tick.is_zero() && u64::try_from(tick.as_nanos()).is_ok()
+    }
+
+    /// The tick length in nanoseconds.
+    pub(crate) fn tick_nanos(&self) -> u64 {
+        self.tick_nanos
     }
 
     /// The tick length.
@@ -345,6 +393,32 @@ mod tests {
         assert!(conv.deadline_tick(origin) == 0);
         assert!(!TickConv::validate(Duration::ZERO));
         assert!(TickConv::validate(Duration::from_nanos(1)));
+    }
+
+    #[test]
+    fn due_after_matches_instant_arithmetic_to_the_end_of_the_range() {
+        let now = Instant::now();
+        for room in [0u64, 1, 2, 999, 1_000_000_007] {
+            let origin = now + max_offset(now) - Duration::from_nanos(room);
+            let conv = TickConv::new(origin, Duration::from_millis(1));
+            assert_eq!(conv.limit(), room);
+            for at in [0, room / 2, room] {
+                for d in [0, 1, room - at, room - at + 1, u64::MAX] {
+                    let delay = Duration::from_nanos(d);
+                    let start = origin + Duration::from_nanos(at);
+                    let by_instant = start.checked_add(delay).map(|t| conv.nanos_of(t));
+                    match conv.due_after(at, delay) {
+                        Some(due) => assert_eq!(Some(due), by_instant, "at {at} d {d}"),
+                        // `None` only where the sum leaves `Instant`'s range.
+                        None => assert_eq!(by_instant, None, "at {at} d {d}"),
+                    }
+                }
+            }
+        }
+        // Far from the end: answers up to the nanosecond count's range.
+        let conv = TickConv::new(now, Duration::from_millis(1));
+        assert_eq!(conv.due_after(5, Duration::new(3, 7)), Some(3_000_000_012));
+        assert_eq!(conv.due_after(1, Duration::MAX), None);
     }
 
     #[test]

@@ -60,11 +60,54 @@ pub(crate) const NEVER: u64 = u64::MAX;
 pub(crate) struct Time {
     clock: Clock,
     conv: TickConv,
+    /// For a manual clock: its offset (nanoseconds since it started) at the
+    /// origin, so that "nanoseconds since the origin" is `offset - base`.
+    base: u64,
 }
 
 impl Time {
+    /// A clock whose tick 0 starts now.
+    fn new(clock: Clock, tick: Duration) -> Time {
+        let (origin, base) = match &clock {
+            Clock::System => (Instant::now(), 0),
+            Clock::Manual(m) => m.now_and_offset(),
+        };
+        Time {
+            clock,
+            conv: TickConv::new(origin, tick),
+            base,
+        }
+    }
+
     fn now(&self) -> Instant {
         self.clock.now()
+    }
+
+    /// Nanoseconds from the origin to now (saturating at `u64::MAX`); for
+    /// a manual clock, one atomic load.
+    fn now_nanos(&self) -> u64 {
+        match &self.clock {
+            Clock::System => self.conv.nanos_of(Instant::now()),
+            Clock::Manual(m) => m.offset().saturating_sub(self.base),
+        }
+    }
+
+    /// The tick an item due `delay` from now goes to: what
+    /// `tick_for(now + delay, now)` gives (`NEVER` if the sum is past the
+    /// range of `Instant`), in nanoseconds when [`fast_delay_tick`] can,
+    /// else with `Instant`s.
+    fn delay_tick(&self, delay: Duration) -> u64 {
+        fast_delay_tick(&self.conv, self.now_nanos(), delay)
+            .unwrap_or_else(|| self.slow_delay_tick(delay))
+    }
+
+    /// [`Time::delay_tick`] with `Instant`s (any delay).
+    fn slow_delay_tick(&self, delay: Duration) -> u64 {
+        let now = self.now();
+        match now.checked_add(delay) {
+            Some(at) => self.tick_for(at, now),
+            None => NEVER,
+        }
     }
 
     fn now_tick(&self) -> u64 {
@@ -87,6 +130,20 @@ impl Time {
     fn tick_for(&self, at: Instant, now: Instant) -> u64 {
         tick_for(&self.conv, at, now)
     }
+}
+
+/// [`tick_for`]`(origin + now + delay, origin + now)` computed in
+/// nanoseconds (`now` counts from the converter's origin), or `None` if the
+/// due time is past [`TickConv::due_after`]'s limit. Below it each step
+/// matches the `Instant` path exactly: a zero delay is the current tick, any
+/// other rounds the due time up.
+fn fast_delay_tick(conv: &TickConv, now: u64, delay: Duration) -> Option<u64> {
+    let due = conv.due_after(now, delay)?;
+    Some(if due == now {
+        (now / conv.tick_nanos()).min(NEVER - 1)
+    } else {
+        conv.tick_of_nanos(due)
+    })
 }
 
 /// The tick containing `now`, rounded down, but never `NEVER`: that tick
@@ -281,11 +338,7 @@ impl<T> DelayQueue<T> {
             Some(m) => Clock::Manual(m),
             None => Clock::System,
         };
-        let origin = clock.now();
-        let time = Time {
-            clock,
-            conv: TickConv::new(origin, tick),
-        };
+        let time = Time::new(clock, tick);
         let signal = Arc::new(Signal::new());
         let listener = time.clock.manual().map(|m| {
             let sig = Arc::clone(&signal);
@@ -328,12 +381,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(q.try_take(), Some(1));
     /// ```
     pub fn push(&self, value: T, delay: Duration) -> Result<DelayKey, Closed<T>> {
-        let now = self.time.now();
-        let tick = match now.checked_add(delay) {
-            Some(at) => self.time.tick_for(at, now),
-            None => NEVER,
-        };
-        self.insert(value, tick)
+        self.insert(value, self.time.delay_tick(delay))
     }
 
     /// Adds `value`, due at `at` (at once if `at` has passed).
@@ -423,11 +471,7 @@ impl<T> DelayQueue<T> {
     /// assert!(!q.reset(k, Duration::ZERO));
     /// ```
     pub fn reset(&self, key: DelayKey, delay: Duration) -> bool {
-        let now = self.time.now();
-        let tick = match now.checked_add(delay) {
-            Some(at) => self.time.tick_for(at, now),
-            None => NEVER,
-        };
+        let tick = self.time.delay_tick(delay);
         let mut st = lock(&self.state);
         if !st.wheel.reset(key.0, tick) {
             return false;
@@ -958,5 +1002,103 @@ mod tests {
         if let Some(before) = origin.checked_sub(ms(3)) {
             assert_eq!(tick_for(&conv, before, origin), 0);
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod delay_tick_tests {
+    use super::*;
+    use crate::clock::max_offset;
+    use proptest::prelude::*;
+
+    /// An origin `room` nanoseconds before the end of `Instant`'s range
+    /// (or now, if `room` is `None`).
+    fn origin_with_room(room: Option<u64>) -> Instant {
+        let now = Instant::now();
+        match room {
+            None => now,
+            Some(room) => now + max_offset(now).saturating_sub(Duration::from_nanos(room)),
+        }
+    }
+
+    proptest! {
+        /// The nanosecond path gives exactly the tick of the `Instant`
+        /// path whenever it answers, near the origin and at the very end of
+        /// `Instant`'s range, and it answers for every due time up to its
+        /// limit.
+        #[test]
+        fn fast_path_matches_instant_path(
+            tick_nanos in prop_oneof![Just(1u64), Just(7), Just(1_000_000), 1u64..=u64::MAX],
+            room in prop_oneof![Just(None), (0u64..20_000_000_000).prop_map(Some)],
+            now_frac in 0.0f64..=1.0,
+            delays in proptest::collection::vec(
+                prop_oneof![
+                    Just(0u64),
+                    0u64..5_000_000_000,
+                    0u64..=u64::MAX,
+                ],
+                1..6,
+            ),
+            big in prop_oneof![Just(Duration::MAX), (0u64..=u64::MAX, 0u32..1_000_000_000)
+                .prop_map(|(s, n)| Duration::new(s, n))],
+        ) {
+            let origin = origin_with_room(room);
+            let conv = TickConv::new(origin, Duration::from_nanos(tick_nanos));
+            let limit = conv.limit();
+            if let Some(room) = room {
+                // The limit really is the end of the range.
+                prop_assert!(limit <= room);
+                prop_assert!(origin.checked_add(Duration::from_nanos(limit)).is_some());
+                prop_assert!(origin.checked_add(Duration::from_nanos(limit + 1)).is_none());
+            }
+            // A `now` inside the range (the clocks never read past it).
+            let span = room.unwrap_or(10_000_000_000).min(limit);
+            let now_n = (span as f64 * now_frac) as u64;
+            let now = origin + Duration::from_nanos(now_n);
+            let left = limit - now_n;
+            let edge = [left.saturating_sub(1), left, left.saturating_add(1)];
+            let all = delays
+                .into_iter()
+                .chain(edge)
+                .map(Duration::from_nanos)
+                .chain([big]);
+            for d in all {
+                let slow = match now.checked_add(d) {
+                    Some(at) => tick_for(&conv, at, now),
+                    None => NEVER,
+                };
+                let fast = fast_delay_tick(&conv, now_n, d);
+                let due = u128::from(now_n) + d.as_nanos();
+                if due <= u128::from(limit) {
+                    prop_assert_eq!(fast, Some(slow), "delay {:?} now {}", d, now_n);
+                } else {
+                    prop_assert_eq!(fast, None, "delay {:?} now {}", d, now_n);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn push_and_reset_use_it_on_a_manual_clock() {
+        let clock = ManualClock::new();
+        let q = DelayQueue::builder().clock(clock.clone()).build().unwrap();
+        clock.advance(Duration::from_micros(2_500));
+        let a = q.push('a', Duration::from_micros(1_500)).unwrap(); // 4.0 ms: tick 4
+        q.push('b', Duration::ZERO).unwrap(); // current tick 2
+        q.push('c', Duration::MAX).unwrap(); // never
+        let d = q.push('d', Duration::from_millis(10)).unwrap();
+        assert!(q.reset(d, Duration::from_nanos(1))); // 2.500001 ms: tick 3
+        assert_eq!(q.try_take(), Some('b'));
+        assert_eq!(q.try_take(), None);
+        clock.advance(Duration::from_micros(500)); // 3.0 ms
+        assert_eq!(q.try_take(), Some('d'));
+        clock.advance(Duration::from_micros(999)); // 3.999 ms
+        assert_eq!(q.try_take(), None);
+        clock.advance(Duration::from_nanos(1_000)); // 4.0 ms
+        assert_eq!(q.try_take(), Some('a'));
+        assert!(q.remove(a).is_none());
+        clock.advance(Duration::MAX);
+        assert_eq!(q.try_take(), None);
+        assert_eq!(q.drain(), vec!['c']);
     }
 }

@@ -227,7 +227,13 @@ impl Shared {
     /// Deadline in nanoseconds after the origin for "`delay` from now";
     /// `u64::MAX` (never) if it overflows.
     fn due_after(&self, delay: Duration) -> u64 {
-        match self.clock.now().checked_add(delay) {
+        let now = self.clock.now();
+        // In nanoseconds when the sum stays inside `Instant`'s range (the
+        // same answer, without adding and subtracting `Instant`s).
+        if let Some(due) = self.conv.due_after(self.conv.nanos_of(now), delay) {
+            return due;
+        }
+        match now.checked_add(delay) {
             Some(at) => self.due_at(at),
             None => u64::MAX,
         }
