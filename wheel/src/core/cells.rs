@@ -93,6 +93,9 @@ impl Block {
 #[derive(Debug)]
 pub(crate) struct Blocks {
     blocks: Vec<Block>,
+    /// One tag per block: 0 from [`Blocks::alloc`] on, or the staging epoch
+    /// of the stage bucket that took the block (see `Wheel::stage_step`).
+    tags: Vec<u32>,
     free: u32,
     in_use: usize,
 }
@@ -108,6 +111,7 @@ impl Blocks {
     pub(crate) fn with_capacity(blocks: usize) -> Blocks {
         Blocks {
             blocks: Vec::with_capacity(blocks.min(MAX_BLOCKS)),
+            tags: Vec::with_capacity(blocks.min(MAX_BLOCKS)),
             free: NIL,
             in_use: 0,
         }
@@ -138,6 +142,7 @@ impl Blocks {
             let b = self.free;
             self.free = self.blocks[b as usize].next;
             self.blocks[b as usize].next = NIL;
+            self.tags[b as usize] = 0;
             return b;
         }
         assert!(
@@ -145,7 +150,20 @@ impl Blocks {
             "wheel: more than 2^32 slot cells at once"
         );
         self.blocks.push(Block::EMPTY);
+        self.tags.push(0);
         (self.blocks.len() - 1) as u32
+    }
+
+    /// The tag of the block holding the cell at `addr`.
+    #[inline]
+    pub(crate) fn tag(&self, addr: u32) -> u32 {
+        self.tags[(addr >> BLOCK_SHIFT) as usize]
+    }
+
+    /// Tags the block holding the cell at `addr`.
+    #[inline]
+    pub(crate) fn set_tag(&mut self, addr: u32, tag: u32) {
+        self.tags[(addr >> BLOCK_SHIFT) as usize] = tag;
     }
 
     /// Returns the chain of blocks `head ..= tail` to the free list, in O(1).

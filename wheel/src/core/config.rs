@@ -271,6 +271,22 @@ impl Layout {
         let high_bit = 63 - diff.leading_zeros();
         self.level_of_bit[high_bit as usize] as usize
     }
+
+    /// The level-1 slot that can be staged while the processed time is
+    /// `elapsed`: the one that comes up at the start of the next level-0
+    /// turn, as `(start, slot)`. `None` if level 1 is the top level (its
+    /// slots may hold later turns) or does not exist, or if that start
+    /// begins a new level-1 turn (a higher level's cascade comes first) or
+    /// lies past `u64::MAX`.
+    pub(crate) fn stage_target(&self, elapsed: u64) -> Option<(u64, usize)> {
+        if self.levels.len() < 3 {
+            return None;
+        }
+        let (l0, l1) = (self.levels[0], self.levels[1]);
+        let start = (elapsed | low_mask(l0.bits)).checked_add(1)?;
+        let turn = !low_mask(l1.shift + l1.bits);
+        (start & turn == elapsed & turn).then(|| (start, l1.slot_of(start)))
+    }
 }
 
 #[cfg(test)]
@@ -318,6 +334,32 @@ mod tests {
         assert_eq!(low_mask(1), 1);
         assert_eq!(low_mask(63), u64::MAX >> 1);
         assert_eq!(low_mask(64), u64::MAX);
+    }
+
+    #[test]
+    fn stage_target_boundaries() {
+        let l = layout(&[6, 6, 6]);
+        // The next level-0 turn starts at 64, in level-1 slot 1.
+        assert_eq!(l.stage_target(0), Some((64, 1)));
+        assert_eq!(l.stage_target(63), Some((64, 1)));
+        assert_eq!(l.stage_target(64), Some((128, 2)));
+        // 4096 starts a new level-1 turn: level 2 cascades there first.
+        assert_eq!(l.stage_target(4095 - 63), None);
+        assert_eq!(l.stage_target(4095), None);
+        assert_eq!(l.stage_target(4096), Some((4096 + 64, 1)));
+        assert_eq!(l.stage_target(u64::MAX), None);
+        assert_eq!(l.stage_target(u64::MAX - 64), Some((u64::MAX - 63, 63)));
+        // Level 1 must not be the top level.
+        assert_eq!(layout(&[6, 6]).stage_target(0), None);
+        assert_eq!(layout(&[6]).stage_target(0), None);
+        // Levels that end at bit 64.
+        let l = layout(&[8; 8]);
+        assert_eq!(l.stage_target(0), Some((256, 1)));
+        assert_eq!(l.stage_target(u64::MAX - 256), Some((u64::MAX - 255, 255)));
+        assert_eq!(l.stage_target(u64::MAX - 255), None);
+        // 0x...fffe_ff00 starts the last level-0 turn of a level-1 turn.
+        assert_eq!(l.stage_target(u64::MAX - 65536 - 300), Some((u64::MAX - 65791, 255)));
+        assert_eq!(l.stage_target(u64::MAX - 65791), None);
     }
 
     #[test]

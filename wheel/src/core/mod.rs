@@ -150,10 +150,25 @@ pub struct Wheel<T> {
     elapsed: u64,
     top_next: Option<u64>,
     event_hint: u64,
+    /// Level-0 buckets for the level-1 slot being staged (see
+    /// [`Wheel::stage_step`]); empty unless `staging` is set.
+    stage: Level,
+    /// The level-1 slot being staged: `(start, slot)`.
+    staging: Option<(u64, usize)>,
+    /// The tag of the blocks of `stage`'s buckets (never 0, the tag of
+    /// every other block); a new one for each staged slot.
+    stage_epoch: u32,
     /// Slot events processed so far (tests check the O(levels) claims).
     #[cfg(test)]
     events_processed: u64,
+    /// Cells moved by cascades (processing a level-1+ slot) so far.
+    #[cfg(test)]
+    cells_cascaded: u64,
 }
+
+/// Cells [`Wheel::stage_step`] moves at most per call: bounds the work an
+/// idle `poll` adds.
+const STAGE_BUDGET: usize = 64;
 
 /// Entries whose deadlines a cascade reads before placing them.
 const GATHER: usize = 32;
@@ -235,6 +250,7 @@ impl<T> Wheel<T> {
             .map(|(i, &g)| Level::new(g, i == top))
             .collect();
         let blocks = Blocks::with_capacity(blocks_for(capacity, &layout));
+        let stage = Level::new(layout.levels[0], false);
         Wheel {
             layout,
             levels,
@@ -245,8 +261,13 @@ impl<T> Wheel<T> {
             elapsed: 0,
             top_next: None,
             event_hint: u64::MAX,
+            stage,
+            staging: None,
+            stage_epoch: 1,
             #[cfg(test)]
             events_processed: 0,
+            #[cfg(test)]
+            cells_cascaded: 0,
         }
     }
 
@@ -347,7 +368,7 @@ impl<T> Wheel<T> {
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
         // Freed first: a vacant entry's cell is dead, as `detach` expects.
         let node = self.slab.remove_key(key.index, key.gen)?;
-        self.detach(node.when);
+        self.detach(node.when, node.pos);
         Some(node.value)
     }
 
@@ -369,9 +390,9 @@ impl<T> Wheel<T> {
         let Some(node) = self.slab.get_key(key.index, key.gen) else {
             return false;
         };
-        let old = node.when;
+        let (old, pos) = (node.when, node.pos);
         self.slab.node_mut(key.index).pos = NIL;
-        self.detach(old);
+        self.detach(old, pos);
         let when = deadline.max(self.now);
         self.slab.node_mut(key.index).when = when;
         self.place(key.index, when);
@@ -458,6 +479,7 @@ impl<T> Wheel<T> {
             }
             if self.event_hint > self.now {
                 self.elapsed = self.now;
+                self.stage_step(STAGE_BUDGET);
                 return None;
             }
             match self.next_event() {
@@ -465,6 +487,7 @@ impl<T> Wheel<T> {
                 other => {
                     self.event_hint = other.map_or(u64::MAX, |e| e.at);
                     self.elapsed = self.now;
+                    self.stage_step(STAGE_BUDGET);
                     return None;
                 }
             }
@@ -551,6 +574,7 @@ impl<T> Wheel<T> {
         for level in self.levels.iter_mut() {
             level.slots.iter_mut().for_each(&mut judge);
         }
+        self.stage.slots.iter_mut().for_each(&mut judge);
         let needed: usize = live.iter().map(|k| k.len().div_ceil(BLOCK_CELLS)).sum();
         let mut fresh = Blocks::with_capacity(needed);
         let mut lists = live.into_iter();
@@ -562,6 +586,14 @@ impl<T> Wheel<T> {
         rebuild(&mut self.ready);
         for level in self.levels.iter_mut() {
             level.slots.iter_mut().for_each(&mut rebuild);
+        }
+        let epoch = self.stage_epoch;
+        for bucket in self.stage.slots.iter_mut() {
+            for index in lists.next().unwrap_or_default() {
+                let to = bucket.push(&mut fresh, index);
+                fresh.set_tag(to, epoch);
+                slab.node_mut(index).pos = to;
+            }
         }
         self.blocks = fresh;
     }
@@ -599,13 +631,26 @@ impl<T> Wheel<T> {
     /// already made it dead (freed the entry, or set its `pos` to [`NIL`]
     /// before re-placing it), so a compaction run from here drops it.
     #[inline]
-    fn detach(&mut self, when: u64) {
+    fn detach(&mut self, when: u64, pos: u32) {
         if when <= self.elapsed {
             self.ready.kill();
             self.settle_ready();
             return;
         }
         let l = self.layout.level_for(self.elapsed, when);
+        if l == 1 && self.staging.is_some() && self.blocks.tag(pos) == self.stage_epoch {
+            // Staged: the cell is in a stage bucket (a level-1 block's tag
+            // is 0).
+            let slot = self.stage.geom.slot_of(when);
+            let bucket = &mut self.stage.slots[slot];
+            if bucket.kill() {
+                bucket.clear(&mut self.blocks);
+                self.stage.clear(slot);
+            } else if bucket.wants_compaction() {
+                bucket.compact(&mut self.blocks, &mut self.slab);
+            }
+            return;
+        }
         let level = &mut self.levels[l];
         let slot = level.geom.slot_of(when);
         let bucket = &mut level.slots[slot];
@@ -648,6 +693,13 @@ impl<T> Wheel<T> {
     fn next_event(&self) -> Option<Event> {
         let top = self.layout.top();
         for (l, level) in self.levels[..top].iter().enumerate() {
+            if l == 1 && !self.stage.is_empty() {
+                // Level 0 is empty: the staged slot comes up next (its
+                // start lies before every other level-1 slot's).
+                if let Some((at, slot)) = self.staging {
+                    return Some(Event { at, level: 1, slot });
+                }
+            }
             if let Some(slot) = level.first_occupied() {
                 return Some(Event {
                     at: level.geom.slot_start_in_turn(self.elapsed, slot),
@@ -699,6 +751,10 @@ impl<T> Wheel<T> {
             level.min_when[slot] = u64::MAX;
             self.top_next = None;
         }
+        if l == 1 && self.staging.is_some_and(|(at, _)| at == event.at) {
+            self.unstage();
+        }
+        let level = &mut self.levels[l];
         // Read the deadlines a batch at a time, then place the batch: the
         // reading loop is short, so many of its cache misses are in flight
         // at once (placing each entry right after reading it would leave
@@ -719,6 +775,10 @@ impl<T> Wheel<T> {
             for &(index, when) in &batch[..n] {
                 self.place(index, when);
             }
+            #[cfg(test)]
+            {
+                self.cells_cascaded += n as u64;
+            }
             if n < GATHER {
                 break;
             }
@@ -726,6 +786,79 @@ impl<T> Wheel<T> {
         if l == top {
             self.recompute_top_next();
         }
+    }
+
+    /// Moves up to `budget` cells of the level-1 slot that comes up at the
+    /// start of the next level-0 turn into `stage` (level-0 buckets kept
+    /// aside), so that when that slot comes up most of its cascade is done
+    /// already: [`poll`](Wheel::poll) calls this whenever it has caught up,
+    /// which spreads a cascade that would move thousands of entries in one
+    /// `poll` over the idle polls of the turn before it.
+    ///
+    /// Order is kept: the slot's cells are moved from the front, so the
+    /// staged cells precede, in each level-0 slot, every cell the slot
+    /// still holds (including those inserted later). A staged entry is
+    /// found again by its block's tag (`stage_epoch`), since its deadline
+    /// still names the level-1 slot.
+    fn stage_step(&mut self, budget: usize) {
+        let Some(target) = self.layout.stage_target(self.elapsed) else {
+            return;
+        };
+        if self.staging.is_some_and(|t| t != target) {
+            // The staged slot's start passed with nothing staged left in it
+            // (its event comes up while the stage holds cells).
+            debug_assert!(self.stage.is_empty());
+            self.end_staging();
+        }
+        let (_, slot) = target;
+        if self.levels[1].slots[slot].is_empty() {
+            return;
+        }
+        self.staging = Some(target);
+        for _ in 0..budget {
+            let bucket = &mut self.levels[1].slots[slot];
+            let Some(at) = bucket.front() else { break };
+            let index = self.blocks.get(at);
+            let when = live_when(&self.slab, index, at);
+            bucket.advance(&mut self.blocks, when.is_some());
+            let Some(when) = when else { continue };
+            let s = self.stage.geom.slot_of(when);
+            let to = self.stage.slots[s].push(&mut self.blocks, index);
+            self.blocks.set_tag(to, self.stage_epoch);
+            self.slab.node_mut(index).pos = to;
+            self.stage.set(s);
+        }
+        // Moving live cells out may leave only dead ones, or too many.
+        let bucket = &mut self.levels[1].slots[slot];
+        if bucket.live == 0 {
+            bucket.clear(&mut self.blocks);
+            self.levels[1].clear(slot);
+        } else if bucket.wants_compaction() {
+            bucket.compact(&mut self.blocks, &mut self.slab);
+        }
+    }
+
+    /// The staged slot comes up (level 0 is empty: its events all came
+    /// first): the stage becomes level 0, and the staged entries due at
+    /// once join the ready queue ahead of any the slot still holds.
+    fn unstage(&mut self) {
+        debug_assert!(self.levels[0].is_empty());
+        std::mem::swap(&mut self.levels[0], &mut self.stage);
+        self.end_staging();
+        let level = &mut self.levels[0];
+        let s0 = level.geom.slot_of(self.elapsed);
+        if !level.slots[s0].is_empty() {
+            level.clear(s0);
+            warm(&self.slab, &self.blocks, &level.slots[s0]);
+            self.ready.append(&mut self.blocks, &mut level.slots[s0]);
+            self.settle_ready();
+        }
+    }
+
+    /// Forgets the staged slot; its blocks' tag is never used again.
+    fn end_staging(&mut self) {
+        self.staging = None;
+        self.stage_epoch = self.stage_epoch.checked_add(1).unwrap_or(1);
     }
 
     /// Recomputes `top_next` exactly from the per-slot lower bounds.
@@ -820,6 +953,59 @@ impl<T> Wheel<T> {
                 }
             }
         }
+        // Level-1 blocks never carry the stage's tag.
+        for s in self.levels.get(1).map(|l| l.occupied_slots()).into_iter().flatten() {
+            let (cells, _) = self.levels[1].slots[s].walk(&self.blocks)?;
+            if cells.iter().any(|&(at, _)| self.blocks.tag(at) == self.stage_epoch) {
+                return Err(format!("level 1 slot {s}: a block carries the stage tag"));
+            }
+        }
+        // The stage: entries of the staged level-1 slot, by level-0 slot.
+        self.stage.check_bitmaps()?;
+        match self.staging {
+            None if !self.stage.is_empty() => return Err("stage holds cells, none staged".into()),
+            Some(t) if Some(t) != self.layout.stage_target(self.elapsed) => {
+                if !self.stage.is_empty() {
+                    return Err(format!("stage of {t:?} holds cells at elapsed {}", self.elapsed));
+                }
+            }
+            _ => {}
+        }
+        for s in self.stage.occupied_slots() {
+            let bucket = &self.stage.slots[s];
+            let (cells, used) = bucket
+                .walk(&self.blocks)
+                .map_err(|e| format!("stage slot {s}: {e}"))?;
+            blocks += used;
+            let (_, staged) = self.staging.ok_or("stage without staging")?;
+            let mut count = 0;
+            for (at, index) in cells {
+                if self.blocks.tag(at) != self.stage_epoch {
+                    return Err(format!("stage slot {s} cell {at}: block not tagged"));
+                }
+                let Some(when) = live_when(&self.slab, index, at) else {
+                    continue;
+                };
+                count += 1;
+                if when <= self.elapsed
+                    || self.layout.level_for(self.elapsed, when) != 1
+                    || self.levels[1].geom.slot_of(when) != staged
+                    || self.stage.geom.slot_of(when) != s
+                {
+                    return Err(format!(
+                        "stage slot {s} cell {at}: when {when} elapsed {}",
+                        self.elapsed
+                    ));
+                }
+            }
+            if count != bucket.live {
+                return Err(format!("stage slot {s}: {count} live, counted {}", bucket.live));
+            }
+            live += count as usize;
+            if bucket.wants_compaction() {
+                return Err(format!("stage slot {s}: compaction overdue"));
+            }
+        }
         self.blocks.check(blocks)?;
         // A cell's entry has its `pos` and lives in the bucket that its
         // deadline names, so no entry has two cells: this counts each once.
@@ -911,9 +1097,10 @@ impl<T> Iterator for Drain<'_, T> {
     fn next(&mut self) -> Option<Expired<T>> {
         let index = self.wheel.slab.next_occupied(self.cursor)?;
         self.cursor = index as usize + 1;
-        let when = self.wheel.slab.node(index).when;
+        let node = self.wheel.slab.node(index);
+        let (when, pos) = (node.when, node.pos);
         self.wheel.slab.node_mut(index).pos = NIL;
-        self.wheel.detach(when);
+        self.wheel.detach(when, pos);
         let node = self.wheel.slab.remove(index);
         Some(Expired {
             key: TimerKey {

@@ -472,3 +472,92 @@ proptest! {
         prop_assert!(h.wheel.is_empty());
     }
 }
+
+/// Polls every tick from `from` to `to` inclusive, collecting what fires,
+/// with the invariants checked after each poll.
+fn tick_by_tick<T>(w: &mut Wheel<T>, from: u64, to: u64) -> Vec<(u64, T)> {
+    let mut out = Vec::new();
+    for t in from..=to {
+        out.extend(drain_due(w, t));
+        w.check_invariants().unwrap();
+    }
+    out
+}
+
+#[test]
+fn idle_polls_stage_the_next_cascade() {
+    // 5 000 timers due in level-1 slot 1 (ticks 256..512) of the default
+    // layout. Polling tick by tick, the idle polls of ticks 1..=255 move
+    // them to level 0 ahead of time; jumping straight past 256 cascades
+    // them all in one poll.
+    let deadlines: Vec<u64> = (0..5_000u64).map(|i| 256 + (i * 7919) % 256).collect();
+    let mut stepped = Wheel::new();
+    let mut jumped = Wheel::new();
+    for (i, &d) in deadlines.iter().enumerate() {
+        stepped.insert(d, i);
+        jumped.insert(d, i);
+    }
+    assert!(tick_by_tick(&mut stepped, 1, 255).is_empty());
+    assert_eq!(stepped.cells_cascaded, 0);
+    let before = stepped.cells_cascaded;
+    let a = drain_due(&mut stepped, 256);
+    assert_eq!(stepped.cells_cascaded - before, 0, "all staged before 256");
+    let b = drain_due(&mut jumped, 256);
+    assert_eq!(jumped.cells_cascaded, 5_000);
+    assert_eq!(a, b);
+    let a = tick_by_tick(&mut stepped, 257, 600);
+    let b = drain_due(&mut jumped, 600);
+    assert_eq!(a, b);
+    assert!(stepped.is_empty() && jumped.is_empty());
+}
+
+#[test]
+fn staging_keeps_fifo_order_cancel_and_reset() {
+    let mut w = Wheel::new();
+    let mut keys = Vec::new();
+    // Early entries at 256 (the staged slot's first tick) and at 300.
+    for i in 0..200 {
+        keys.push(w.insert(if i % 2 == 0 { 256 } else { 300 }, i));
+    }
+    // One idle poll stages the first 64 cells.
+    assert!(w.poll(200).is_none());
+    w.check_invariants().unwrap();
+    assert!(w.staging.is_some() && !w.stage.is_empty());
+    // Later entries for the same ticks stay in the level-1 slot, behind.
+    for i in 200..260 {
+        keys.push(w.insert(if i % 2 == 0 { 256 } else { 300 }, i));
+    }
+    // Cancel staged and unstaged ones, reset one of each kind to 300.
+    assert_eq!(w.cancel(keys[0]), Some(0));
+    assert_eq!(w.cancel(keys[250]), Some(250));
+    assert!(w.reset(keys[2], 300));
+    assert!(w.reset(keys[150], 300));
+    w.check_invariants().unwrap();
+    assert!(w.poll(230).is_none());
+    w.check_invariants().unwrap();
+    let fired = tick_by_tick(&mut w, 231, 400);
+    let mut expect: Vec<(u64, i32)> = (0..260)
+        .filter(|&i| i != 0 && i != 250 && i != 2 && i != 150 && i % 2 == 0)
+        .map(|i| (256, i))
+        .collect();
+    expect.extend((0..260).filter(|&i| i % 2 == 1 && i != 150 && i != 2).map(|i| (300, i)));
+    expect.extend([(300, 2), (300, 150)]);
+    assert_eq!(fired, expect);
+}
+
+#[test]
+fn staged_entries_cancelled_before_their_slot_leave_nothing_behind() {
+    let mut w = Wheel::with_config(layout(&[4, 4, 4]));
+    let keys: Vec<_> = (0..40).map(|i| w.insert(16 + i % 16, i)).collect();
+    assert!(w.poll(3).is_none());
+    w.check_invariants().unwrap();
+    for k in keys {
+        assert!(w.cancel(k).is_some());
+        w.check_invariants().unwrap();
+    }
+    assert!(w.is_empty());
+    assert_eq!(w.next_expiration(), None);
+    assert!(tick_by_tick(&mut w, 4, 80).is_empty());
+    w.shrink_to_fit();
+    w.check_invariants().unwrap();
+}
