@@ -358,7 +358,10 @@ mod tests {
         assert_eq!(l.stage_target(u64::MAX - 256), Some((u64::MAX - 255, 255)));
         assert_eq!(l.stage_target(u64::MAX - 255), None);
         // 0x...fffe_ff00 starts the last level-0 turn of a level-1 turn.
-        assert_eq!(l.stage_target(u64::MAX - 65536 - 300), Some((u64::MAX - 65791, 255)));
+        assert_eq!(
+            l.stage_target(u64::MAX - 65536 - 300),
+            Some((u64::MAX - 65791, 255))
+        );
         assert_eq!(l.stage_target(u64::MAX - 65791), None);
     }
 

@@ -954,22 +954,34 @@ impl<T> Wheel<T> {
             }
         }
         // Level-1 blocks never carry the stage's tag.
-        for s in self.levels.get(1).map(|l| l.occupied_slots()).into_iter().flatten() {
+        for s in self
+            .levels
+            .get(1)
+            .map(|l| l.occupied_slots())
+            .into_iter()
+            .flatten()
+        {
             let (cells, _) = self.levels[1].slots[s].walk(&self.blocks)?;
-            if cells.iter().any(|&(at, _)| self.blocks.tag(at) == self.stage_epoch) {
+            if cells
+                .iter()
+                .any(|&(at, _)| self.blocks.tag(at) == self.stage_epoch)
+            {
                 return Err(format!("level 1 slot {s}: a block carries the stage tag"));
             }
         }
         // The stage: entries of the staged level-1 slot, by level-0 slot.
         self.stage.check_bitmaps()?;
-        match self.staging {
-            None if !self.stage.is_empty() => return Err("stage holds cells, none staged".into()),
-            Some(t) if Some(t) != self.layout.stage_target(self.elapsed) => {
-                if !self.stage.is_empty() {
-                    return Err(format!("stage of {t:?} holds cells at elapsed {}", self.elapsed));
+        if !self.stage.is_empty() {
+            match self.staging {
+                None => return Err("stage holds cells, none staged".into()),
+                Some(t) if Some(t) != self.layout.stage_target(self.elapsed) => {
+                    return Err(format!(
+                        "stage of {t:?} holds cells at elapsed {}",
+                        self.elapsed
+                    ));
                 }
+                Some(_) => {}
             }
-            _ => {}
         }
         for s in self.stage.occupied_slots() {
             let bucket = &self.stage.slots[s];
@@ -999,7 +1011,10 @@ impl<T> Wheel<T> {
                 }
             }
             if count != bucket.live {
-                return Err(format!("stage slot {s}: {count} live, counted {}", bucket.live));
+                return Err(format!(
+                    "stage slot {s}: {count} live, counted {}",
+                    bucket.live
+                ));
             }
             live += count as usize;
             if bucket.wants_compaction() {

@@ -542,7 +542,11 @@ fn staging_keeps_fifo_order_cancel_and_reset() {
         .filter(|&i| i != 0 && i != 250 && i != 2 && i != 150 && i % 2 == 0)
         .map(|i| (256, i))
         .collect();
-    expect.extend((0..260).filter(|&i| i % 2 == 1 && i != 150 && i != 2).map(|i| (300, i)));
+    expect.extend(
+        (0..260)
+            .filter(|&i| i % 2 == 1 && i != 150 && i != 2)
+            .map(|i| (300, i)),
+    );
     expect.extend([(300, 2), (300, 150)]);
     assert_eq!(fired, expect);
 }
