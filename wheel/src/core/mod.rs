@@ -23,9 +23,14 @@
 //!   they must be returned (non-decreasing `when`, FIFO among equals). Its
 //!   front cell is live whenever the queue is non-empty.
 //! - Every other entry has `when > elapsed` and sits on level
-//!   `level_for(elapsed, when)`, in the slot `slot_of(when)` of that level.
-//!   Each bucket's live cells are in FIFO order of insert/reset for equal
-//!   deadlines.
+//!   `level_for(elapsed, when)`, in the slot `slot_of(when)` of that level,
+//!   except *staged* entries: those of the level-1 slot `staging` names,
+//!   moved ahead of time into the level-0 slot `slot_of(when)` of `stage`
+//!   (see [`Wheel::stage_step`]); their cells' blocks carry the tag
+//!   `stage_epoch`, which no other bucket's block carries. Each bucket's
+//!   live cells are in FIFO order of insert/reset for equal deadlines, and
+//!   a stage bucket's cells precede, in that order, those still in the
+//!   staged level-1 slot.
 //! - Below the top level, every occupied slot lies ahead of `elapsed` in the
 //!   level's current turn, so a level's first occupied slot is its next
 //!   event, and the lowest non-empty level holds the earliest event of all.
