@@ -39,8 +39,9 @@ use super::slab::NIL;
 /// Cells per block: 31 `u32` indices and the next block's index fill two
 /// 64-byte cache lines (fetched together by the hardware when a bucket is
 /// read front to back). Larger blocks read a little faster but cost more
-/// in part-used blocks: at most one per slot, so at most 2 049 * 128 bytes
-/// = 256 KiB per wheel of the default layout whatever the number of timers.
+/// in part-used blocks: at most one per slot (and stage slot, and the ready
+/// queue), so at most 2 305 * 128 bytes = 288 KiB per wheel of the default
+/// layout whatever the number of timers.
 pub(crate) const BLOCK_CELLS: usize = 31;
 
 /// Cell addresses are `block << BLOCK_SHIFT | offset`.

@@ -1096,12 +1096,14 @@ impl<T> CellOwner for Slab<T> {
 }
 
 /// Blocks to reserve for `capacity` timers: their cells, plus one part-used
-/// block per slot and for the ready queue.
+/// block per slot, per stage slot and for the ready queue.
 fn blocks_for(capacity: usize, layout: &Layout) -> usize {
     if capacity == 0 {
         return 0;
     }
-    let slots: usize = layout.levels.iter().map(|g| g.slots()).sum::<usize>() + 1;
+    let slots: usize = layout.levels.iter().map(|g| g.slots()).sum::<usize>()
+        + layout.levels[0].slots()
+        + 1;
     capacity.div_ceil(BLOCK_CELLS) + slots.min(capacity)
 }
 
