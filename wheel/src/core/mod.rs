@@ -451,6 +451,11 @@ impl<T> Wheel<T> {
     /// until `None` to take everything due; timers not yet returned stay
     /// pending.
     ///
+    /// A call that returns `None` also moves up to 64 timers of the next
+    /// level-1 slot to the lowest level ahead of time, so that polling once
+    /// per tick spreads the cascade of that slot over the turn before it
+    /// instead of doing it all in the call that reaches it.
+    ///
     /// # Examples
     ///
     /// ```
