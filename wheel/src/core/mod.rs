@@ -1106,9 +1106,8 @@ fn blocks_for(capacity: usize, layout: &Layout) -> usize {
     if capacity == 0 {
         return 0;
     }
-    let slots: usize = layout.levels.iter().map(|g| g.slots()).sum::<usize>()
-        + layout.levels[0].slots()
-        + 1;
+    let slots: usize =
+        layout.levels.iter().map(|g| g.slots()).sum::<usize>() + layout.levels[0].slots() + 1;
     capacity.div_ceil(BLOCK_CELLS) + slots.min(capacity)
 }
 
