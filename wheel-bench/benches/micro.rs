@@ -1,6 +1,8 @@
 //! Criterion micro-benchmarks for regressions: our wheel on insert+cancel,
 //! insert+expire and a churn step, the floor beside them (so a change in the
-//! ratio shows), and `DelayQueue` push+take.
+//! ratio shows), `DelayQueue` push+take, and the cost of one uncontended
+//! `Mutex` lock and unlock (a floor for any `&self` queue: push and remove
+//! take the lock once each).
 //!
 //! `cargo bench -p wheel-bench --bench micro` (add a filter such as `churn` to
 //! run one group). Each iteration runs one whole workload and only its timed
@@ -120,5 +122,26 @@ fn delay_queue(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, insert_cancel, insert_expire, churn, delay_queue);
+fn mutex_floor(c: &mut Criterion) {
+    let mut g = c.benchmark_group("uncontended_mutex");
+    g.sample_size(20).warm_up_time(Duration::from_secs(1));
+    g.throughput(Throughput::Elements(1));
+    let m = std::sync::Mutex::new(0u64);
+    g.bench_function("lock_unlock", |b| {
+        b.iter(|| {
+            let mut v = black_box(&m).lock().unwrap_or_else(|e| e.into_inner());
+            *v += 1;
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    insert_cancel,
+    insert_expire,
+    churn,
+    delay_queue,
+    mutex_floor
+);
 criterion_main!(benches);
