@@ -567,3 +567,41 @@ fn staged_entries_cancelled_before_their_slot_leave_nothing_behind() {
     w.shrink_to_fit();
     w.check_invariants().unwrap();
 }
+
+#[test]
+fn shrink_and_drain_while_staging() {
+    let mut w = Wheel::with_config(layout(&[4, 4, 4]));
+    let keys: Vec<_> = (0..100u64).map(|i| w.insert(16 + i % 16, i)).collect();
+    // One idle poll stages 64 of the 100.
+    assert!(w.poll(3).is_none());
+    assert!(!w.stage.is_empty() && !w.levels[1].slots[1].is_empty());
+    for k in keys.iter().step_by(3) {
+        assert!(w.cancel(*k).is_some());
+    }
+    w.shrink_to_fit();
+    w.check_invariants().unwrap();
+    // Staged cells were rebuilt in the stage, tagged, and are found again.
+    assert!(!w.stage.is_empty());
+    assert_eq!(w.cancel(keys[1]), Some(1));
+    assert!(w.reset(keys[2], 17));
+    w.check_invariants().unwrap();
+    let mut expect: Vec<(u64, u64)> = (0..100u64)
+        .filter(|i| i % 3 != 0 && *i != 1 && *i != 2)
+        .map(|i| (16 + i % 16, i))
+        .collect();
+    expect.push((17, 2));
+    expect.sort_by_key(|&(when, _)| when); // stable: FIFO within a tick
+    let fired = tick_by_tick(&mut w, 4, 40);
+    assert_eq!(fired, expect);
+    // Drain while a slot is staged takes staged and unstaged entries alike.
+    let mut w = Wheel::with_config(layout(&[4, 4, 4]));
+    for i in 0..100u64 {
+        w.insert(16 + i % 16, i);
+    }
+    assert!(w.poll(3).is_none());
+    let mut all: Vec<u64> = w.drain().map(|e| e.value).collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..100).collect::<Vec<_>>());
+    w.check_invariants().unwrap();
+    assert_eq!(w.next_expiration(), None);
+}
