@@ -175,6 +175,18 @@ impl Blocks {
         self.in_use -= count;
     }
 
+    /// Returns the chain `head ..= tail` to the free list, counting its
+    /// blocks on the way (O(blocks)).
+    fn free_through(&mut self, head: u32, tail: u32) {
+        let mut count = 1;
+        let mut at = head;
+        while at != tail {
+            at = self.blocks[at as usize].next;
+            count += 1;
+        }
+        self.free_chain(head, tail, count);
+    }
+
     /// The index stored in the cell at `addr` ([`NIL`] if dead).
     #[inline]
     pub(crate) fn get(&self, addr: u32) -> u32 {
@@ -389,24 +401,12 @@ impl Bucket {
         }
         if live == 0 {
             // Every block from `head` on is still chained: free them all.
-            let mut count = 1;
-            let mut at = head;
-            while at != taken.tail {
-                at = arena.blocks[at as usize].next;
-                count += 1;
-            }
-            arena.free_chain(head, at, count);
+            arena.free_through(head, taken.tail);
             return;
         }
         if wb != taken.tail {
             let rest = arena.blocks[wb as usize].next;
-            let mut count = 1;
-            let mut at = rest;
-            while at != taken.tail {
-                at = arena.blocks[at as usize].next;
-                count += 1;
-            }
-            arena.free_chain(rest, at, count);
+            arena.free_through(rest, taken.tail);
         }
         arena.blocks[wb as usize].next = NIL;
         *self = Bucket {
