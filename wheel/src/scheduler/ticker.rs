@@ -49,12 +49,67 @@ use super::Shared;
 /// insert may wait in the queue, while no timer is due sooner.
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(1);
 
-/// How long before a timer's tick the tick thread ends its timed sleep
-/// (a timed wake-up can be this late on a loaded machine); it then
-/// announces the timer to the workers and polls the clock until the tick
-/// starts. Only when a timer is due that soon: far or no timers cost no
-/// CPU.
-pub(crate) const SPIN_LEAD: Duration = Duration::from_micros(100);
+/// The least time before a timer's tick at which the tick thread ends its
+/// timed sleep; it then announces the timer to the workers and polls the
+/// clock until the tick starts. Only when a timer is due that soon: far or
+/// no timers cost no CPU. The lead actually used grows with how late this
+/// machine's timed wake-ups come (see [`WakeLateness`]).
+pub(crate) const SPIN_LEAD_MIN: Duration = Duration::from_micros(100);
+
+/// The most the spin lead grows to, however late timed wake-ups come.
+pub(crate) const SPIN_LEAD_MAX: Duration = Duration::from_millis(2);
+
+/// Margin added to the estimated wake-up lateness to get the spin lead.
+const SPIN_LEAD_MARGIN_NS: u64 = 50_000;
+
+/// How fast the lateness estimate forgets a late wake-up: each timed
+/// wake-up that comes earlier than the estimate moves it 1/`DECAY` of
+/// the way down.
+const LATENESS_DECAY: u64 = 64;
+
+/// The tick thread's estimate of how late its timed wake-ups come (a
+/// timed park returns after its timeout by the kernel's timer slack, and
+/// on a virtual machine often by a few hundred microseconds more). The
+/// estimate jumps up to any later wake-up and decays slowly, so it tracks
+/// the high tail, not the mean; the spin lead is the estimate plus a
+/// margin, between [`SPIN_LEAD_MIN`] and [`SPIN_LEAD_MAX`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WakeLateness {
+    est_nanos: u64,
+}
+
+impl WakeLateness {
+    /// Records that a timed wake-up came `late_nanos` after its timeout
+    /// (counted as at most [`SPIN_LEAD_MAX`]: one stall of a second, the
+    /// process stopped say, must not keep the lead at its maximum for
+    /// hundreds of wake-ups).
+    pub(crate) fn observe(&mut self, late_nanos: u64) {
+        let cap = u64::try_from(SPIN_LEAD_MAX.as_nanos()).unwrap_or(u64::MAX);
+        self.est_nanos = next_lateness(self.est_nanos, late_nanos.min(cap));
+    }
+
+    /// How long before a due tick the timed sleep should end.
+    pub(crate) fn lead(&self) -> Duration {
+        spin_lead(self.est_nanos)
+    }
+}
+
+/// The next lateness estimate: at least `late` (jumps up at once), else
+/// `est` moved 1/[`LATENESS_DECAY`] of the way down to `late`.
+pub(crate) fn next_lateness(est: u64, late: u64) -> u64 {
+    if late >= est {
+        late
+    } else {
+        est - (est - late).div_ceil(LATENESS_DECAY)
+    }
+}
+
+/// The spin lead for a lateness estimate: estimate plus margin, clamped to
+/// [`SPIN_LEAD_MIN`]..=[`SPIN_LEAD_MAX`].
+pub(crate) fn spin_lead(est_nanos: u64) -> Duration {
+    Duration::from_nanos(est_nanos.saturating_add(SPIN_LEAD_MARGIN_NS))
+        .clamp(SPIN_LEAD_MIN, SPIN_LEAD_MAX)
+}
 
 /// Commands applied per round before expired timers are fired again, so a
 /// flood of producers cannot delay firing indefinitely.
@@ -138,6 +193,8 @@ pub(crate) struct Ticker {
     /// Retired slots not yet on the free lists (see `release`): lane,
     /// index, new generation.
     retired: Vec<(u32, u32, u32)>,
+    /// How late timed wake-ups come here: sets the spin lead.
+    lateness: WakeLateness,
 }
 
 impl Ticker {
@@ -152,6 +209,7 @@ impl Ticker {
             held: HeldTable::new(),
             stash: HashMap::new(),
             flush_ticks,
+            lateness: WakeLateness::default(),
             parker,
             next_lane: 0,
             retired: Vec::with_capacity(RECYCLE_BATCH),
@@ -219,7 +277,7 @@ impl Ticker {
 
     /// Sleeps until `wake_tick` starts (or a command or shutdown wakes it).
     /// `expiring`: a timer is due at `wake_tick` (not a flush wake-up).
-    fn sleep(&self, wake_tick: u64, expiring: bool, manual: bool) {
+    fn sleep(&mut self, wake_tick: u64, expiring: bool, manual: bool) {
         if manual || wake_tick == NEVER {
             self.shared.pool.relax();
             self.parker.park();
@@ -234,17 +292,22 @@ impl Ticker {
         if d.is_zero() {
             return;
         }
-        if !expiring || d > SPIN_LEAD {
+        let lead = self.lateness.lead();
+        if !expiring || d > lead {
             // The loop comes back here, imminent, if it wakes on time.
             self.shared.pool.relax();
-            self.parker.park_timeout(d.saturating_sub(if expiring {
-                SPIN_LEAD
-            } else {
-                Duration::ZERO
-            }));
+            let timeout = d.saturating_sub(if expiring { lead } else { Duration::ZERO });
+            let until = Instant::now() + timeout;
+            self.parker.park_timeout(timeout);
+            // A wake-up by `unpark` comes early and tells nothing.
+            let late = Instant::now().saturating_duration_since(until);
+            if !late.is_zero() {
+                self.lateness
+                    .observe(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
+            }
             return;
         }
-        self.shared.pool.prepare();
+        self.shared.pool.prepare(lead);
         self.poll_until(at);
     }
 
@@ -521,5 +584,42 @@ mod tests {
         // The per-slot cost of the tick thread's side table (the box's
         // niche makes the `Option` free).
         assert_eq!(std::mem::size_of::<Option<Held>>(), 24);
+    }
+
+    #[test]
+    fn lateness_estimate_jumps_up_and_decays_slowly() {
+        assert_eq!(next_lateness(0, 0), 0);
+        assert_eq!(next_lateness(100, 5_000), 5_000);
+        assert_eq!(next_lateness(5_000, 5_000), 5_000);
+        // Down by 1/64 of the gap, rounded up so it always moves.
+        assert_eq!(next_lateness(6_400, 0), 6_300);
+        assert_eq!(next_lateness(10, 9), 9);
+        assert_eq!(next_lateness(u64::MAX, 0), u64::MAX - u64::MAX.div_ceil(64));
+        // Reaches the floor of what it sees, from far above.
+        let mut est = 2_000_000;
+        for _ in 0..2_000 {
+            est = next_lateness(est, 30_000);
+        }
+        assert_eq!(est, 30_000);
+    }
+
+    #[test]
+    fn spin_lead_is_estimate_plus_margin_within_bounds() {
+        assert_eq!(spin_lead(0), SPIN_LEAD_MIN);
+        assert_eq!(spin_lead(50_000), SPIN_LEAD_MIN);
+        assert_eq!(spin_lead(400_000), Duration::from_nanos(450_000));
+        assert_eq!(spin_lead(u64::MAX), SPIN_LEAD_MAX);
+        let mut w = WakeLateness::default();
+        assert_eq!(w.lead(), SPIN_LEAD_MIN);
+        w.observe(900_000);
+        assert_eq!(w.lead(), Duration::from_nanos(950_000));
+        // A stall of a second counts as the maximum lead, and decays from
+        // there.
+        w.observe(1_000_000_000);
+        assert_eq!(w.lead(), SPIN_LEAD_MAX);
+        for _ in 0..64 {
+            w.observe(0);
+        }
+        assert!(w.lead() < SPIN_LEAD_MAX);
     }
 }

@@ -26,29 +26,52 @@
 //!
 //! Latency hint (not part of the protocol): while the tick thread expects
 //! jobs within a tick or two (`expecting`, set by [`Pool::prepare`] when a
-//! timer is imminent), one idle worker polls the queue for up to
-//! [`WORKER_SPIN`] before it goes through the sleep protocol above.
+//! timer is imminent), one idle worker polls the queue for a while (the
+//! tick thread's spin lead plus [`WORKER_SPIN_MARGIN`], at least
+//! [`WORKER_SPIN_MIN`]) before it goes through the sleep protocol above.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::sync::{
-    fence, lock, wait, Arc, AtomicBool, AtomicUsize, Backoff, Condvar, Mutex, Ordering, Queue,
+    fence, lock, wait, Arc, AtomicBool, AtomicU64, AtomicUsize, Backoff, Condvar, Mutex, Ordering,
+    RingQueue,
 };
 
 use super::handle::Start;
 use super::submit::{Command, Entry};
 use super::Shared;
 
-/// How long an idle worker polls the job queue before it sleeps, when no
-/// other worker is polling: jobs that come in this soon (the next tick of
-/// a busy scheduler, or a timer the tick thread announced with
+/// The least time an idle worker polls the job queue before it sleeps,
+/// when no other worker is polling: jobs that come in this soon (the next
+/// tick of a busy scheduler, or a timer the tick thread announced with
 /// [`Pool::prepare`]) start without a wake-up's latency.
-pub(crate) const WORKER_SPIN: Duration = Duration::from_micros(200);
+pub(crate) const WORKER_SPIN_MIN: Duration = Duration::from_micros(200);
+
+/// A worker polls this much longer than the tick thread's spin lead (it
+/// is woken when the lead starts and must still poll when the job comes).
+pub(crate) const WORKER_SPIN_MARGIN: Duration = Duration::from_micros(100);
+
+/// How long a polling worker polls, in nanoseconds, when the tick thread
+/// announces jobs `lead` ahead: the lead plus [`WORKER_SPIN_MARGIN`], at
+/// least [`WORKER_SPIN_MIN`].
+pub(crate) fn worker_spin(lead: Duration) -> u64 {
+    let spin = lead.saturating_add(WORKER_SPIN_MARGIN).max(WORKER_SPIN_MIN);
+    u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Jobs the worker queue holds without allocating (a ring, allocated on
+/// first use; more spill into a growable overflow). The tick thread then
+/// allocates nothing per job while it fires: with a segment queue it
+/// allocated a block every few dozen jobs, which the workers freed: with
+/// glibc's allocator and a fragmented heap such cross-thread traffic was
+/// seen to stall firing by milliseconds (`docs/scheduler.md`). The ring
+/// costs 40 KiB per scheduler.
+const JOB_RING: usize = 1024;
 
 /// The job queue and the sleeping workers.
 pub(crate) struct Pool {
-    jobs: Queue<Entry>,
+    jobs: RingQueue<Entry>,
     sleepers: AtomicUsize,
     /// Workers polling the job queue before they sleep (at most one by
     /// policy; a hint, not part of the wake-up protocol).
@@ -57,6 +80,8 @@ pub(crate) struct Pool {
     /// tick or two (it is polling the clock for an imminent timer); idle
     /// workers poll only then. A hint.
     expecting: AtomicBool,
+    /// How long a polling worker polls, in nanoseconds (set by `prepare`).
+    spin_nanos: AtomicU64,
     lock: Mutex<()>,
     cv: Condvar,
 }
@@ -64,10 +89,11 @@ pub(crate) struct Pool {
 impl Pool {
     pub(crate) fn new() -> Pool {
         Pool {
-            jobs: Queue::new(),
+            jobs: RingQueue::new(JOB_RING),
             sleepers: AtomicUsize::new(0),
             spinning: AtomicUsize::new(0),
             expecting: AtomicBool::new(false),
+            spin_nanos: AtomicU64::new(WORKER_SPIN_MIN.as_nanos() as u64),
             lock: Mutex::new(()),
             cv: Condvar::new(),
         }
@@ -99,8 +125,14 @@ impl Pool {
 
     /// Tick thread: a timer is about to be due. Wakes one sleeping worker
     /// (unless one is already polling) so that it polls the job queue when
-    /// the job comes, instead of waiting to be woken then.
-    pub(crate) fn prepare(&self) {
+    /// the job comes, instead of waiting to be woken then. `lead`: how long
+    /// before the job the tick thread calls this (a polling worker polls
+    /// that long and a margin more).
+    pub(crate) fn prepare(&self, lead: Duration) {
+        let spin = worker_spin(lead);
+        if self.spin_nanos.load(Ordering::Relaxed) != spin {
+            self.spin_nanos.store(spin, Ordering::Relaxed);
+        }
         if !self.expecting.load(Ordering::Relaxed) {
             self.expecting.store(true, Ordering::Relaxed);
         }
@@ -119,7 +151,7 @@ impl Pool {
         }
     }
 
-    /// Worker: polls the job queue for up to [`WORKER_SPIN`] if the tick
+    /// Worker: polls the job queue for a while (see [`worker_spin`]) if the tick
     /// thread expects jobs soon and no other worker polls. Returns `true`
     /// if a job may be there.
     fn poll_for_jobs(&self, shared: &Shared) -> bool {
@@ -132,7 +164,7 @@ impl Pool {
             }
             return false;
         }
-        let until = Instant::now() + WORKER_SPIN;
+        let until = Instant::now() + Duration::from_nanos(self.spin_nanos.load(Ordering::Relaxed));
         let backoff = Backoff::new();
         let mut found = false;
         loop {
@@ -288,4 +320,18 @@ fn send_back(shared: &Shared, lane: usize, entry: Entry) -> bool {
         return false;
     }
     true
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_polling_worker_outlasts_the_tick_threads_lead() {
+        let us = |n: u64| Duration::from_micros(n);
+        assert_eq!(worker_spin(Duration::ZERO), 200_000);
+        assert_eq!(worker_spin(us(100)), 200_000);
+        assert_eq!(worker_spin(us(900)), 1_000_000);
+        assert_eq!(worker_spin(Duration::MAX), u64::MAX);
+    }
 }
