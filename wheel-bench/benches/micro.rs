@@ -1,8 +1,10 @@
 //! Criterion micro-benchmarks for regressions: our wheel on insert+cancel,
 //! insert+expire and a churn step, the floor beside them (so a change in the
-//! ratio shows), `DelayQueue` push+take, and the cost of one uncontended
+//! ratio shows), `DelayQueue` push+take, the cost of one uncontended
 //! `Mutex` lock and unlock (a floor for any `&self` queue: push and remove
-//! take the lock once each).
+//! take the lock once each), and the producer floor: the work that any
+//! thread-safe scheduler must do per schedule+cancel pair under issue 3's
+//! rules (see `producer_floor`).
 //!
 //! `cargo bench -p wheel-bench --bench micro` (add a filter such as `churn` to
 //! run one group). Each iteration runs one whole workload and only its timed
@@ -136,12 +138,176 @@ fn mutex_floor(c: &mut Criterion) {
     g.finish();
 }
 
+/// Producer operations per timed batch (the queues are emptied untimed
+/// between batches, so they stay in cache and never grow).
+const PRODUCER_BATCH: usize = 1_000;
+
+/// The least a producer thread must do per schedule+cancel pair under the
+/// rules of issue 3, measured on one thread with every line in cache (so a
+/// lower bound for any design, ours included):
+/// - `schedule(delay, f)` reads the clock once (the deadline must not be
+///   before the caller's now plus `delay`: a clock kept by another thread
+///   lags, so it would fire early), boxes the closure (safe Rust erases a
+///   closure's type only behind a pointer; the comparison's closure
+///   captures 8 bytes) and hands the timer to the thread that owns the
+///   timers with one atomic push;
+/// - `cancel()` from any thread, linearizable with firing, is at least one
+///   compare-and-swap on the timer's state, and one more atomic push tells
+///   the owner, so that the closure is freed at once rather than at its
+///   deadline.
+///
+/// Not counted: slot allocation and handles, wake-up checks, shutdown
+/// checks, counters. `instant_now` and `box_closure` time the first two
+/// parts alone; `schedule_cancel_pair` times the pair with nobody reading
+/// the queues (every line stays in this core's cache: the least the
+/// producer can pay); `schedule_cancel_pair_drained` times it while a
+/// second thread drains the queues and frees the boxes.
+fn producer_floor(c: &mut Criterion) {
+    use crossbeam_queue::ArrayQueue;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Instant;
+    type Job = Box<dyn FnOnce() -> u64 + Send>;
+
+    let mut g = c.benchmark_group("producer_floor");
+    g.sample_size(20).warm_up_time(Duration::from_secs(1));
+    g.throughput(Throughput::Elements(PRODUCER_BATCH as u64));
+    let delay = Duration::from_secs(15);
+    g.bench_function("instant_now", |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for _ in 0..iters * PRODUCER_BATCH as u64 {
+                black_box(Instant::now() + delay);
+            }
+            t.elapsed()
+        })
+    });
+    let mut boxes: Vec<Job> = Vec::with_capacity(PRODUCER_BATCH);
+    g.bench_function("box_closure", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                let t = Instant::now();
+                for i in 0..PRODUCER_BATCH as u64 {
+                    let job: Job = Box::new(move || black_box(i));
+                    boxes.push(job);
+                }
+                timed += t.elapsed();
+                boxes.clear();
+            }
+            timed
+        })
+    });
+    let inserts: ArrayQueue<(Instant, Job)> = ArrayQueue::new(PRODUCER_BATCH);
+    let cancels: ArrayQueue<u32> = ArrayQueue::new(PRODUCER_BATCH);
+    let states: Vec<AtomicU64> = (0..PRODUCER_BATCH).map(|_| AtomicU64::new(0)).collect();
+    const PENDING: u64 = 1;
+    const CANCELLED: u64 = 2;
+    g.bench_function("schedule_cancel_pair", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                states
+                    .iter()
+                    .for_each(|s| s.store(PENDING, Ordering::Relaxed));
+                let t = Instant::now();
+                for (i, state) in states.iter().enumerate() {
+                    let at = Instant::now() + delay;
+                    let id = i as u64;
+                    let job: Job = Box::new(move || black_box(id));
+                    assert!(inserts.push((at, job)).is_ok());
+                    let won = state
+                        .compare_exchange(PENDING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok();
+                    assert!(won && cancels.push(i as u32).is_ok());
+                }
+                timed += t.elapsed();
+                while let Some(entry) = inserts.pop() {
+                    drop(black_box(entry));
+                }
+                while cancels.pop().is_some() {}
+            }
+            timed
+        })
+    });
+    // The same pairs while a second thread drains both queues and frees the
+    // boxes, as the owner of the timers must: the producer's lines now
+    // travel between cores. The drainer empties the queues in batches and
+    // sleeps for `DRAIN_EVERY` (our tick thread's flush interval) whenever
+    // it finds them empty, the least traffic a prompt owner can make; the
+    // queues hold more than one interval of pushes.
+    const DRAINED: usize = 1 << 16;
+    const DRAIN_EVERY: Duration = Duration::from_millis(1);
+    let inserts: ArrayQueue<(Instant, Job)> = ArrayQueue::new(DRAINED);
+    let cancels: ArrayQueue<u32> = ArrayQueue::new(DRAINED);
+    let states: Vec<AtomicU64> = (0..DRAINED).map(|_| AtomicU64::new(0)).collect();
+    g.throughput(Throughput::Elements(DRAINED as u64));
+    g.bench_function("schedule_cancel_pair_drained", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                states
+                    .iter()
+                    .for_each(|s| s.store(PENDING, Ordering::Relaxed));
+                let done = std::sync::atomic::AtomicBool::new(false);
+                std::thread::scope(|scope| {
+                    scope.spawn(|| loop {
+                        // Read before draining: once it is set, every push
+                        // is visible, so this drain leaves nothing behind.
+                        let finished = done.load(Ordering::Acquire);
+                        let mut got = 0;
+                        while let Some(entry) = inserts.pop() {
+                            drop(black_box(entry));
+                            got += 1;
+                        }
+                        while cancels.pop().is_some() {
+                            got += 1;
+                        }
+                        if finished {
+                            break;
+                        }
+                        if got == 0 {
+                            std::thread::sleep(DRAIN_EVERY);
+                        }
+                    });
+                    let t = Instant::now();
+                    for (i, state) in states.iter().enumerate() {
+                        let at = Instant::now() + delay;
+                        let id = i as u64;
+                        let mut job: (Instant, Job) = (at, Box::new(move || black_box(id)));
+                        while let Err(back) = inserts.push(job) {
+                            job = back;
+                            std::hint::spin_loop();
+                        }
+                        let won = state
+                            .compare_exchange(
+                                PENDING,
+                                CANCELLED,
+                                Ordering::AcqRel,
+                                Ordering::Acquire,
+                            )
+                            .is_ok();
+                        assert!(won);
+                        while cancels.push(i as u32).is_err() {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    timed += t.elapsed();
+                    done.store(true, Ordering::Release);
+                });
+            }
+            timed
+        })
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     insert_cancel,
     insert_expire,
     churn,
     delay_queue,
-    mutex_floor
+    mutex_floor,
+    producer_floor
 );
 criterion_main!(benches);
