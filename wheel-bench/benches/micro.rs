@@ -11,8 +11,10 @@
 //! part is counted (`iter_custom`); throughput is reported per operation.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use crossbeam_queue::ArrayQueue;
 use std::hint::black_box;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
 use wheel_bench::workloads::delay_queue::{push_take, OurDq};
@@ -142,9 +144,84 @@ fn mutex_floor(c: &mut Criterion) {
 /// between batches, so they stay in cache and never grow).
 const PRODUCER_BATCH: usize = 1_000;
 
+/// Pairs per sample of `schedule_cancel_pair_drained`: more than one
+/// `DRAIN_EVERY` of pushes fits in its queues.
+const DRAINED: usize = 1 << 16;
+
+/// How long the drainer sleeps when it finds the queues empty: our tick
+/// thread's flush interval.
+const DRAIN_EVERY: Duration = Duration::from_millis(1);
+
+/// A boxed closure, as a scheduler stores it.
+type Job = Box<dyn FnOnce() -> u64 + Send>;
+
+const PENDING: u64 = 1;
+const CANCELLED: u64 = 2;
+
+/// What a producer shares with the owner of the timers in the producer
+/// floor: one queue for new timers, one for cancels, a state word per
+/// timer.
+struct Handoff {
+    inserts: ArrayQueue<(Instant, Job)>,
+    cancels: ArrayQueue<u32>,
+    states: Vec<AtomicU64>,
+}
+
+impl Handoff {
+    fn new(timers: usize) -> Handoff {
+        Handoff {
+            inserts: ArrayQueue::new(timers),
+            cancels: ArrayQueue::new(timers),
+            states: (0..timers).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Schedules and cancels one timer per state word, as a producer must
+    /// (see `producer_floor`), and returns the time that took.
+    fn pairs(&self, delay: Duration) -> Duration {
+        self.states
+            .iter()
+            .for_each(|s| s.store(PENDING, Ordering::Relaxed));
+        let t = Instant::now();
+        for (i, state) in self.states.iter().enumerate() {
+            let at = Instant::now() + delay;
+            let id = i as u64;
+            let job: Job = Box::new(move || black_box(id));
+            push(&self.inserts, (at, job));
+            let won = state
+                .compare_exchange(PENDING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+            assert!(won);
+            push(&self.cancels, i as u32);
+        }
+        t.elapsed()
+    }
+
+    /// Empties both queues, freeing the boxes, as the owner does; returns
+    /// how many entries it took.
+    fn drain(&self) -> usize {
+        let mut got = 0;
+        while let Some(entry) = self.inserts.pop() {
+            drop(black_box(entry));
+            got += 1;
+        }
+        while self.cancels.pop().is_some() {
+            got += 1;
+        }
+        got
+    }
+}
+
+/// Pushes `value`, waiting while the queue is full.
+fn push<T>(queue: &ArrayQueue<T>, mut value: T) {
+    while let Err(back) = queue.push(value) {
+        value = back;
+        std::hint::spin_loop();
+    }
+}
+
 /// The least a producer thread must do per schedule+cancel pair under the
-/// rules of issue 3, measured on one thread with every line in cache (so a
-/// lower bound for any design, ours included):
+/// rules of issue 3 (so a lower bound for any design, ours included):
 /// - `schedule(delay, f)` reads the clock once (the deadline must not be
 ///   before the caller's now plus `delay`: a clock kept by another thread
 ///   lags, so it would fire early), boxes the closure (safe Rust erases a
@@ -161,13 +238,11 @@ const PRODUCER_BATCH: usize = 1_000;
 /// parts alone; `schedule_cancel_pair` times the pair with nobody reading
 /// the queues (every line stays in this core's cache: the least the
 /// producer can pay); `schedule_cancel_pair_drained` times it while a
-/// second thread drains the queues and frees the boxes.
+/// second thread drains the queues and frees the boxes, as the owner of
+/// the timers must, so the producer's lines travel between cores. That
+/// drainer empties the queues in batches and sleeps for `DRAIN_EVERY`
+/// whenever it finds them empty: the least traffic a prompt owner makes.
 fn producer_floor(c: &mut Criterion) {
-    use crossbeam_queue::ArrayQueue;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::time::Instant;
-    type Job = Box<dyn FnOnce() -> u64 + Send>;
-
     let mut g = c.benchmark_group("producer_floor");
     g.sample_size(20).warm_up_time(Duration::from_secs(1));
     g.throughput(Throughput::Elements(PRODUCER_BATCH as u64));
@@ -197,105 +272,44 @@ fn producer_floor(c: &mut Criterion) {
             timed
         })
     });
-    let inserts: ArrayQueue<(Instant, Job)> = ArrayQueue::new(PRODUCER_BATCH);
-    let cancels: ArrayQueue<u32> = ArrayQueue::new(PRODUCER_BATCH);
-    let states: Vec<AtomicU64> = (0..PRODUCER_BATCH).map(|_| AtomicU64::new(0)).collect();
-    const PENDING: u64 = 1;
-    const CANCELLED: u64 = 2;
+    let alone = Handoff::new(PRODUCER_BATCH);
     g.bench_function("schedule_cancel_pair", |b| {
         b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            for _ in 0..iters {
-                states
-                    .iter()
-                    .for_each(|s| s.store(PENDING, Ordering::Relaxed));
-                let t = Instant::now();
-                for (i, state) in states.iter().enumerate() {
-                    let at = Instant::now() + delay;
-                    let id = i as u64;
-                    let job: Job = Box::new(move || black_box(id));
-                    assert!(inserts.push((at, job)).is_ok());
-                    let won = state
-                        .compare_exchange(PENDING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok();
-                    assert!(won && cancels.push(i as u32).is_ok());
-                }
-                timed += t.elapsed();
-                while let Some(entry) = inserts.pop() {
-                    drop(black_box(entry));
-                }
-                while cancels.pop().is_some() {}
-            }
-            timed
+            (0..iters)
+                .map(|_| {
+                    let timed = alone.pairs(delay);
+                    alone.drain();
+                    timed
+                })
+                .sum()
         })
     });
-    // The same pairs while a second thread drains both queues and frees the
-    // boxes, as the owner of the timers must: the producer's lines now
-    // travel between cores. The drainer empties the queues in batches and
-    // sleeps for `DRAIN_EVERY` (our tick thread's flush interval) whenever
-    // it finds them empty, the least traffic a prompt owner can make; the
-    // queues hold more than one interval of pushes.
-    const DRAINED: usize = 1 << 16;
-    const DRAIN_EVERY: Duration = Duration::from_millis(1);
-    let inserts: ArrayQueue<(Instant, Job)> = ArrayQueue::new(DRAINED);
-    let cancels: ArrayQueue<u32> = ArrayQueue::new(DRAINED);
-    let states: Vec<AtomicU64> = (0..DRAINED).map(|_| AtomicU64::new(0)).collect();
+    let shared = Handoff::new(DRAINED);
     g.throughput(Throughput::Elements(DRAINED as u64));
     g.bench_function("schedule_cancel_pair_drained", |b| {
         b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            for _ in 0..iters {
-                states
-                    .iter()
-                    .for_each(|s| s.store(PENDING, Ordering::Relaxed));
-                let done = std::sync::atomic::AtomicBool::new(false);
-                std::thread::scope(|scope| {
-                    scope.spawn(|| loop {
-                        // Read before draining: once it is set, every push
-                        // is visible, so this drain leaves nothing behind.
-                        let finished = done.load(Ordering::Acquire);
-                        let mut got = 0;
-                        while let Some(entry) = inserts.pop() {
-                            drop(black_box(entry));
-                            got += 1;
-                        }
-                        while cancels.pop().is_some() {
-                            got += 1;
-                        }
-                        if finished {
-                            break;
-                        }
-                        if got == 0 {
-                            std::thread::sleep(DRAIN_EVERY);
-                        }
-                    });
-                    let t = Instant::now();
-                    for (i, state) in states.iter().enumerate() {
-                        let at = Instant::now() + delay;
-                        let id = i as u64;
-                        let mut job: (Instant, Job) = (at, Box::new(move || black_box(id)));
-                        while let Err(back) = inserts.push(job) {
-                            job = back;
-                            std::hint::spin_loop();
-                        }
-                        let won = state
-                            .compare_exchange(
-                                PENDING,
-                                CANCELLED,
-                                Ordering::AcqRel,
-                                Ordering::Acquire,
-                            )
-                            .is_ok();
-                        assert!(won);
-                        while cancels.push(i as u32).is_err() {
-                            std::hint::spin_loop();
-                        }
-                    }
-                    timed += t.elapsed();
-                    done.store(true, Ordering::Release);
-                });
-            }
-            timed
+            (0..iters)
+                .map(|_| {
+                    let done = AtomicBool::new(false);
+                    std::thread::scope(|scope| {
+                        scope.spawn(|| loop {
+                            // Read before draining: once it is set, every
+                            // push is visible, so this drain leaves nothing.
+                            let finished = done.load(Ordering::Acquire);
+                            let got = shared.drain();
+                            if finished {
+                                break;
+                            }
+                            if got == 0 {
+                                std::thread::sleep(DRAIN_EVERY);
+                            }
+                        });
+                        let timed = shared.pairs(delay);
+                        done.store(true, Ordering::Release);
+                        timed
+                    })
+                })
+                .sum()
         })
     });
     g.finish();
