@@ -255,7 +255,7 @@ impl Bucket {
     }
 
     /// Appends a cell holding `index` and returns its address.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push(&mut self, arena: &mut Blocks, index: u32) -> u32 {
         if self.tail == NIL || self.end == BLOCK_CELLS as u32 {
             let b = arena.alloc();

@@ -610,7 +610,7 @@ impl<T> Wheel<T> {
 
     /// Places an entry whose effective deadline is `when` (>= `now`): in
     /// the ready queue if it is due by `elapsed`, else in its slot.
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, index: u32, when: u64) {
         if when <= self.elapsed {
             let at = self.ready.push(&mut self.blocks, index);
@@ -621,7 +621,7 @@ impl<T> Wheel<T> {
     }
 
     /// Places an entry with `when > elapsed` in its level and slot.
-    #[inline]
+    #[inline(always)]
     fn place_in_wheel(&mut self, index: u32, when: u64) {
         let l = self.layout.level_for(self.elapsed, when);
         let level = &mut self.levels[l];
@@ -681,7 +681,7 @@ impl<T> Wheel<T> {
     /// Restores the ready queue's shape after a pop or a dead cell: drops
     /// dead cells at the front (so the front is live, or the queue empty)
     /// and compacts the queue when dead cells outnumber the live ones.
-    #[inline]
+    #[inline(always)]
     fn settle_ready(&mut self) {
         while self.ready.dead > 0 {
             let Some(at) = self.ready.front() else { break };
