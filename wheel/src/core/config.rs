@@ -198,14 +198,18 @@ impl LevelGeom {
     }
 
     /// The slot of this level that tick `when` maps to.
+    #[inline]
     pub(crate) fn slot_of(self, when: u64) -> usize {
         ((when >> self.shift) & ((1u64 << self.bits) - 1)) as usize
     }
 
     /// The first tick of the slot containing `when` (`when` with the bits
     /// below this level's slot size cleared).
+    #[inline]
     pub(crate) fn slot_start(self, when: u64) -> u64 {
-        when & !low_mask(self.shift)
+        // `shift < 64`: the layout spans at most 64 bits and every level has
+        // at least one.
+        (when >> self.shift) << self.shift
     }
 
     /// The start of slot `slot` in the turn of this level that contains
@@ -255,6 +259,7 @@ impl Layout {
     }
 
     /// Index of the top level.
+    #[inline]
     pub(crate) fn top(&self) -> usize {
         self.levels.len() - 1
     }
@@ -263,6 +268,7 @@ impl Layout {
     /// processed time is `elapsed`: the level whose bit range holds the
     /// highest bit in which the two differ. Deadlines beyond the span (a
     /// differing bit above all levels) belong to the top level.
+    #[inline]
     pub(crate) fn level_for(&self, elapsed: u64, when: u64) -> usize {
         let diff = elapsed ^ when;
         if diff == 0 {

@@ -352,10 +352,12 @@ impl<T> Wheel<T> {
     /// wheel.insert(u64::MAX, "never, in practice");
     /// assert_eq!(wheel.poll(50).map(|e| e.value), Some("late"));
     /// ```
+    #[inline]
     pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
         let when = deadline.max(self.now);
-        let (index, gen) = self.slab.insert(value, when);
-        self.place(index, when);
+        // The cell goes in first, so the node is written once, complete.
+        let pos = self.place_cell(self.slab.vacant(), when);
+        let (index, gen) = self.slab.insert(value, when, pos);
         TimerKey { index, gen }
     }
 
@@ -370,6 +372,7 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.cancel(key), Some(42));
     /// assert_eq!(wheel.cancel(key), None);
     /// ```
+    #[inline]
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
         // Freed first: a vacant entry's cell is dead, as `detach` expects.
         let node = self.slab.remove_key(key.index, key.gen)?;
@@ -467,33 +470,38 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.poll(9).unwrap().value, "b");
     /// assert!(wheel.poll(9).is_none());
     /// ```
+    #[inline]
     pub fn poll(&mut self, now: u64) -> Option<Expired<T>> {
         if now > self.now {
             self.now = now;
         }
+        // The common case, returning an entry already due, stays small
+        // enough to inline into the caller's loop; advancing time is out of
+        // line.
+        if let Some(at) = self.ready.front() {
+            return Some(self.pop_ready(at));
+        }
+        self.advance()
+    }
+
+    /// Processes slot events up to `now` until an entry is due (and returns
+    /// it) or none is left to process (and returns `None`). The ready queue
+    /// is empty on entry.
+    #[inline(never)]
+    fn advance(&mut self) -> Option<Expired<T>> {
         loop {
-            if let Some(at) = self.ready.front() {
-                // The front cell is live (see `settle_ready`).
-                let index = self.blocks.get(at);
-                self.ready.advance(&mut self.blocks, true);
-                let node = self.slab.remove(index);
-                self.settle_ready();
-                return Some(Expired {
-                    key: TimerKey {
-                        index,
-                        gen: node.gen.get(),
-                    },
-                    deadline: node.when,
-                    value: node.value,
-                });
-            }
             if self.event_hint > self.now {
                 self.elapsed = self.now;
                 self.stage_step(STAGE_BUDGET);
                 return None;
             }
             match self.next_event() {
-                Some(event) if event.at <= self.now => self.process(event),
+                Some(event) if event.at <= self.now => {
+                    self.process(event);
+                    if let Some(at) = self.ready.front() {
+                        return Some(self.pop_ready(at));
+                    }
+                }
                 other => {
                     self.event_hint = other.map_or(u64::MAX, |e| e.at);
                     self.elapsed = self.now;
@@ -501,6 +509,24 @@ impl<T> Wheel<T> {
                     return None;
                 }
             }
+        }
+    }
+
+    /// Removes and returns the entry whose cell is the ready queue's front,
+    /// at address `at` (the front cell is always live, see `settle_ready`).
+    #[inline(always)]
+    fn pop_ready(&mut self, at: u32) -> Expired<T> {
+        let index = self.blocks.get(at);
+        self.ready.advance(&mut self.blocks, true);
+        let node = self.slab.remove(index);
+        self.settle_ready();
+        Expired {
+            key: TimerKey {
+                index,
+                gen: node.gen.get(),
+            },
+            deadline: node.when,
+            value: node.value,
         }
     }
 
@@ -612,22 +638,23 @@ impl<T> Wheel<T> {
     /// the ready queue if it is due by `elapsed`, else in its slot.
     #[inline(always)]
     fn place(&mut self, index: u32, when: u64) {
-        if when <= self.elapsed {
-            let at = self.ready.push(&mut self.blocks, index);
-            self.slab.node_mut(index).pos = at;
-        } else {
-            self.place_in_wheel(index, when);
-        }
+        let at = self.place_cell(index, when);
+        self.slab.node_mut(index).pos = at;
     }
 
-    /// Places an entry with `when > elapsed` in its level and slot.
+    /// Appends a cell naming entry `index`, due at `when` (>= `now`), to
+    /// the ready queue if it is due by `elapsed`, else to its slot, and
+    /// returns the cell's address; the caller stores it in the entry's
+    /// `pos`.
     #[inline(always)]
-    fn place_in_wheel(&mut self, index: u32, when: u64) {
+    fn place_cell(&mut self, index: u32, when: u64) -> u32 {
+        if when <= self.elapsed {
+            return self.ready.push(&mut self.blocks, index);
+        }
         let l = self.layout.level_for(self.elapsed, when);
         let level = &mut self.levels[l];
         let slot = level.geom.slot_of(when);
         let at = level.slots[slot].push(&mut self.blocks, index);
-        self.slab.node_mut(index).pos = at;
         level.set(slot);
         let start = level.geom.slot_start(when);
         if l == self.layout.top() {
@@ -635,6 +662,7 @@ impl<T> Wheel<T> {
             self.top_next = Some(self.top_next.map_or(start, |t| t.min(start)));
         }
         self.event_hint = self.event_hint.min(start);
+        at
     }
 
     /// Counts the cell of an entry due at `when` as dead. The caller has
@@ -782,8 +810,14 @@ impl<T> Wheel<T> {
                     n += 1;
                 }
             }
-            for &(index, when) in &batch[..n] {
-                self.place(index, when);
+            if l == top {
+                for &(index, when) in &batch[..n] {
+                    self.place(index, when);
+                }
+            } else {
+                for &(index, when) in &batch[..n] {
+                    self.cascade_one(l, index, when);
+                }
             }
             #[cfg(test)]
             {
@@ -796,6 +830,31 @@ impl<T> Wheel<T> {
         if l == top {
             self.recompute_top_next();
         }
+    }
+
+    /// Places an entry read from a slot of level `from`, below the top, that
+    /// is being processed: it is due at once or goes to a lower level (its
+    /// deadline lies in the slot's span). A lean [`place`](Wheel::place):
+    /// no top-level bookkeeping, and no `event_hint` update (`process` set
+    /// it to 0, the lowest bound there is).
+    #[inline(always)]
+    fn cascade_one(&mut self, from: usize, index: u32, when: u64) {
+        let at = if when <= self.elapsed {
+            self.ready.push(&mut self.blocks, index)
+        } else {
+            // From level 1 everything goes to level 0.
+            let to = if from == 1 {
+                0
+            } else {
+                self.layout.level_for(self.elapsed, when)
+            };
+            debug_assert!(to < from && to == self.layout.level_for(self.elapsed, when));
+            let level = &mut self.levels[to];
+            let slot = level.geom.slot_of(when);
+            level.set(slot);
+            level.slots[slot].push(&mut self.blocks, index)
+        };
+        self.slab.node_mut(index).pos = at;
     }
 
     /// Moves up to `budget` cells of the level-1 slot that comes up at the

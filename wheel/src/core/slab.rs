@@ -80,49 +80,64 @@ impl<T> Slab<T> {
         self.entries.capacity()
     }
 
-    /// Stores a new node (in no bucket yet: `pos` is [`NIL`] until the
-    /// caller places it) and returns its index and generation.
+    /// The index the next [`insert`](Slab::insert) fills: the caller can
+    /// place the entry's cell first and then store the node knowing its
+    /// position.
     ///
     /// # Panics
     ///
     /// If `u32::MAX - 1` indices are in use at once (about 128 GiB of
     /// entries): the index space is exhausted.
     #[inline]
-    pub(crate) fn insert(&mut self, value: T, when: u64) -> (u32, u32) {
-        let (index, gen) = if self.free_head != NIL {
-            let index = self.free_head;
+    pub(crate) fn vacant(&self) -> u32 {
+        if self.free_head != NIL {
+            return self.free_head;
+        }
+        u32::try_from(self.entries.len())
+            .ok()
+            .filter(|&i| i != NIL)
+            .expect("wheel: more than u32::MAX - 1 timers pending at once")
+    }
+
+    /// Stores a new node at [`vacant`](Slab::vacant), with its cell at
+    /// `pos` ([`NIL`] if in no bucket yet), and returns its index and
+    /// generation.
+    ///
+    /// # Panics
+    ///
+    /// As [`vacant`](Slab::vacant).
+    #[inline]
+    pub(crate) fn insert(&mut self, value: T, when: u64, pos: u32) -> (u32, u32) {
+        let index = self.vacant();
+        let gen = if index == self.free_head {
             match self.entries[index as usize] {
                 Entry::Vacant {
                     next_free,
                     gen: Some(gen),
                 } => {
                     self.free_head = next_free;
-                    (index, gen)
+                    gen
                 }
                 // Only reusable vacant entries are on the free list.
                 _ => unreachable!("free list points at a non-reusable entry"),
             }
         } else {
-            let index = u32::try_from(self.entries.len())
-                .ok()
-                .filter(|&i| i != NIL)
-                .expect("wheel: more than u32::MAX - 1 timers pending at once");
-            self.entries.push(Entry::Vacant {
-                next_free: NIL,
-                gen: Some(self.fresh_gen),
-            });
-            (index, self.fresh_gen)
+            self.fresh_gen
         };
         self.max_gen = self.max_gen.max(gen);
         // Every generation handed out is at least 1 (`fresh_gen` starts
         // there and only grows; freeing adds 1 without wrapping).
-        let gen_nz = NonZeroU32::new(gen).unwrap_or(NonZeroU32::MIN);
-        self.entries[index as usize] = Entry::Occupied(Node {
+        let node = Entry::Occupied(Node {
             value,
             when,
-            gen: gen_nz,
-            pos: NIL,
+            gen: NonZeroU32::new(gen).unwrap_or(NonZeroU32::MIN),
+            pos,
         });
+        if index as usize == self.entries.len() {
+            self.entries.push(node);
+        } else {
+            self.entries[index as usize] = node;
+        }
         self.len += 1;
         (index, gen)
     }
@@ -317,14 +332,14 @@ mod tests {
     #[test]
     fn generations_make_old_keys_stale() {
         let mut slab = Slab::with_capacity(0);
-        let (i, g) = slab.insert("a", 5);
+        let (i, g) = slab.insert("a", 5, NIL);
         assert!(g >= 1);
         assert_eq!(slab.get_key(i, g).map(|n| n.value), Some("a"));
         assert_eq!(slab.get(i).map(|n| n.pos), Some(NIL));
         slab.remove(i);
         assert!(slab.get_key(i, g).is_none());
         assert!(slab.get(i).is_none());
-        let (i2, g2) = slab.insert("b", 6);
+        let (i2, g2) = slab.insert("b", 6, NIL);
         assert_eq!(i2, i, "freed index is reused");
         assert_ne!(g2, g);
         assert!(slab.get_key(i, g).is_none());
@@ -335,11 +350,11 @@ mod tests {
     #[test]
     fn wrapped_generation_retires_the_index() {
         let mut slab = Slab::with_capacity(0);
-        let (i, _) = slab.insert(1u8, 0);
+        let (i, _) = slab.insert(1u8, 0, NIL);
         slab.node_mut(i).gen = NonZeroU32::MAX;
         slab.remove(i);
         slab.check().unwrap();
-        let (j, _) = slab.insert(2u8, 0);
+        let (j, _) = slab.insert(2u8, 0, NIL);
         assert_ne!(i, j, "a retired index is never reused");
         assert!(slab.get_key(i, u32::MAX).is_none());
     }
@@ -347,7 +362,7 @@ mod tests {
     #[test]
     fn shrink_keeps_keys_unique() {
         let mut slab = Slab::with_capacity(16);
-        let keys: Vec<_> = (0..8).map(|v| slab.insert(v, 0)).collect();
+        let keys: Vec<_> = (0..8).map(|v| slab.insert(v, 0, NIL)).collect();
         for &(i, _) in &keys[2..] {
             slab.remove(i);
         }
@@ -355,7 +370,7 @@ mod tests {
         slab.check().unwrap();
         assert_eq!(slab.len(), 2);
         // Reusing a truncated index must not revive an old key.
-        let again: Vec<_> = (0..6).map(|v| slab.insert(v, 0)).collect();
+        let again: Vec<_> = (0..6).map(|v| slab.insert(v, 0, NIL)).collect();
         for &(i, g) in &keys[2..] {
             assert!(slab.get_key(i, g).is_none());
         }
