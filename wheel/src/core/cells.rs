@@ -12,8 +12,14 @@
 //!   in a bucket, so a cell left behind by a cancel or a move (a *dead*
 //!   cell) can never look live again: the entry has moved to another
 //!   address or is gone, and only a freed and reused block gets new cells;
-//! - cancelling therefore touches no cell at all: it only counts the dead
-//!   cell in its bucket (the cell itself is skipped when the bucket is read);
+//! - each block has a word of *dead bits* beside the arena, one per cell:
+//!   whoever makes a cell dead sets its bit (and counts it in its bucket),
+//!   so reading a bucket (compacting, cascading, dropping dead cells at the
+//!   front of the ready queue) tells dead cells apart without looking their
+//!   entries up. The words take 4 bytes per 128-byte block and sit close
+//!   together, so cancelling a timer touches no cell, only one word that is
+//!   most likely in cache; a compaction then loads the entries of live
+//!   cells only, to tell them where they moved;
 //! - processing a slot reads its cells block by block: 31 entry indices per
 //!   block, known up front, so the entries' cache misses
 //!   overlap instead of forming a chain of dependent loads as an intrusive
@@ -24,6 +30,9 @@
 //! Invariants (checked by `Wheel::check_invariants` through
 //! [`Blocks::check`] and [`Bucket::walk`]):
 //! - every block is either on the free list or in exactly one bucket;
+//! - a cell of a bucket is dead iff its dead bit is set; the bits of a tail
+//!   block's cells past the bucket's `end` are clear (so a push needs not
+//!   touch them);
 //! - an empty bucket has no blocks and zero counts;
 //! - a non-empty bucket's cells are the cells of its blocks from `start` in
 //!   `head` to `end` in `tail`; `live` of them are live and `dead` are not
@@ -67,10 +76,11 @@ pub(crate) const COMPACT_RATIO: usize = 3;
 /// no compaction following (found by the `config` fuzz target).
 pub(crate) const COMPACT_MIN: usize = 64;
 
-/// What a bucket needs from the owner of the entries its cells name.
+/// The dead bits of a whole block: the low [`BLOCK_CELLS`] bits.
+const ALL_CELLS: u32 = (1 << BLOCK_CELLS) - 1;
+
+/// What a compaction needs from the owner of the entries its cells name.
 pub(crate) trait CellOwner {
-    /// `true` if the cell at address `at`, holding `index`, is live.
-    fn is_live(&self, index: u32, at: u32) -> bool;
     /// The live cell of entry `index` has moved to address `to`.
     fn moved(&mut self, index: u32, to: u32);
 }
@@ -97,6 +107,9 @@ pub(crate) struct Blocks {
     /// One tag per block: 0 from [`Blocks::alloc`] on, or the staging epoch
     /// of the stage bucket that took the block (see `Wheel::stage_step`).
     tags: Vec<u32>,
+    /// One word of dead bits per block: bit `o` is set iff cell `o` is dead
+    /// (see the module docs); 0 from [`Blocks::alloc`] on.
+    dead: Vec<u32>,
     free: u32,
     in_use: usize,
 }
@@ -113,6 +126,7 @@ impl Blocks {
         Blocks {
             blocks: Vec::with_capacity(blocks.min(MAX_BLOCKS)),
             tags: Vec::with_capacity(blocks.min(MAX_BLOCKS)),
+            dead: Vec::with_capacity(blocks.min(MAX_BLOCKS)),
             free: NIL,
             in_use: 0,
         }
@@ -144,6 +158,7 @@ impl Blocks {
             self.free = self.blocks[b as usize].next;
             self.blocks[b as usize].next = NIL;
             self.tags[b as usize] = 0;
+            self.dead[b as usize] = 0;
             return b;
         }
         assert!(
@@ -152,6 +167,7 @@ impl Blocks {
         );
         self.blocks.push(Block::EMPTY);
         self.tags.push(0);
+        self.dead.push(0);
         (self.blocks.len() - 1) as u32
     }
 
@@ -165,6 +181,12 @@ impl Blocks {
     #[inline]
     pub(crate) fn set_tag(&mut self, addr: u32, tag: u32) {
         self.tags[(addr >> BLOCK_SHIFT) as usize] = tag;
+    }
+
+    /// `true` if the cell at `addr` is dead (its dead bit is set).
+    #[inline]
+    pub(crate) fn is_dead(&self, addr: u32) -> bool {
+        self.dead[(addr >> BLOCK_SHIFT) as usize] & (1 << (addr & OFFSET_MASK)) != 0
     }
 
     /// Returns the chain of blocks `head ..= tail` to the free list, in O(1).
@@ -276,11 +298,12 @@ impl Bucket {
         at
     }
 
-    /// Counts one live cell as dead (its entry has left). Returns `true` if
-    /// the bucket has no live cell left; the caller then frees it with
-    /// [`Bucket::clear`].
+    /// Makes this bucket's live cell at `at` dead (its entry has left): sets
+    /// its dead bit and counts it. Returns `true` if the bucket has no live
+    /// cell left; the caller then frees it with [`Bucket::clear`].
     #[inline]
-    pub(crate) fn kill(&mut self) -> bool {
+    pub(crate) fn kill(&mut self, arena: &mut Blocks, at: u32) -> bool {
+        arena.dead[(at >> BLOCK_SHIFT) as usize] |= 1 << (at & OFFSET_MASK);
         self.live -= 1;
         self.dead += 1;
         self.live == 0
@@ -319,6 +342,7 @@ impl Bucket {
         for cell in &mut tail.cells[self.end as usize..] {
             *cell = NIL;
         }
+        arena.dead[self.tail as usize] |= ALL_CELLS & !((1 << self.end) - 1);
         self.dead += BLOCK_CELLS as u32 - self.end;
         tail.next = other.head;
         self.tail = other.tail;
@@ -370,8 +394,8 @@ impl Bucket {
         taken
     }
 
-    /// Drops the dead cells, keeping the live ones in order, and frees the
-    /// blocks left over. `owner` judges each cell and is told where each
+    /// Drops the dead cells (by their dead bits), keeping the live ones in
+    /// order, and frees the blocks left over. `owner` is told where each
     /// live cell moves.
     pub(crate) fn compact(&mut self, arena: &mut Blocks, owner: &mut impl CellOwner) {
         if self.is_empty() {
@@ -385,8 +409,9 @@ impl Bucket {
         let head = wb;
         let mut blocks = 1;
         let mut live = 0;
+        // A written cell's bit is cleared; the reader has read it already.
         while let Some((at, index)) = taken.next_cell(arena, false) {
-            if !owner.is_live(index, at) {
+            if arena.is_dead(at) {
                 continue;
             }
             if wo == BLOCK_CELLS as u32 {
@@ -395,6 +420,7 @@ impl Bucket {
                 blocks += 1;
             }
             arena.blocks[wb as usize].cells[wo as usize] = index;
+            arena.dead[wb as usize] &= !(1 << wo);
             owner.moved(index, addr(wb, wo));
             wo += 1;
             live += 1;
@@ -409,6 +435,8 @@ impl Bucket {
             arena.free_through(rest, taken.tail);
         }
         arena.blocks[wb as usize].next = NIL;
+        // The new tail's cells past `end` keep no dead bit.
+        arena.dead[wb as usize] &= (1 << wo) - 1;
         *self = Bucket {
             head,
             tail: wb,
@@ -476,6 +504,9 @@ impl Bucket {
         }
         if arena.blocks[self.tail as usize].next != NIL {
             return Err("tail block has a successor".into());
+        }
+        if arena.dead[self.tail as usize] >> self.end != 0 {
+            return Err(format!("tail block has dead bits past end {}", self.end));
         }
         if blocks != self.blocks as usize
             || cells.len() != (self.live + self.dead) as usize
@@ -554,27 +585,21 @@ mod tests {
         }
         assert_eq!(arena.in_use(), 300usize.div_ceil(BLOCK_CELLS));
         let live = |i: u32| i % 5 == 0;
-        for _ in (0..300).filter(|&i| !live(i)) {
-            assert!(!b.kill());
+        for i in (0..300).filter(|&i| !live(i)) {
+            assert!(!b.kill(&mut arena, addrs[i as usize]));
+            assert!(arena.is_dead(addrs[i as usize]));
         }
+        assert!(!arena.is_dead(addrs[5]));
         assert!(b.wants_compaction());
-        struct Owner<'a> {
-            addrs: &'a [u32],
+        struct Owner {
             moved: Vec<(u32, u32)>,
         }
-        impl CellOwner for Owner<'_> {
-            fn is_live(&self, index: u32, at: u32) -> bool {
-                assert_eq!(at, self.addrs[index as usize]);
-                index % 5 == 0
-            }
+        impl CellOwner for Owner {
             fn moved(&mut self, index: u32, to: u32) {
                 self.moved.push((index, to));
             }
         }
-        let mut owner = Owner {
-            addrs: &addrs,
-            moved: Vec::new(),
-        };
+        let mut owner = Owner { moved: Vec::new() };
         b.compact(&mut arena, &mut owner);
         let moved = owner.moved;
         let want: Vec<u32> = (0..300).step_by(5).collect();
@@ -582,8 +607,11 @@ mod tests {
         assert_eq!(moved.iter().map(|m| m.0).collect::<Vec<_>>(), want);
         for &(index, at) in &moved {
             assert_eq!(arena.get(at), index);
+            assert!(!arena.is_dead(at), "a moved cell keeps no dead bit");
         }
         assert_eq!((b.live, b.dead), (60, 0));
+        // `walk` checks that the new tail keeps no bit past its end.
+        b.walk(&arena).unwrap();
         let used = 60usize.div_ceil(BLOCK_CELLS);
         assert_eq!(arena.in_use(), used);
         arena.check(used).unwrap();
@@ -596,10 +624,10 @@ mod tests {
     fn kill_reports_the_last_live_cell() {
         let mut arena = Blocks::with_capacity(4);
         let mut b = Bucket::EMPTY;
-        b.push(&mut arena, 7);
-        b.push(&mut arena, 8);
-        assert!(!b.kill());
-        assert!(b.kill());
+        let x = b.push(&mut arena, 7);
+        let y = b.push(&mut arena, 8);
+        assert!(!b.kill(&mut arena, y));
+        assert!(b.kill(&mut arena, x));
         assert_eq!((b.live, b.dead), (0, 2));
     }
 
@@ -618,9 +646,12 @@ mod tests {
         assert_eq!(arena.get(kept[0]), 70);
         let padding = (70usize.div_ceil(BLOCK_CELLS) * BLOCK_CELLS - 70) as u32;
         assert_eq!((a.live, a.dead), (200, padding));
+        a.walk(&arena).unwrap();
         let mut seen = Vec::new();
         while let Some(at) = a.front() {
             let index = arena.get(at);
+            // Padding holds NIL and is marked dead.
+            assert_eq!(index == NIL, arena.is_dead(at));
             a.advance(&mut arena, index != NIL);
             if index != NIL {
                 seen.push(index);
@@ -648,23 +679,20 @@ mod tests {
     fn compacting_only_dead_cells_frees_everything() {
         let mut arena = Blocks::with_capacity(0);
         let mut b = Bucket::EMPTY;
-        for i in 0..140 {
-            b.push(&mut arena, i);
+        let addrs: Vec<u32> = (0..140).map(|i| b.push(&mut arena, i)).collect();
+        for &at in &addrs[1..] {
+            b.kill(&mut arena, at);
         }
-        for _ in 1..140 {
-            b.kill();
-        }
-        struct Keep(u32);
-        impl CellOwner for Keep {
-            fn is_live(&self, index: u32, _: u32) -> bool {
-                index == self.0
-            }
+        struct Ignore;
+        impl CellOwner for Ignore {
             fn moved(&mut self, _: u32, _: u32) {}
         }
-        b.compact(&mut arena, &mut Keep(0));
+        b.compact(&mut arena, &mut Ignore);
         assert_eq!(contents(&b, &arena), [0]);
         arena.check(1).unwrap();
-        b.compact(&mut arena, &mut Keep(u32::MAX));
+        let front = b.front().unwrap();
+        assert!(b.kill(&mut arena, front));
+        b.compact(&mut arena, &mut Ignore);
         assert!(b.is_empty());
         arena.check(0).unwrap();
     }

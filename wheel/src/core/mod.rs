@@ -163,6 +163,10 @@ pub struct Wheel<T> {
     /// The tag of the blocks of `stage`'s buckets (never 0, the tag of
     /// every other block); a new one for each staged slot.
     stage_epoch: u32,
+    /// Cells of cancelled or reset entries on levels 1 and up (or staged)
+    /// not yet made dead, as `(when, pos)`: at most [`DEFER_KILLS`], made
+    /// dead together by [`Wheel::flush_kills`] (see [`Wheel::cancel`]).
+    kills: Vec<(u64, u32)>,
     /// Slot events processed so far (tests check the O(levels) claims).
     #[cfg(test)]
     events_processed: u64,
@@ -177,6 +181,18 @@ const STAGE_BUDGET: usize = 64;
 
 /// Entries whose deadlines a cascade reads before placing them.
 const GATHER: usize = 32;
+
+/// Cells of cancelled entries the wheel keeps before making them dead in
+/// one go (see [`Wheel::cancel`]).
+const DEFER_KILLS: usize = 64;
+
+/// Where a cell lives: the bucket [`Wheel::locate`] finds for it.
+#[derive(Debug, Clone, Copy)]
+enum Loc {
+    Ready,
+    Stage(usize),
+    Level(usize, usize),
+}
 
 /// The next slot to process: its level, slot and the tick it comes up.
 #[derive(Debug, Clone, Copy)]
@@ -269,6 +285,7 @@ impl<T> Wheel<T> {
             stage,
             staging: None,
             stage_epoch: 1,
+            kills: Vec::new(),
             #[cfg(test)]
             events_processed: 0,
             #[cfg(test)]
@@ -376,8 +393,70 @@ impl<T> Wheel<T> {
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
         // Freed first: a vacant entry's cell is dead, as `detach` expects.
         let node = self.slab.remove_key(key.index, key.gen)?;
-        self.detach(node.when, node.pos);
+        self.kill(node.when, node.pos);
         Some(node.value)
+    }
+
+    /// Makes the cell at `pos` of an entry due at `when` dead, now if it is
+    /// in the ready queue or on level 0, else later, with up to
+    /// [`DEFER_KILLS`] others.
+    ///
+    /// Why later: finding a cell's bucket needs the entry's deadline, which
+    /// is a cache miss when timers are many, and the bucket update then
+    /// waits for that miss; a processor runs ahead across only a few such
+    /// updates, so random cancels would take one memory latency each. Logged
+    /// instead, a cancel costs a few stores that depend on nothing pending,
+    /// and the batch is made dead from the log, in cache. Until then the
+    /// cells still count as live in their buckets: every step that judges
+    /// or compacts a bucket above level 0 flushes the log first. Level 0
+    /// and the ready queue are kept exact, so `next_expiration` stays exact
+    /// for level 0 and the ready queue's front stays live.
+    #[inline]
+    fn kill(&mut self, when: u64, pos: u32) {
+        if when <= self.elapsed || self.layout.level_for(self.elapsed, when) == 0 {
+            self.detach(when, pos);
+            return;
+        }
+        self.kills.push((when, pos));
+        if self.kills.len() >= DEFER_KILLS {
+            self.flush_kills();
+        }
+    }
+
+    /// Makes every logged cell dead. First every cell's bit is set and
+    /// counted, then the buckets that need it are freed or compacted: a
+    /// compaction judges cells by their bits, so it must not run while
+    /// logged cells of its bucket are still unmarked.
+    #[inline(never)]
+    fn flush_kills(&mut self) {
+        let mut todo = [Loc::Ready; DEFER_KILLS];
+        let mut n = 0;
+        // `locate` and `kill_at`, spelled out over the fields: a logged cell
+        // is never in the ready queue nor on level 0.
+        let stage_tag = self.staging.map(|_| self.stage_epoch);
+        for &(when, pos) in &self.kills {
+            let l = self.layout.level_for(self.elapsed, when);
+            let staged = l == 1 && Some(self.blocks.tag(pos)) == stage_tag;
+            let level = if staged {
+                &mut self.stage
+            } else {
+                &mut self.levels[l]
+            };
+            let slot = level.geom.slot_of(when);
+            let bucket = &mut level.slots[slot];
+            if bucket.kill(&mut self.blocks, pos) || bucket.wants_compaction() {
+                todo[n] = if staged {
+                    Loc::Stage(slot)
+                } else {
+                    Loc::Level(l, slot)
+                };
+                n += 1;
+            }
+        }
+        self.kills.clear();
+        for &loc in &todo[..n] {
+            self.settle(loc);
+        }
     }
 
     /// Moves a pending timer to a new deadline (`<= now()` means due at
@@ -400,7 +479,7 @@ impl<T> Wheel<T> {
         };
         let (old, pos) = (node.when, node.pos);
         self.slab.node_mut(key.index).pos = NIL;
-        self.detach(old, pos);
+        self.kill(old, pos);
         let when = deadline.max(self.now);
         self.slab.node_mut(key.index).when = when;
         self.place(key.index, when);
@@ -489,6 +568,9 @@ impl<T> Wheel<T> {
     /// is empty on entry.
     #[inline(never)]
     fn advance(&mut self) -> Option<Expired<T>> {
+        if !self.kills.is_empty() {
+            self.flush_kills();
+        }
         loop {
             if self.event_hint > self.now {
                 self.elapsed = self.now;
@@ -547,6 +629,10 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.next_expiration(), Some(40));
     /// ```
     pub fn next_expiration(&self) -> Option<u64> {
+        if self.is_empty() {
+            // Buckets may still hold logged cells of cancelled entries.
+            return None;
+        }
         if let Some(at) = self.ready.front() {
             return Some(self.slab.node(self.blocks.get(at)).when);
         }
@@ -569,6 +655,9 @@ impl<T> Wheel<T> {
     /// assert!(wheel.is_empty());
     /// ```
     pub fn drain(&mut self) -> impl Iterator<Item = Expired<T>> + '_ {
+        if !self.kills.is_empty() {
+            self.flush_kills();
+        }
         Drain {
             wheel: self,
             cursor: 0,
@@ -588,6 +677,10 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.capacity(), 0);
     /// ```
     pub fn shrink_to_fit(&mut self) {
+        if !self.kills.is_empty() {
+            self.flush_kills();
+        }
+        self.kills.shrink_to_fit();
         self.slab.shrink_to_fit();
         // Copy every bucket's live cells into a fresh arena of just the
         // right size, telling each entry its new address. Every cell is
@@ -665,37 +758,66 @@ impl<T> Wheel<T> {
         at
     }
 
-    /// Counts the cell of an entry due at `when` as dead. The caller has
-    /// already made it dead (freed the entry, or set its `pos` to [`NIL`]
-    /// before re-placing it), so a compaction run from here drops it.
+    /// Makes the cell at `pos` of an entry due at `when` dead now: sets its
+    /// dead bit, counts it in its bucket and frees or compacts the bucket as
+    /// needed. The caller has already freed the entry, or set its `pos` to
+    /// [`NIL`] before re-placing it.
     #[inline]
     fn detach(&mut self, when: u64, pos: u32) {
+        let loc = self.locate(when, pos);
+        if self.kill_at(loc, pos) || matches!(loc, Loc::Ready) {
+            self.settle(loc);
+        }
+    }
+
+    /// The bucket that holds the cell at `pos` of an entry due at `when`.
+    #[inline]
+    fn locate(&self, when: u64, pos: u32) -> Loc {
         if when <= self.elapsed {
-            self.ready.kill();
-            self.settle_ready();
-            return;
+            return Loc::Ready;
         }
         let l = self.layout.level_for(self.elapsed, when);
         if l == 1 && self.staging.is_some() && self.blocks.tag(pos) == self.stage_epoch {
             // Staged: the cell is in a stage bucket (a level-1 block's tag
             // is 0).
-            let slot = self.stage.geom.slot_of(when);
-            let bucket = &mut self.stage.slots[slot];
-            if bucket.kill() {
-                bucket.clear(&mut self.blocks);
-                self.stage.clear(slot);
-            } else if bucket.wants_compaction() {
-                bucket.compact(&mut self.blocks, &mut self.slab);
-            }
+            return Loc::Stage(self.stage.geom.slot_of(when));
+        }
+        Loc::Level(l, self.levels[l].geom.slot_of(when))
+    }
+
+    /// Makes the cell at `pos`, in the bucket at `loc`, dead (see
+    /// [`Bucket::kill`]); returns `true` if the bucket then needs
+    /// [`settle`](Wheel::settle) (it has no live cell left, or too many
+    /// dead ones).
+    #[inline]
+    fn kill_at(&mut self, loc: Loc, pos: u32) -> bool {
+        let bucket = match loc {
+            Loc::Ready => &mut self.ready,
+            Loc::Stage(slot) => &mut self.stage.slots[slot],
+            Loc::Level(l, slot) => &mut self.levels[l].slots[slot],
+        };
+        bucket.kill(&mut self.blocks, pos) || bucket.wants_compaction()
+    }
+
+    /// Restores the shape of the bucket at `loc` after cells died: frees it
+    /// if no live cell is left, else compacts it if dead cells are too many
+    /// (for the ready queue, see [`settle_ready`](Wheel::settle_ready)).
+    #[inline]
+    fn settle(&mut self, loc: Loc) {
+        let (level, slot) = match loc {
+            Loc::Ready => return self.settle_ready(),
+            Loc::Stage(slot) => (&mut self.stage, slot),
+            Loc::Level(l, slot) => (&mut self.levels[l], slot),
+        };
+        let bucket = &mut level.slots[slot];
+        if bucket.is_empty() {
+            // Freed already, by an earlier cell of the same flush.
             return;
         }
-        let level = &mut self.levels[l];
-        let slot = level.geom.slot_of(when);
-        let bucket = &mut level.slots[slot];
-        if bucket.kill() {
+        if bucket.live == 0 {
             bucket.clear(&mut self.blocks);
             level.clear(slot);
-            if l == self.layout.top() {
+            if matches!(loc, Loc::Level(l, _) if l == self.layout.top()) {
                 level.min_when[slot] = u64::MAX;
                 if level.is_empty() {
                     self.top_next = None;
@@ -713,7 +835,7 @@ impl<T> Wheel<T> {
     fn settle_ready(&mut self) {
         while self.ready.dead > 0 {
             let Some(at) = self.ready.front() else { break };
-            if live_when(&self.slab, self.blocks.get(at), at).is_some() {
+            if !self.blocks.is_dead(at) {
                 break;
             }
             self.ready.advance(&mut self.blocks, false);
@@ -805,8 +927,10 @@ impl<T> Wheel<T> {
                 let Some((at, index)) = taken.next_cell(&mut self.blocks, true) else {
                     break;
                 };
-                if let Some(when) = live_when(&self.slab, index, at) {
-                    batch[n] = (index, when);
+                // The dead bit is read before the next call frees the block.
+                if !self.blocks.is_dead(at) {
+                    batch[n] = (index, self.slab.node(index).when);
+                    debug_assert_eq!(self.slab.node(index).pos, at);
                     n += 1;
                 }
             }
@@ -888,9 +1012,12 @@ impl<T> Wheel<T> {
             let bucket = &mut self.levels[1].slots[slot];
             let Some(at) = bucket.front() else { break };
             let index = self.blocks.get(at);
-            let when = live_when(&self.slab, index, at);
-            bucket.advance(&mut self.blocks, when.is_some());
-            let Some(when) = when else { continue };
+            let dead = self.blocks.is_dead(at);
+            bucket.advance(&mut self.blocks, !dead);
+            if dead {
+                continue;
+            }
+            let when = self.slab.node(index).when;
             let s = self.stage.geom.slot_of(when);
             let to = self.stage.slots[s].push(&mut self.blocks, index);
             self.blocks.set_tag(to, self.stage_epoch);
@@ -939,6 +1066,26 @@ impl<T> Wheel<T> {
             .min();
     }
 
+    /// For the cell at `at` (holding `index`): `Some((when, false))` if it
+    /// is live for an entry due at `when`; `Some((when, true))` if its entry
+    /// is gone but the cell is in the kill log with deadline `when` (it
+    /// still counts as live in its bucket); `None` if it is dead. An error
+    /// if its dead bit or the log says otherwise.
+    #[cfg(any(test, fuzzing))]
+    fn checked_when(&self, index: u32, at: u32) -> Result<Option<(u64, bool)>, String> {
+        let when = live_when(&self.slab, index, at);
+        let logged = self.kills.iter().find(|k| k.1 == at).map(|k| k.0);
+        let dead_bit = self.blocks.is_dead(at);
+        match (when, logged, dead_bit) {
+            (Some(when), None, false) => Ok(Some((when, false))),
+            (None, Some(when), false) => Ok(Some((when, true))),
+            (None, None, true) => Ok(None),
+            _ => Err(format!(
+                "cell {at} (entry {index}): live {when:?}, logged {logged:?}, dead bit {dead_bit}"
+            )),
+        }
+    }
+
     /// Checks every structural invariant listed in the module docs.
     ///
     /// For tests and fuzzing only; O(capacity + slots + cells).
@@ -950,19 +1097,27 @@ impl<T> Wheel<T> {
             return Err(format!("elapsed {} > now {}", self.elapsed, self.now));
         }
         let top = self.layout.top();
+        // Cells counted live in their buckets: live ones, and logged ones.
         let mut live = 0usize;
+        let mut logged = 0usize;
         let mut blocks = 0;
+        if self.kills.len() >= DEFER_KILLS {
+            return Err(format!("kill log holds {} cells", self.kills.len()));
+        }
         // The ready queue.
         let (cells, used) = self.ready.walk(&self.blocks)?;
         blocks += used;
         let mut whens = Vec::new();
         for (i, &(at, index)) in cells.iter().enumerate() {
-            let Some(when) = live_when(&self.slab, index, at) else {
+            let Some((when, logged)) = self.checked_when(index, at)? else {
                 if i == 0 {
                     return Err("ready front is dead".into());
                 }
                 continue;
             };
+            if logged {
+                return Err(format!("ready cell {at} is in the kill log"));
+            }
             if when > self.elapsed {
                 return Err(format!("ready cell {at}: when {when} not due"));
             }
@@ -993,10 +1148,14 @@ impl<T> Wheel<T> {
                 blocks += used;
                 let mut count = 0;
                 for (at, index) in cells {
-                    let Some(when) = live_when(&self.slab, index, at) else {
+                    let Some((when, was_logged)) = self.checked_when(index, at)? else {
                         continue;
                     };
                     count += 1;
+                    logged += usize::from(was_logged);
+                    if was_logged && l == 0 {
+                        return Err(format!("level 0 cell {at} is in the kill log"));
+                    }
                     if when <= self.elapsed
                         || self.layout.level_for(self.elapsed, when) != l
                         || level.geom.slot_of(when) != s
@@ -1064,10 +1223,11 @@ impl<T> Wheel<T> {
                 if self.blocks.tag(at) != self.stage_epoch {
                     return Err(format!("stage slot {s} cell {at}: block not tagged"));
                 }
-                let Some(when) = live_when(&self.slab, index, at) else {
+                let Some((when, was_logged)) = self.checked_when(index, at)? else {
                     continue;
                 };
                 count += 1;
+                logged += usize::from(was_logged);
                 if when <= self.elapsed
                     || self.layout.level_for(self.elapsed, when) != 1
                     || self.levels[1].geom.slot_of(when) != staged
@@ -1091,6 +1251,15 @@ impl<T> Wheel<T> {
             }
         }
         self.blocks.check(blocks)?;
+        // Every logged cell was found in a bucket, once (a cell's address
+        // is unique while its block is in a bucket).
+        if logged != self.kills.len() {
+            return Err(format!(
+                "{logged} logged cells in buckets, {} in the log",
+                self.kills.len()
+            ));
+        }
+        let live = live - logged;
         // A cell's entry has its `pos` and lives in the bucket that its
         // deadline names, so no entry has two cells: this counts each once.
         if live != self.slab.len() {
@@ -1148,11 +1317,6 @@ fn warm<T>(slab: &Slab<T>, blocks: &Blocks, bucket: &Bucket) {
 }
 
 impl<T> CellOwner for Slab<T> {
-    #[inline]
-    fn is_live(&self, index: u32, at: u32) -> bool {
-        live_when(self, index, at).is_some()
-    }
-
     #[inline]
     fn moved(&mut self, index: u32, to: u32) {
         self.node_mut(index).pos = to;

@@ -218,6 +218,82 @@ fn repeated_resets_keep_buckets_compacted() {
     }
 }
 
+/// Cancels above level 0 are made dead in batches (the kill log): here
+/// enough of them, spread over level-1 slots (one of them staged), top-level
+/// slots and cycles, to flush the log many times, with buckets freed and
+/// compacted within one flush. The invariants (which account for logged
+/// cells) hold after every step, `next_expiration` stays safe, stale keys
+/// stay stale, and the survivors fire once each, in order, never early.
+#[test]
+fn logged_cancels_free_and_compact_buckets_in_one_flush() {
+    let mut w = Wheel::with_config(layout(&[4, 4, 4]));
+    let bases = [20u64, 37, 100, 300, 5_000];
+    let mut live: Vec<(u64, u64, TimerKey)> = (0..1_500u64)
+        .map(|i| {
+            let d = bases[(i % 5) as usize] + i % 7;
+            (d, i, w.insert(d, i))
+        })
+        .collect();
+    // Idle polls stage the level-1 slot of 16..=31 (see `stage_step`).
+    for t in 1..4 {
+        assert!(w.poll(t).is_none());
+    }
+    assert!(!w.stage.is_empty(), "nothing was staged");
+    // Cancel every entry of 20..=26 and of 300..=306 (their buckets are
+    // freed), and eight in nine of the rest (compactions), in a scrambled
+    // order.
+    let mut order: Vec<usize> = (0..live.len()).collect();
+    let mut x = 7u64;
+    for i in (1..order.len()).rev() {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        order.swap(i, (x >> 33) as usize % (i + 1));
+    }
+    let doomed = |d: u64, i: u64| d < 27 || (300..307).contains(&d) || i % 9 != 0;
+    let mut cancelled = Vec::new();
+    for &j in &order {
+        let (d, i, key) = live[j];
+        if !doomed(d, i) {
+            continue;
+        }
+        assert_eq!(w.cancel(key), Some(i));
+        cancelled.push(key);
+        w.check_invariants().unwrap();
+        let earliest = live
+            .iter()
+            .filter(|e| w.get(e.2).is_some())
+            .map(|e| e.0)
+            .min();
+        match (w.next_expiration(), earliest) {
+            (Some(n), Some(e)) => assert!(n <= e, "next_expiration {n} after {e}"),
+            (n, e) => assert_eq!(n.is_some(), e.is_some()),
+        }
+    }
+    for key in cancelled {
+        assert_eq!(w.cancel(key), None);
+        assert!(!w.reset(key, 1));
+    }
+    live.retain(|&(d, i, _)| !doomed(d, i));
+    assert_eq!(w.len(), live.len());
+    // One survivor is reset (logged too) to a later tick: it goes last.
+    let moved = live.remove(0);
+    assert!(w.reset(moved.2, 6_000));
+    w.check_invariants().unwrap();
+    live.push((6_000, moved.1, moved.2));
+    live.sort_by_key(|&(d, i, _)| (d, i));
+    let mut fired = Vec::new();
+    for t in 4..=6_000 {
+        while let Some(e) = w.poll(t) {
+            assert_eq!(e.deadline, t, "fired at {t}, due {}", e.deadline);
+            fired.push((e.deadline, e.value, e.key));
+        }
+    }
+    w.check_invariants().unwrap();
+    let want: Vec<_> = live.iter().map(|&(d, i, k)| (d.max(4), i, k)).collect();
+    // Equal deadlines keep insertion order, except the reset one.
+    assert_eq!(fired, want);
+    assert!(w.is_empty());
+}
+
 #[test]
 fn drain_returns_everything_once_and_leaves_the_wheel_usable() {
     let mut w = Wheel::with_config(layout(&[2, 2]));
