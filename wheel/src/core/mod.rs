@@ -373,8 +373,9 @@ impl<T> Wheel<T> {
     pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
         let when = deadline.max(self.now);
         // The cell goes in first, so the node is written once, complete.
-        let pos = self.place_cell(self.slab.vacant(), when);
-        let (index, gen) = self.slab.insert(value, when, pos);
+        let index = self.slab.vacant();
+        let pos = self.place_cell(index, when);
+        let gen = self.slab.insert_at(index, value, when, pos);
         TimerKey { index, gen }
     }
 

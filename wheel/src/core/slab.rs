@@ -99,16 +99,12 @@ impl<T> Slab<T> {
             .expect("wheel: more than u32::MAX - 1 timers pending at once")
     }
 
-    /// Stores a new node at [`vacant`](Slab::vacant), with its cell at
-    /// `pos` ([`NIL`] if in no bucket yet), and returns its index and
-    /// generation.
-    ///
-    /// # Panics
-    ///
-    /// As [`vacant`](Slab::vacant).
+    /// Stores a new node at `index`, which [`vacant`](Slab::vacant) just
+    /// returned, with its cell at `pos` ([`NIL`] if in no bucket yet), and
+    /// returns its generation.
     #[inline]
-    pub(crate) fn insert(&mut self, value: T, when: u64, pos: u32) -> (u32, u32) {
-        let index = self.vacant();
+    pub(crate) fn insert_at(&mut self, index: u32, value: T, when: u64, pos: u32) -> u32 {
+        debug_assert_eq!(index, self.vacant());
         let gen = if index == self.free_head {
             match self.entries[index as usize] {
                 Entry::Vacant {
@@ -139,7 +135,19 @@ impl<T> Slab<T> {
             self.entries[index as usize] = node;
         }
         self.len += 1;
-        (index, gen)
+        gen
+    }
+
+    /// Stores a new node at [`vacant`](Slab::vacant) (see
+    /// [`insert_at`](Slab::insert_at)) and returns its index and generation.
+    ///
+    /// # Panics
+    ///
+    /// As [`vacant`](Slab::vacant).
+    #[cfg(test)]
+    pub(crate) fn insert(&mut self, value: T, when: u64, pos: u32) -> (u32, u32) {
+        let index = self.vacant();
+        (index, self.insert_at(index, value, when, pos))
     }
 
     /// Frees an occupied index (the caller unlinked it) and returns its node.
