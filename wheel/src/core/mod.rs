@@ -16,9 +16,13 @@
 //! - Every pending entry has exactly one *live cell*: a cell of a bucket (a
 //!   slot's contents) or of the ready queue that holds its index at the
 //!   address the entry keeps in `pos`. Every other cell is dead (its entry
-//!   was cancelled or moved on, or it is padding) and is counted in its
-//!   bucket's `dead` (see [`cells`]). Which bucket holds an entry's live
-//!   cell follows from `when` and `elapsed` alone:
+//!   was cancelled or moved on, or it is padding), has its dead bit set and
+//!   is counted in its bucket's `dead` (see [`cells`]), except the cells in
+//!   the *kill log*: up to [`DEFER_KILLS`] cells of cancelled or reset
+//!   entries above level 0, still counted live and unmarked, which every
+//!   step that reads a bucket above level 0 makes dead first (see
+//!   [`Wheel::cancel`]). Which bucket holds an entry's live cell follows
+//!   from `when` and `elapsed` alone:
 //! - Entries with `when <= elapsed` are in the ready queue, in the order
 //!   they must be returned (non-decreasing `when`, FIFO among equals). Its
 //!   front cell is live whenever the queue is non-empty.
@@ -285,7 +289,7 @@ impl<T> Wheel<T> {
             stage,
             staging: None,
             stage_epoch: 1,
-            kills: Vec::new(),
+            kills: Vec::with_capacity(DEFER_KILLS),
             #[cfg(test)]
             events_processed: 0,
             #[cfg(test)]
@@ -681,7 +685,6 @@ impl<T> Wheel<T> {
         if !self.kills.is_empty() {
             self.flush_kills();
         }
-        self.kills.shrink_to_fit();
         self.slab.shrink_to_fit();
         // Copy every bucket's live cells into a fresh arena of just the
         // right size, telling each entry its new address. Every cell is
