@@ -1076,9 +1076,14 @@ impl<T> Wheel<T> {
     /// still counts as live in its bucket); `None` if it is dead. An error
     /// if its dead bit or the log says otherwise.
     #[cfg(any(test, fuzzing))]
-    fn checked_when(&self, index: u32, at: u32) -> Result<Option<(u64, bool)>, String> {
+    fn checked_when(
+        &self,
+        index: u32,
+        at: u32,
+        log: &std::collections::HashMap<u32, u64>,
+    ) -> Result<Option<(u64, bool)>, String> {
         let when = live_when(&self.slab, index, at);
-        let logged = self.kills.iter().find(|k| k.1 == at).map(|k| k.0);
+        let logged = log.get(&at).copied();
         let dead_bit = self.blocks.is_dead(at);
         match (when, logged, dead_bit) {
             (Some(when), None, false) => Ok(Some((when, false))),
@@ -1108,12 +1113,17 @@ impl<T> Wheel<T> {
         if self.kills.len() >= DEFER_KILLS {
             return Err(format!("kill log holds {} cells", self.kills.len()));
         }
+        let log: std::collections::HashMap<u32, u64> =
+            self.kills.iter().map(|&(when, pos)| (pos, when)).collect();
+        if log.len() != self.kills.len() {
+            return Err("kill log holds a cell twice".into());
+        }
         // The ready queue.
         let (cells, used) = self.ready.walk(&self.blocks)?;
         blocks += used;
         let mut whens = Vec::new();
         for (i, &(at, index)) in cells.iter().enumerate() {
-            let Some((when, logged)) = self.checked_when(index, at)? else {
+            let Some((when, logged)) = self.checked_when(index, at, &log)? else {
                 if i == 0 {
                     return Err("ready front is dead".into());
                 }
@@ -1152,7 +1162,7 @@ impl<T> Wheel<T> {
                 blocks += used;
                 let mut count = 0;
                 for (at, index) in cells {
-                    let Some((when, was_logged)) = self.checked_when(index, at)? else {
+                    let Some((when, was_logged)) = self.checked_when(index, at, &log)? else {
                         continue;
                     };
                     count += 1;
@@ -1227,7 +1237,7 @@ impl<T> Wheel<T> {
                 if self.blocks.tag(at) != self.stage_epoch {
                     return Err(format!("stage slot {s} cell {at}: block not tagged"));
                 }
-                let Some((when, was_logged)) = self.checked_when(index, at)? else {
+                let Some((when, was_logged)) = self.checked_when(index, at, &log)? else {
                     continue;
                 };
                 count += 1;
