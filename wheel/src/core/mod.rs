@@ -1083,15 +1083,18 @@ impl<T> Wheel<T> {
         log: &std::collections::HashMap<u32, u64>,
     ) -> Result<Option<(u64, bool)>, String> {
         let when = live_when(&self.slab, index, at);
-        let logged = log.get(&at).copied();
         let dead_bit = self.blocks.is_dead(at);
-        match (when, logged, dead_bit) {
-            (Some(when), None, false) => Ok(Some((when, false))),
-            (None, Some(when), false) => Ok(Some((when, true))),
-            (None, None, true) => Ok(None),
-            _ => Err(format!(
-                "cell {at} (entry {index}): live {when:?}, logged {logged:?}, dead bit {dead_bit}"
-            )),
+        match (when, dead_bit) {
+            (Some(when), false) => Ok(Some((when, false))),
+            (None, true) => Ok(None),
+            // Only a logged cell may be dead with a clear bit. (A live cell
+            // is never in the log: every logged cell is found once, as
+            // this case, by the count in `check_invariants`.)
+            (None, false) => match log.get(&at) {
+                Some(&when) => Ok(Some((when, true))),
+                None => Err(format!("cell {at} (entry {index}) is dead but unmarked")),
+            },
+            (Some(_), true) => Err(format!("cell {at} (entry {index}) is live but marked dead")),
         }
     }
 
