@@ -21,7 +21,7 @@
 //!   the *kill log*: up to [`DEFER_KILLS`] cells of cancelled or reset
 //!   entries above level 0, still counted live and unmarked, which every
 //!   step that reads a bucket above level 0 makes dead first (see
-//!   [`Wheel::cancel`]). Which bucket holds an entry's live cell follows
+//!   [`Wheel::kill`]). Which bucket holds an entry's live cell follows
 //!   from `when` and `elapsed` alone:
 //! - Entries with `when <= elapsed` are in the ready queue, in the order
 //!   they must be returned (non-decreasing `when`, FIFO among equals). Its
@@ -169,7 +169,7 @@ pub struct Wheel<T> {
     stage_epoch: u32,
     /// Cells of cancelled or reset entries on levels 1 and up (or staged)
     /// not yet made dead, as `(when, pos)`: at most [`DEFER_KILLS`], made
-    /// dead together by [`Wheel::flush_kills`] (see [`Wheel::cancel`]).
+    /// dead together by [`Wheel::flush_kills`] (see [`Wheel::kill`]).
     kills: Vec<(u64, u32)>,
     /// Slot events processed so far (tests check the O(levels) claims).
     #[cfg(test)]
@@ -187,7 +187,7 @@ const STAGE_BUDGET: usize = 64;
 const GATHER: usize = 32;
 
 /// Cells of cancelled entries the wheel keeps before making them dead in
-/// one go (see [`Wheel::cancel`]).
+/// one go (see [`Wheel::kill`]).
 const DEFER_KILLS: usize = 64;
 
 /// Where a cell lives: the bucket [`Wheel::locate`] finds for it.
@@ -436,8 +436,10 @@ impl<T> Wheel<T> {
     fn flush_kills(&mut self) {
         let mut todo = [Loc::Ready; DEFER_KILLS];
         let mut n = 0;
-        // `locate` and `kill_at`, spelled out over the fields: a logged cell
-        // is never in the ready queue nor on level 0.
+        // `locate` and `kill_at`, spelled out over the fields (a logged cell
+        // is never in the ready queue nor on level 0). Calling the two
+        // instead, inlined, measured 9 more instructions per cancel and
+        // about 1 ns (5 %) more per insert+cancel pair at 10K timers.
         let stage_tag = self.staging.map(|_| self.stage_epoch);
         for &(when, pos) in &self.kills {
             let l = self.layout.level_for(self.elapsed, when);
