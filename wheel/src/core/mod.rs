@@ -171,6 +171,9 @@ pub struct Wheel<T> {
     /// not yet made dead, as `(when, pos)`: at most [`DEFER_KILLS`], made
     /// dead together by [`Wheel::flush_kills`] (see [`Wheel::kill`]).
     kills: Vec<(u64, u32)>,
+    /// `when >> lane_shift` picks an insert's lane of fresh slab indices:
+    /// the level-0 bits, so one lane per level-1 slot.
+    lane_shift: u32,
     /// Slot events processed so far (tests check the O(levels) claims).
     #[cfg(test)]
     events_processed: u64,
@@ -276,6 +279,7 @@ impl<T> Wheel<T> {
             .collect();
         let blocks = Blocks::with_capacity(blocks_for(capacity, &layout));
         let stage = Level::new(layout.levels[0], false);
+        let lane_shift = layout.levels[0].bits;
         Wheel {
             layout,
             levels,
@@ -290,6 +294,7 @@ impl<T> Wheel<T> {
             staging: None,
             stage_epoch: 1,
             kills: Vec::with_capacity(DEFER_KILLS),
+            lane_shift,
             #[cfg(test)]
             events_processed: 0,
             #[cfg(test)]
@@ -377,9 +382,12 @@ impl<T> Wheel<T> {
     pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
         let when = deadline.max(self.now);
         // The cell goes in first, so the node is written once, complete.
-        let index = self.slab.vacant();
+        // Entries due in the same level-1 slot share a lane of the slab
+        // (see `slab`), so a cascade reads them from few cache lines.
+        let spot = self.slab.vacant(when >> self.lane_shift);
+        let index = spot.index;
         let pos = self.place_cell(index, when);
-        let gen = self.slab.insert_at(index, value, when, pos);
+        let gen = self.slab.insert_at(spot, value, when, pos);
         TimerKey { index, gen }
     }
 

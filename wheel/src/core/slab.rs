@@ -13,11 +13,50 @@
 //! - Generations start at 1 (a node stores its generation as a
 //!   `NonZeroU32`, whose zero is `Entry`'s niche).
 //! - `u32::MAX` is never a valid index: it is [`NIL`].
+//! - Once the slab holds [`LANES_FROM`] entries, fresh indices are handed
+//!   out in chunks of [`CHUNK`], one open chunk per *lane* (a lane is picked
+//!   from the deadline, see [`Slab::vacant`]), so that entries due close
+//!   together sit close together in memory. A lane's unused rest of its
+//!   chunk, `lanes[l].0 .. lanes[l].1`, holds vacant entries with the
+//!   generation `fresh_gen` that are on no free list; there are at most
+//!   `LANES * (CHUNK - 1)` of them.
 
 use std::num::NonZeroU32;
 
 /// An index that names no entry (also the "not in any bucket" position).
 pub(crate) const NIL: u32 = u32::MAX;
+
+/// Lanes of fresh indices (a power of two).
+const LANES: usize = 256;
+
+/// Fresh indices a lane takes at a time: 64 entries are 1.5 KiB with a
+/// `u64` payload, enough for the hardware to stream them.
+const CHUNK: u32 = 64;
+
+/// Slabs smaller than this many entries (1.5 MiB with a `u64` payload, about
+/// what stays in cache anyway) take fresh indices one at a time, in order,
+/// and reserve nothing. Tests and fuzzing use lanes from 64 entries on, so
+/// that the model-based checks, which use small wheels, exercise them.
+const LANES_FROM: usize = if cfg!(any(test, fuzzing)) {
+    64
+} else {
+    1 << 16
+};
+
+/// `Spot::lane` of an index taken from the free list.
+const FROM_FREE: u32 = u32::MAX;
+
+/// `Spot::lane` of a fresh index pushed alone at the end.
+const FROM_END: u32 = u32::MAX - 1;
+
+/// Where the next insert goes: its index and where that index comes from
+/// (the free list, the end of the slab, or a lane), as
+/// [`Slab::vacant`] chose it for [`Slab::insert_at`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Spot {
+    pub(crate) index: u32,
+    lane: u32,
+}
 
 /// An occupied entry: the user's value, its deadline, its generation and the
 /// position of its cell in the bucket (or ready queue) that holds it.
@@ -57,16 +96,26 @@ pub(crate) struct Slab<T> {
     fresh_gen: u32,
     /// The highest generation ever handed out.
     max_gen: u32,
+    /// Per lane, the rest of its chunk of fresh indices: `next .. end`
+    /// (empty when equal).
+    lanes: Box<[(u32, u32)]>,
 }
 
 impl<T> Slab<T> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
+        // A slab that will use lanes needs room for their open chunks too.
+        let room = if capacity >= LANES_FROM {
+            capacity + LANES * CHUNK as usize
+        } else {
+            capacity
+        };
         Slab {
-            entries: Vec::with_capacity(capacity),
+            entries: Vec::with_capacity(room),
             free_head: NIL,
             len: 0,
             fresh_gen: 1,
             max_gen: 1,
+            lanes: vec![(0, 0); LANES].into_boxed_slice(),
         }
     }
 
@@ -89,24 +138,41 @@ impl<T> Slab<T> {
     /// If `u32::MAX - 1` indices are in use at once (about 128 GiB of
     /// entries): the index space is exhausted.
     #[inline]
-    pub(crate) fn vacant(&self) -> u32 {
+    pub(crate) fn vacant(&self, near: u64) -> Spot {
         if self.free_head != NIL {
-            return self.free_head;
+            return Spot {
+                index: self.free_head,
+                lane: FROM_FREE,
+            };
         }
-        u32::try_from(self.entries.len())
-            .ok()
-            .filter(|&i| i != NIL)
-            .expect("wheel: more than u32::MAX - 1 timers pending at once")
+        let len = self.entries.len();
+        if len < LANES_FROM {
+            return Spot {
+                index: fresh_index(len, 1),
+                lane: FROM_END,
+            };
+        }
+        let lane = near as usize & (LANES - 1);
+        let (next, end) = self.lanes[lane];
+        let index = if next != end {
+            next
+        } else {
+            fresh_index(len, CHUNK)
+        };
+        Spot {
+            index,
+            lane: lane as u32,
+        }
     }
 
-    /// Stores a new node at `index`, which [`vacant`](Slab::vacant) just
+    /// Stores a new node at `spot`, which [`vacant`](Slab::vacant) just
     /// returned, with its cell at `pos` ([`NIL`] if in no bucket yet), and
     /// returns its generation.
     #[inline]
-    pub(crate) fn insert_at(&mut self, index: u32, value: T, when: u64, pos: u32) -> u32 {
-        debug_assert_eq!(index, self.vacant());
-        let gen = if index == self.free_head {
-            match self.entries[index as usize] {
+    pub(crate) fn insert_at(&mut self, spot: Spot, value: T, when: u64, pos: u32) -> u32 {
+        let index = spot.index;
+        let gen = match spot.lane {
+            FROM_FREE => match self.entries[index as usize] {
                 Entry::Vacant {
                     next_free,
                     gen: Some(gen),
@@ -116,9 +182,20 @@ impl<T> Slab<T> {
                 }
                 // Only reusable vacant entries are on the free list.
                 _ => unreachable!("free list points at a non-reusable entry"),
+            },
+            FROM_END => self.fresh_gen,
+            lane => {
+                // A lane's chunk holds never-used indices: `fresh_gen` is
+                // theirs (it changes only in `shrink_to_fit`, which empties
+                // the lanes).
+                let range = &mut self.lanes[lane as usize];
+                if range.0 != range.1 {
+                    range.0 += 1;
+                } else {
+                    *range = (index + 1, index + CHUNK);
+                }
+                self.fresh_gen
             }
-        } else {
-            self.fresh_gen
         };
         self.max_gen = self.max_gen.max(gen);
         // Every generation handed out is at least 1 (`fresh_gen` starts
@@ -131,6 +208,14 @@ impl<T> Slab<T> {
         });
         if index as usize == self.entries.len() {
             self.entries.push(node);
+            if spot.lane < FROM_END {
+                // The rest of the new chunk, for the lane's next inserts.
+                let gen = Some(self.fresh_gen);
+                self.entries.extend((1..CHUNK).map(|_| Entry::Vacant {
+                    next_free: NIL,
+                    gen,
+                }));
+            }
         } else {
             self.entries[index as usize] = node;
         }
@@ -146,8 +231,8 @@ impl<T> Slab<T> {
     /// As [`vacant`](Slab::vacant).
     #[cfg(test)]
     pub(crate) fn insert(&mut self, value: T, when: u64, pos: u32) -> (u32, u32) {
-        let index = self.vacant();
-        (index, self.insert_at(index, value, when, pos))
+        let spot = self.vacant(when);
+        (spot.index, self.insert_at(spot, value, when, pos))
     }
 
     /// Frees an occupied index (the caller unlinked it) and returns its node.
@@ -272,7 +357,9 @@ impl<T> Slab<T> {
             self.fresh_gen = self.max_gen.saturating_add(1);
         }
         // Rebuild the free list in ascending order so low indices are reused
-        // first and the slab stays compact.
+        // first and the slab stays compact; the lanes' unused indices join
+        // it.
+        self.lanes.fill((0, 0));
         self.free_head = NIL;
         for i in (0..self.entries.len()).rev() {
             if let Entry::Vacant {
@@ -303,9 +390,27 @@ impl<T> Slab<T> {
             .iter()
             .filter(|e| matches!(e, Entry::Vacant { gen: Some(_), .. }))
             .count();
+        let mut reserved = std::collections::HashSet::new();
+        for (lane, &(next, end)) in self.lanes.iter().enumerate() {
+            if next > end || (next < end && self.entries.len() < LANES_FROM) {
+                return Err(format!("lane {lane} has chunk {next}..{end}"));
+            }
+            for i in next..end {
+                match self.entries.get(i as usize) {
+                    Some(Entry::Vacant { gen: Some(g), .. }) if *g == self.fresh_gen => {}
+                    _ => return Err(format!("lane {lane} holds unusable index {i}")),
+                }
+                if !reserved.insert(i) {
+                    return Err(format!("index {i} is in two lanes"));
+                }
+            }
+        }
         let mut seen = 0;
         let mut at = self.free_head;
         while at != NIL {
+            if reserved.contains(&at) {
+                return Err(format!("free list reaches lane index {at}"));
+            }
             match self.entries.get(at as usize) {
                 Some(Entry::Vacant {
                     next_free,
@@ -318,11 +423,29 @@ impl<T> Slab<T> {
                 return Err("free list has a cycle".into());
             }
         }
-        if seen != reusable {
-            return Err(format!("free list has {seen} of {reusable} free indices"));
+        if seen + reserved.len() != reusable {
+            return Err(format!(
+                "free list has {seen} and lanes {} of {reusable} free indices",
+                reserved.len()
+            ));
         }
         Ok(())
     }
+}
+
+/// `len` as the first of `count` fresh indices.
+///
+/// # Panics
+///
+/// If the last of them would be [`NIL`] or beyond: the index space is
+/// exhausted.
+#[inline]
+fn fresh_index(len: usize, count: u32) -> u32 {
+    u32::try_from(len)
+        .ok()
+        // The last one, `len + count - 1`, stays below `NIL`.
+        .filter(|&i| i.checked_add(count).is_some())
+        .expect("wheel: more than u32::MAX - 1 timers pending at once")
 }
 
 #[cfg(test)]
@@ -365,6 +488,48 @@ mod tests {
         let (j, _) = slab.insert(2u8, 0, NIL);
         assert_ne!(i, j, "a retired index is never reused");
         assert!(slab.get_key(i, u32::MAX).is_none());
+    }
+
+    #[test]
+    fn lanes_group_fresh_indices_and_keep_the_free_list_first() {
+        let mut slab = Slab::with_capacity(0);
+        // Below `LANES_FROM`, fresh indices come in order whatever `near`.
+        for i in 0..LANES_FROM as u64 {
+            assert_eq!(slab.insert((), i * 7, NIL).0, i as u32);
+        }
+        slab.check().unwrap();
+        // From there on, each lane takes a chunk and fills it in order.
+        let (a0, _) = slab.insert((), 3, NIL);
+        let (b0, _) = slab.insert((), 5, NIL);
+        let (a1, _) = slab.insert((), 3 + LANES as u64, NIL);
+        let (b1, _) = slab.insert((), 5, NIL);
+        assert_eq!(a0 as usize, LANES_FROM);
+        assert_eq!(b0, a0 + CHUNK);
+        assert_eq!((a1, b1), (a0 + 1, b0 + 1));
+        slab.check().unwrap();
+        // A chunk used up opens the next one at the end.
+        let rest: Vec<u32> = (2..=CHUNK).map(|_| slab.insert((), 3, NIL).0).collect();
+        assert_eq!(
+            rest[..rest.len() - 1],
+            (a0 + 2..a0 + CHUNK).collect::<Vec<_>>()
+        );
+        assert_eq!(*rest.last().unwrap(), b0 + CHUNK);
+        slab.check().unwrap();
+        // Freed indices are reused before any lane's.
+        slab.remove(7);
+        assert_eq!(slab.insert((), 5, NIL).0, 7);
+        slab.check().unwrap();
+        // `shrink_to_fit` drops the trailing chunk and puts the lanes'
+        // unused indices on the free list; old keys stay stale.
+        let (last, last_gen) = slab.insert((), 3, NIL);
+        slab.remove(last);
+        slab.shrink_to_fit();
+        slab.check().unwrap();
+        assert!(slab.get_key(last, last_gen).is_none());
+        assert!(slab.lanes.iter().all(|&(n, e)| n == e));
+        let (i, g) = slab.insert((), 3, NIL);
+        assert_ne!((i, g), (last, last_gen));
+        slab.check().unwrap();
     }
 
     #[test]
