@@ -363,8 +363,10 @@ impl<T> Wheel<T> {
     ///
     /// # Panics
     ///
-    /// Only if the 32-bit index spaces run out: more than `u32::MAX - 1`
-    /// timers pending at once, or more than about four billion slot cells
+    /// Only if the 32-bit index spaces run out: about `u32::MAX` timers
+    /// pending at once (less the at most 16 128 indices a large wheel keeps
+    /// in reserve, see `docs/design.md`, "Lanes"), or more than about four
+    /// billion slot cells
     /// (live ones plus cancelled ones not yet compacted, which stay below
     /// four per live timer), so not below about a billion pending timers.
     ///
@@ -384,10 +386,9 @@ impl<T> Wheel<T> {
         // The cell goes in first, so the node is written once, complete.
         // Entries due in the same level-1 slot share a lane of the slab
         // (see `slab`), so a cascade reads them from few cache lines.
-        let spot = self.slab.vacant(when >> self.lane_shift);
-        let index = spot.index;
+        let index = self.slab.vacant(when >> self.lane_shift);
         let pos = self.place_cell(index, when);
-        let gen = self.slab.insert_at(spot, value, when, pos);
+        let gen = self.slab.insert_at(index, value, when, pos);
         TimerKey { index, gen }
     }
 
@@ -928,12 +929,19 @@ impl<T> Wheel<T> {
         if l == 1 && self.staging.is_some_and(|(at, _)| at == event.at) {
             self.unstage();
         }
-        let level = &mut self.levels[l];
+        // A level-1 slot holding at least one cell per level-0 slot marks
+        // the level-0 slots it fills once, after the cascade, instead of
+        // once per cell: level 0 holds nothing but the stage it may just
+        // have become, so after the cascade a level-0 slot is occupied iff
+        // its bucket has cells.
+        let bulk = l == 1
+            && l != top
+            && self.levels[1].slots[slot].live as usize >= self.levels[0].slots.len();
         // Read the deadlines a batch at a time, then place the batch: the
         // reading loop is short, so many of its cache misses are in flight
         // at once (placing each entry right after reading it would leave
         // room for few).
-        let mut taken = level.slots[slot].take();
+        let mut taken = self.levels[l].slots[slot].take();
         let mut batch = [(0u32, 0u64); GATHER];
         loop {
             let mut n = 0;
@@ -954,7 +962,7 @@ impl<T> Wheel<T> {
                 }
             } else {
                 for &(index, when) in &batch[..n] {
-                    self.cascade_one(l, index, when);
+                    self.cascade_one(l, index, when, !bulk);
                 }
             }
             #[cfg(test)]
@@ -968,15 +976,24 @@ impl<T> Wheel<T> {
         if l == top {
             self.recompute_top_next();
         }
+        if bulk {
+            let level = &mut self.levels[0];
+            for s in 0..level.slots.len() {
+                if !level.slots[s].is_empty() {
+                    level.set(s);
+                }
+            }
+        }
     }
 
     /// Places an entry read from a slot of level `from`, below the top, that
     /// is being processed: it is due at once or goes to a lower level (its
     /// deadline lies in the slot's span). A lean [`place`](Wheel::place):
     /// no top-level bookkeeping, and no `event_hint` update (`process` set
-    /// it to 0, the lowest bound there is).
+    /// it to 0, the lowest bound there is). Without `mark` the slot's
+    /// occupancy bit is left to the caller (see `process`).
     #[inline(always)]
-    fn cascade_one(&mut self, from: usize, index: u32, when: u64) {
+    fn cascade_one(&mut self, from: usize, index: u32, when: u64, mark: bool) {
         let at = if when <= self.elapsed {
             self.ready.push(&mut self.blocks, index)
         } else {
@@ -989,7 +1006,9 @@ impl<T> Wheel<T> {
             debug_assert!(to < from && to == self.layout.level_for(self.elapsed, when));
             let level = &mut self.levels[to];
             let slot = level.geom.slot_of(when);
-            level.set(slot);
+            if mark {
+                level.set(slot);
+            }
             level.slots[slot].push(&mut self.blocks, index)
         };
         self.slab.node_mut(index).pos = at;

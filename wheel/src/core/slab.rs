@@ -26,37 +26,22 @@ use std::num::NonZeroU32;
 /// An index that names no entry (also the "not in any bucket" position).
 pub(crate) const NIL: u32 = u32::MAX;
 
+/// Whether the lane sizes are shrunk so that the model-based tests and the
+/// fuzz targets, whose wheels hold a few dozen timers, run through lanes,
+/// new chunks and their reserve all the time.
+const SMALL_LANES: bool = cfg!(any(test, fuzzing));
+
 /// Lanes of fresh indices (a power of two).
-const LANES: usize = 256;
+const LANES: usize = if SMALL_LANES { 4 } else { 256 };
 
 /// Fresh indices a lane takes at a time: 64 entries are 1.5 KiB with a
 /// `u64` payload, enough for the hardware to stream them.
-const CHUNK: u32 = 64;
+const CHUNK: u32 = if SMALL_LANES { 4 } else { 64 };
 
 /// Slabs smaller than this many entries (1.5 MiB with a `u64` payload, about
 /// what stays in cache anyway) take fresh indices one at a time, in order,
-/// and reserve nothing. Tests and fuzzing use lanes from 64 entries on, so
-/// that the model-based checks, which use small wheels, exercise them.
-const LANES_FROM: usize = if cfg!(any(test, fuzzing)) {
-    64
-} else {
-    1 << 16
-};
-
-/// `Spot::lane` of an index taken from the free list.
-const FROM_FREE: u32 = u32::MAX;
-
-/// `Spot::lane` of a fresh index pushed alone at the end.
-const FROM_END: u32 = u32::MAX - 1;
-
-/// Where the next insert goes: its index and where that index comes from
-/// (the free list, the end of the slab, or a lane), as
-/// [`Slab::vacant`] chose it for [`Slab::insert_at`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Spot {
-    pub(crate) index: u32,
-    lane: u32,
-}
+/// and reserve nothing.
+const LANES_FROM: usize = if SMALL_LANES { 8 } else { 1 << 16 };
 
 /// An occupied entry: the user's value, its deadline, its generation and the
 /// position of its cell in the bucket (or ready queue) that holds it.
@@ -129,50 +114,51 @@ impl<T> Slab<T> {
         self.entries.capacity()
     }
 
-    /// The index the next [`insert`](Slab::insert) fills: the caller can
-    /// place the entry's cell first and then store the node knowing its
-    /// position.
+    /// The index the next [`insert_at`](Slab::insert_at) fills: the caller
+    /// can place the entry's cell first and then store the node knowing its
+    /// position. Reuses a freed index if there is one; else, in a slab of
+    /// [`LANES_FROM`] entries or more, takes the next index of the lane
+    /// that `near` picks (opening a new chunk for it if needed), which is
+    /// then on no list until `insert_at` fills it.
     ///
     /// # Panics
     ///
-    /// If `u32::MAX - 1` indices are in use at once (about 128 GiB of
-    /// entries): the index space is exhausted.
+    /// If the index space is exhausted: about `u32::MAX` indices in use at
+    /// once (about 96 GiB of entries with a `u64` payload).
     #[inline]
-    pub(crate) fn vacant(&self, near: u64) -> Spot {
+    pub(crate) fn vacant(&mut self, near: u64) -> u32 {
         if self.free_head != NIL {
-            return Spot {
-                index: self.free_head,
-                lane: FROM_FREE,
-            };
+            return self.free_head;
         }
         let len = self.entries.len();
         if len < LANES_FROM {
-            return Spot {
-                index: fresh_index(len, 1),
-                lane: FROM_END,
-            };
+            return fresh_index(len, 1);
         }
-        let lane = near as usize & (LANES - 1);
-        let (next, end) = self.lanes[lane];
-        let index = if next != end {
-            next
-        } else {
-            fresh_index(len, CHUNK)
-        };
-        Spot {
-            index,
-            lane: lane as u32,
+        let lane = &mut self.lanes[near as usize & (LANES - 1)];
+        if lane.0 == lane.1 {
+            // A new chunk at the end. Its indices were never used, so
+            // `fresh_gen` is theirs, as for any fresh index (it changes
+            // only in `shrink_to_fit`, which empties the lanes).
+            let first = fresh_index(len, CHUNK);
+            *lane = (first, first + CHUNK);
+            let gen = Some(self.fresh_gen);
+            self.entries.extend((0..CHUNK).map(|_| Entry::Vacant {
+                next_free: NIL,
+                gen,
+            }));
         }
+        let index = lane.0;
+        lane.0 += 1;
+        index
     }
 
-    /// Stores a new node at `spot`, which [`vacant`](Slab::vacant) just
+    /// Stores a new node at `index`, which [`vacant`](Slab::vacant) just
     /// returned, with its cell at `pos` ([`NIL`] if in no bucket yet), and
     /// returns its generation.
     #[inline]
-    pub(crate) fn insert_at(&mut self, spot: Spot, value: T, when: u64, pos: u32) -> u32 {
-        let index = spot.index;
-        let gen = match spot.lane {
-            FROM_FREE => match self.entries[index as usize] {
+    pub(crate) fn insert_at(&mut self, index: u32, value: T, when: u64, pos: u32) -> u32 {
+        let gen = if index == self.free_head {
+            match self.entries[index as usize] {
                 Entry::Vacant {
                     next_free,
                     gen: Some(gen),
@@ -182,20 +168,10 @@ impl<T> Slab<T> {
                 }
                 // Only reusable vacant entries are on the free list.
                 _ => unreachable!("free list points at a non-reusable entry"),
-            },
-            FROM_END => self.fresh_gen,
-            lane => {
-                // A lane's chunk holds never-used indices: `fresh_gen` is
-                // theirs (it changes only in `shrink_to_fit`, which empties
-                // the lanes).
-                let range = &mut self.lanes[lane as usize];
-                if range.0 != range.1 {
-                    range.0 += 1;
-                } else {
-                    *range = (index + 1, index + CHUNK);
-                }
-                self.fresh_gen
             }
+        } else {
+            // Never used: at the end, or taken from a lane's chunk.
+            self.fresh_gen
         };
         self.max_gen = self.max_gen.max(gen);
         // Every generation handed out is at least 1 (`fresh_gen` starts
@@ -208,14 +184,6 @@ impl<T> Slab<T> {
         });
         if index as usize == self.entries.len() {
             self.entries.push(node);
-            if spot.lane < FROM_END {
-                // The rest of the new chunk, for the lane's next inserts.
-                let gen = Some(self.fresh_gen);
-                self.entries.extend((1..CHUNK).map(|_| Entry::Vacant {
-                    next_free: NIL,
-                    gen,
-                }));
-            }
         } else {
             self.entries[index as usize] = node;
         }
@@ -231,8 +199,8 @@ impl<T> Slab<T> {
     /// As [`vacant`](Slab::vacant).
     #[cfg(test)]
     pub(crate) fn insert(&mut self, value: T, when: u64, pos: u32) -> (u32, u32) {
-        let spot = self.vacant(when);
-        (spot.index, self.insert_at(spot, value, when, pos))
+        let index = self.vacant(when);
+        (index, self.insert_at(index, value, when, pos))
     }
 
     /// Frees an occupied index (the caller unlinked it) and returns its node.
@@ -390,7 +358,8 @@ impl<T> Slab<T> {
             .iter()
             .filter(|e| matches!(e, Entry::Vacant { gen: Some(_), .. }))
             .count();
-        let mut reserved = std::collections::HashSet::new();
+        let mut reserved = vec![false; self.entries.len()];
+        let mut in_lanes = 0;
         for (lane, &(next, end)) in self.lanes.iter().enumerate() {
             if next > end || (next < end && self.entries.len() < LANES_FROM) {
                 return Err(format!("lane {lane} has chunk {next}..{end}"));
@@ -400,15 +369,16 @@ impl<T> Slab<T> {
                     Some(Entry::Vacant { gen: Some(g), .. }) if *g == self.fresh_gen => {}
                     _ => return Err(format!("lane {lane} holds unusable index {i}")),
                 }
-                if !reserved.insert(i) {
+                if std::mem::replace(&mut reserved[i as usize], true) {
                     return Err(format!("index {i} is in two lanes"));
                 }
+                in_lanes += 1;
             }
         }
         let mut seen = 0;
         let mut at = self.free_head;
         while at != NIL {
-            if reserved.contains(&at) {
+            if reserved.get(at as usize) == Some(&true) {
                 return Err(format!("free list reaches lane index {at}"));
             }
             match self.entries.get(at as usize) {
@@ -423,10 +393,9 @@ impl<T> Slab<T> {
                 return Err("free list has a cycle".into());
             }
         }
-        if seen + reserved.len() != reusable {
+        if seen + in_lanes != reusable {
             return Err(format!(
-                "free list has {seen} and lanes {} of {reusable} free indices",
-                reserved.len()
+                "free list has {seen} and lanes {in_lanes} of {reusable} free indices"
             ));
         }
         Ok(())
@@ -493,6 +462,7 @@ mod tests {
     #[test]
     fn lanes_group_fresh_indices_and_keep_the_free_list_first() {
         let mut slab = Slab::with_capacity(0);
+        const { assert!(LANES >= 4 && CHUNK >= 2) };
         // Below `LANES_FROM`, fresh indices come in order whatever `near`.
         for i in 0..LANES_FROM as u64 {
             assert_eq!(slab.insert((), i * 7, NIL).0, i as u32);
