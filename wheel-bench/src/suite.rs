@@ -313,7 +313,24 @@ pub fn run_memory(s: &Settings, progress: &Progress, results: &mut Results) {
 }
 
 /// Run insert+cancel, insert+expire and churn for every peer and size.
+///
+/// Our wheel and the floor are measured together, their runs alternated
+/// (ours, floor, ours, floor, ...): the targets are ratios of the two, and
+/// this machine's speed drifts by up to 2x within minutes, so two medians
+/// taken a dozen seconds apart could each catch a different state.
 pub fn run_single(s: &Settings, progress: &Progress, results: &mut Results) {
+    // Peers measured together, in table order (the floor goes with ours).
+    let groups: Vec<Vec<Peer>> = Peer::ALL
+        .iter()
+        .filter(|&&p| p != Peer::Floor)
+        .map(|&p| {
+            if p == Peer::Wheel {
+                vec![Peer::Wheel, Peer::Floor]
+            } else {
+                vec![p]
+            }
+        })
+        .collect();
     for w in Workload::ALL {
         // (peer) -> (n, wall seconds of one run) of the last size run.
         let mut last: HashMap<Peer, (usize, f64)> = HashMap::new();
@@ -322,53 +339,68 @@ pub fn run_single(s: &Settings, progress: &Progress, results: &mut Results) {
                 Workload::Churn => None,
                 _ => Some(Inputs::new(n, w.seed(n))),
             };
-            for peer in Peer::ALL {
-                let label = format!("{} N={} {}", w.name(), fmt_count(n), peer.name());
-                if let Some(why) = skip_reason(s, results, peer, n, last.get(&peer).copied()) {
-                    progress.say(format!("{label}: skipped ({why})"));
-                    results.single.insert(
-                        (w, peer, n),
-                        Cell {
-                            ns: None,
-                            skipped: Some(why),
-                            check: Check::NotApplicable,
-                        },
-                    );
-                    continue;
+            for group in &groups {
+                let label = |peer: Peer| format!("{} N={} {}", w.name(), fmt_count(n), peer.name());
+                let mut peers = Vec::new();
+                for &peer in group {
+                    if let Some(why) = skip_reason(s, results, peer, n, last.get(&peer).copied()) {
+                        progress.say(format!("{}: skipped ({why})", label(peer)));
+                        results.single.insert(
+                            (w, peer, n),
+                            Cell {
+                                ns: None,
+                                skipped: Some(why),
+                                check: Check::NotApplicable,
+                            },
+                        );
+                    } else {
+                        peers.push(peer);
+                    }
                 }
                 let runs = if n > 1_000_000 { s.runs_large } else { s.runs };
                 if n <= WARM_UP_MAX_N {
                     // Untimed: whoever runs first would otherwise pay for the
                     // allocator's first touch of fresh pages.
-                    let o = w.run_once(peer, n, s, inputs.as_ref());
-                    progress.say(format!("{label}: warm-up: {} ns/op", ns(o.ns_per_op)));
+                    for &peer in &peers {
+                        let o = w.run_once(peer, n, s, inputs.as_ref());
+                        progress.say(format!(
+                            "{}: warm-up: {} ns/op",
+                            label(peer),
+                            ns(o.ns_per_op)
+                        ));
+                    }
                 }
-                let mut samples = Vec::with_capacity(runs);
-                let mut check: Option<Check> = None;
-                let mut wall = 0.0f64;
+                let mut samples = vec![Vec::with_capacity(runs); peers.len()];
+                let mut checks: Vec<Option<Check>> = vec![None; peers.len()];
+                let mut walls = vec![0.0f64; peers.len()];
                 for r in 0..runs {
-                    let o = w.run_once(peer, n, s, inputs.as_ref());
-                    samples.push(o.ns_per_op);
-                    wall = wall.max(o.wall.as_secs_f64());
-                    check = Some(match check {
-                        None => o.check,
-                        Some(c) => c.merge(o.check),
-                    });
-                    progress.say(format!(
-                        "{label}: run {}/{runs}: {} ns/op",
-                        r + 1,
-                        ns(o.ns_per_op)
-                    ));
+                    for (i, &peer) in peers.iter().enumerate() {
+                        let o = w.run_once(peer, n, s, inputs.as_ref());
+                        samples[i].push(o.ns_per_op);
+                        walls[i] = walls[i].max(o.wall.as_secs_f64());
+                        checks[i] = Some(match checks[i].take() {
+                            None => o.check,
+                            Some(c) => c.merge(o.check),
+                        });
+                        progress.say(format!(
+                            "{}: run {}/{runs}: {} ns/op",
+                            label(peer),
+                            r + 1,
+                            ns(o.ns_per_op)
+                        ));
+                    }
                 }
-                last.insert(peer, (n, wall));
-                results.single.insert(
-                    (w, peer, n),
-                    Cell {
-                        ns: Some(median(&samples)),
-                        skipped: None,
-                        check: check.unwrap_or(Check::NotApplicable),
-                    },
-                );
+                for (i, &peer) in peers.iter().enumerate() {
+                    last.insert(peer, (n, walls[i]));
+                    results.single.insert(
+                        (w, peer, n),
+                        Cell {
+                            ns: Some(median(&samples[i])),
+                            skipped: None,
+                            check: checks[i].take().unwrap_or(Check::NotApplicable),
+                        },
+                    );
+                }
             }
         }
         results.tables.push(single_table(s, results, w));
@@ -684,35 +716,40 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
              clock past the last (not timed), take all without blocking (checked: each once, in deadline \
              order, none before due). push+remove: push N items due over 1..={SPAN} ms, remove all in a \
              random order. Both queues run on a clock moved by hand: ours on `wheel::ManualClock`, \
-             tokio-util's on a paused tokio clock. Median of {} runs after an untimed warm-up run.",
+             tokio-util's on a paused tokio clock. Median of {} runs after an untimed warm-up run, the two \
+             queues' runs alternated.",
             s.dq_runs
         ),
         header,
         rows: Vec::new(),
         notes: Vec::new(),
     };
-    let mut ours: HashMap<(usize, usize), f64> = HashMap::new();
-    for peer in DqPeer::ALL {
-        let mut row = vec![peer.name().to_string()];
-        let mut check = Check::Passed;
-        for &n in &s.dq_sizes {
-            for what in 0..2 {
-                let mut samples = Vec::new();
-                // One untimed warm-up run first, as for the single-threaded
-                // workloads: a 10K run lasts under a millisecond, so a cold
-                // allocator (fresh pages) would otherwise weigh on it.
-                let warm = if what == 0 {
+    // Both queues are measured together, their runs alternated, so that
+    // the ratio compares the same stretch of this machine's (drifting)
+    // speed: (peer, n, what) -> median.
+    let mut medians: HashMap<(DqPeer, usize, usize), f64> = HashMap::new();
+    let mut checks: HashMap<DqPeer, Check> = HashMap::new();
+    for &n in &s.dq_sizes {
+        for what in 0..2 {
+            let run = |peer: DqPeer, seed: u64| {
+                if what == 0 {
                     peer.push_take(n)
                 } else {
-                    peer.push_remove(n, 80)
-                };
-                check = check.merge(warm.check);
-                for r in 0..s.dq_runs {
-                    let o = if what == 0 {
-                        peer.push_take(n)
-                    } else {
-                        peer.push_remove(n, 81 + r as u64)
-                    };
+                    peer.push_remove(n, seed)
+                }
+            };
+            let mut samples: HashMap<DqPeer, Vec<f64>> = HashMap::new();
+            // One untimed warm-up run first, as for the single-threaded
+            // workloads: a 10K run lasts under a millisecond, so a cold
+            // allocator (fresh pages) would otherwise weigh on it.
+            for peer in DqPeer::ALL {
+                let warm = run(peer, 80);
+                let c = checks.entry(peer).or_insert(Check::Passed);
+                *c = c.clone().merge(warm.check);
+            }
+            for r in 0..s.dq_runs {
+                for peer in DqPeer::ALL {
+                    let o = run(peer, 81 + r as u64);
                     progress.say(format!(
                         "DelayQueue {} N={} {}: run {}/{}: {} ns/item",
                         ["push+take", "push+remove"][what],
@@ -722,18 +759,27 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
                         s.dq_runs,
                         ns(o.ns_per_item)
                     ));
-                    samples.push(o.ns_per_item);
-                    check = check.merge(o.check);
+                    samples.entry(peer).or_default().push(o.ns_per_item);
+                    let c = checks.entry(peer).or_insert(Check::Passed);
+                    *c = c.clone().merge(o.check);
                 }
-                let m = median(&samples);
-                if peer == DqPeer::Ours {
-                    ours.insert((n, what), m);
-                }
-                row.push(ns(m));
-                row.push(ratio(m, ours.get(&(n, what)).copied().unwrap_or(f64::NAN)));
+            }
+            for (peer, v) in samples {
+                medians.insert((peer, n, what), median(&v));
             }
         }
-        row.push(check.label());
+    }
+    for peer in DqPeer::ALL {
+        let mut row = vec![peer.name().to_string()];
+        for &n in &s.dq_sizes {
+            for what in 0..2 {
+                let m = medians[&(peer, n, what)];
+                let ours = medians[&(DqPeer::Ours, n, what)];
+                row.push(ns(m));
+                row.push(ratio(m, ours));
+            }
+        }
+        row.push(checks.remove(&peer).unwrap_or(Check::NotApplicable).label());
         t.row(row);
     }
     results.tables.push(t);
@@ -820,14 +866,15 @@ pub fn run_layouts(n: usize, runs: usize, churn_steps: usize, progress: &Progres
 /// "5 runs (3 above 1M timers)" for the table intros.
 fn runs_text(s: &Settings) -> String {
     let big = s.sizes.iter().any(|&n| n > WARM_UP_MAX_N);
-    if big {
+    let runs = if big {
         format!(
             "{} runs after an untimed warm-up run ({} runs, no warm-up, above 1M timers)",
             s.runs, s.runs_large
         )
     } else {
         format!("{} runs after an untimed warm-up run", s.runs)
-    }
+    };
+    format!("{runs}, ours and the floor's runs alternated")
 }
 
 /// Signed nanoseconds as milliseconds with three decimals.

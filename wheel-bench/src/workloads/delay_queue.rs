@@ -218,7 +218,7 @@ impl DelayQueueLike for OurDq {
 }
 
 /// The `DelayQueue` implementations, ours first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DqPeer {
     /// `wheel::DelayQueue`.
     Ours,
