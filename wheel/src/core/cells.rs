@@ -28,7 +28,7 @@
 //!   O(1) by relinking blocks, and the cells keep their addresses.
 //!
 //! Invariants (checked by `Wheel::check_invariants` through
-//! [`Blocks::check`] and [`Bucket::walk`]):
+//! `Blocks::check` and `Bucket::walk`):
 //! - every block is either on the free list or in exactly one bucket;
 //! - a cell of a bucket is dead iff its dead bit is set; the bits of a tail
 //!   block's cells past the bucket's `end` are clear (so a push needs not
@@ -381,7 +381,7 @@ impl Bucket {
     }
 
     /// Detaches every cell, leaving the bucket empty: iterate the result
-    /// with [`Taken::next`], which frees each block once read.
+    /// with [`Taken::next_cell`], which frees each block once read.
     #[inline]
     pub(crate) fn take(&mut self) -> Taken {
         let taken = Taken {

@@ -119,7 +119,9 @@ impl<T> Slab<T> {
     /// position. Reuses a freed index if there is one; else, in a slab of
     /// [`LANES_FROM`] entries or more, takes the next index of the lane
     /// that `near` picks (opening a new chunk for it if needed), which is
-    /// then on no list until `insert_at` fills it.
+    /// then on no list until `insert_at` fills it. (A caller that panicked
+    /// in between, which `Wheel::insert` does only when its cell arena is
+    /// full, would leave that one index unused.)
     ///
     /// # Panics
     ///
