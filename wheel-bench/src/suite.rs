@@ -743,9 +743,7 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
             // workloads: a 10K run lasts under a millisecond, so a cold
             // allocator (fresh pages) would otherwise weigh on it.
             for peer in DqPeer::ALL {
-                let warm = run(peer, 80);
-                let c = checks.entry(peer).or_insert(Check::Passed);
-                *c = c.clone().merge(warm.check);
+                fold_check(&mut checks, peer, run(peer, 80).check);
             }
             for r in 0..s.dq_runs {
                 for peer in DqPeer::ALL {
@@ -760,8 +758,7 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
                         ns(o.ns_per_item)
                     ));
                     samples.entry(peer).or_default().push(o.ns_per_item);
-                    let c = checks.entry(peer).or_insert(Check::Passed);
-                    *c = c.clone().merge(o.check);
+                    fold_check(&mut checks, peer, o.check);
                 }
             }
             for (peer, v) in samples {
@@ -783,6 +780,12 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
         t.row(row);
     }
     results.tables.push(t);
+}
+
+/// Merges `check` into `peer`'s check so far (none yet counts as passed).
+fn fold_check(checks: &mut HashMap<DqPeer, Check>, peer: DqPeer, check: Check) {
+    let so_far = checks.remove(&peer).unwrap_or(Check::Passed);
+    checks.insert(peer, so_far.merge(check));
 }
 
 /// Run the layout comparison: our wheel with several level layouts on the three
