@@ -100,6 +100,7 @@ impl ManualClock {
 
     /// Nanoseconds since the clock started (one atomic load, no `Instant`
     /// arithmetic: the fast path of [`DelayQueue::push`](crate::DelayQueue::push)).
+    #[inline]
     pub(crate) fn offset(&self) -> u64 {
         self.inner.offset_nanos.load(Ordering::SeqCst)
     }
@@ -262,6 +263,7 @@ impl TickConv {
     }
 
     /// The tick length in nanoseconds.
+    #[inline]
     pub(crate) fn tick_nanos(&self) -> u64 {
         self.tick_nanos
     }
@@ -307,6 +309,7 @@ impl TickConv {
 
     /// The first tick at or after `nanos` past the origin (rounded up), the
     /// nanosecond form of [`TickConv::deadline_tick`].
+    #[inline]
     pub(crate) fn tick_of_nanos(&self, nanos: u64) -> u64 {
         ceil_ticks(u128::from(nanos), self.tick_nanos)
     }
@@ -329,6 +332,7 @@ impl TickConv {
 /// `nanos / tick`, rounded down, saturating at `u64::MAX`. Divides in
 /// 64 bits when `nanos` fits (always, for the first 584 years), which is
 /// several times cheaper than a 128-bit division.
+#[inline]
 pub(crate) fn floor_ticks(nanos: u128, tick_nanos: u64) -> u64 {
     match u64::try_from(nanos) {
         Ok(n) => n / tick_nanos,
@@ -338,6 +342,7 @@ pub(crate) fn floor_ticks(nanos: u128, tick_nanos: u64) -> u64 {
 
 /// `nanos / tick`, rounded up, saturating at `u64::MAX` (64-bit fast path
 /// as in [`floor_ticks`]).
+#[inline]
 pub(crate) fn ceil_ticks(nanos: u128, tick_nanos: u64) -> u64 {
     match u64::try_from(nanos) {
         Ok(n) => n.div_ceil(tick_nanos),

@@ -85,6 +85,7 @@ impl Time {
 
     /// Nanoseconds from the origin to now (saturating at `u64::MAX`); for
     /// a manual clock, one atomic load.
+    #[inline]
     fn now_nanos(&self) -> u64 {
         match &self.clock {
             Clock::System => self.conv.nanos_of(Instant::now()),
@@ -96,12 +97,17 @@ impl Time {
     /// `tick_for(now + delay, now)` gives (`NEVER` if the sum is past the
     /// range of `Instant`), in nanoseconds when [`fast_delay_tick`] can,
     /// else with `Instant`s.
+    #[inline]
     fn delay_tick(&self, delay: Duration) -> u64 {
-        fast_delay_tick(&self.conv, self.now_nanos(), delay)
-            .unwrap_or_else(|| self.slow_delay_tick(delay))
+        match fast_delay_tick(&self.conv, self.now_nanos(), delay) {
+            Some(tick) => tick,
+            None => self.slow_delay_tick(delay),
+        }
     }
 
     /// [`Time::delay_tick`] with `Instant`s (any delay).
+    #[cold]
+    #[inline(never)]
     fn slow_delay_tick(&self, delay: Duration) -> u64 {
         let now = self.now();
         match now.checked_add(delay) {
@@ -137,6 +143,7 @@ impl Time {
 /// due time is past [`TickConv::due_after`]'s limit. Below it each step
 /// matches the `Instant` path exactly: a zero delay is the current tick, any
 /// other rounds the due time up.
+#[inline]
 fn fast_delay_tick(conv: &TickConv, now: u64, delay: Duration) -> Option<u64> {
     let due = conv.due_after(now, delay)?;
     Some(if due == now {
