@@ -189,6 +189,12 @@ impl Blocks {
         self.dead[(addr >> BLOCK_SHIFT) as usize] & (1 << (addr & OFFSET_MASK)) != 0
     }
 
+    /// Sets the dead bit of the cell at `addr`.
+    #[inline]
+    fn set_dead(&mut self, addr: u32) {
+        self.dead[(addr >> BLOCK_SHIFT) as usize] |= 1 << (addr & OFFSET_MASK);
+    }
+
     /// Returns the chain of blocks `head ..= tail` to the free list, in O(1).
     #[inline]
     fn free_chain(&mut self, head: u32, tail: u32, count: usize) {
@@ -303,7 +309,7 @@ impl Bucket {
     /// cell left; the caller then frees it with [`Bucket::clear`].
     #[inline]
     pub(crate) fn kill(&mut self, arena: &mut Blocks, at: u32) -> bool {
-        arena.dead[(at >> BLOCK_SHIFT) as usize] |= 1 << (at & OFFSET_MASK);
+        arena.set_dead(at);
         self.live -= 1;
         self.dead += 1;
         self.live == 0

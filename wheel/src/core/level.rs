@@ -8,7 +8,7 @@
 //! - on the top level only, `min_when[s]` is a lower bound of the deadlines
 //!   in slot `s` (`u64::MAX` when empty).
 
-use super::cells::Bucket;
+use super::cells::{Blocks, Bucket};
 use super::config::LevelGeom;
 
 /// A level: `2^bits` slot buckets and the bitmaps that find occupied ones.
@@ -55,6 +55,22 @@ impl Level {
             self.summary[w / 64] |= 1 << (w % 64);
             self.occupied += 1;
         }
+    }
+
+    /// Appends a cell holding `index` to `slot`'s bucket, marking the slot
+    /// occupied if it is the bucket's first cell, and returns the cell's
+    /// address. The bits match the buckets whenever this runs, so only a
+    /// first cell has a bit to set, and testing the bucket (read for the
+    /// push anyway) is cheaper than testing the bit.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, blocks: &mut Blocks, slot: usize, index: u32) -> u32 {
+        let bucket = &mut self.slots[slot];
+        let first = bucket.is_empty();
+        let at = bucket.push(blocks, index);
+        if first {
+            self.set(slot);
+        }
+        at
     }
 
     /// Marks `slot` empty.

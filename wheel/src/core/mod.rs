@@ -763,15 +763,7 @@ impl<T> Wheel<T> {
         let l = self.layout.level_for(self.elapsed, when);
         let level = &mut self.levels[l];
         let slot = level.geom.slot_of(when);
-        let bucket = &mut level.slots[slot];
-        // Whenever an entry is placed, a level's bits match its buckets (a
-        // bit is set iff the bucket has cells), so only a bucket's first
-        // cell has a bit to set.
-        let first = bucket.is_empty();
-        let at = bucket.push(&mut self.blocks, index);
-        if first {
-            level.set(slot);
-        }
+        let at = level.push(&mut self.blocks, slot, index);
         let start = level.geom.slot_start(when);
         if l == self.layout.top() {
             level.min_when[slot] = level.min_when[slot].min(when);
@@ -1027,6 +1019,8 @@ impl<T> Wheel<T> {
             debug_assert!(to < from && to == self.layout.level_for(self.elapsed, when));
             let level = &mut self.levels[to];
             let slot = level.geom.slot_of(when);
+            // Not `Level::push`: here it measured about 0.7 instructions
+            // more per cascaded timer (callgrind, insert+expire).
             if mark {
                 level.set(slot);
             }
@@ -1073,10 +1067,9 @@ impl<T> Wheel<T> {
             }
             let when = self.slab.node(index).when;
             let s = self.stage.geom.slot_of(when);
-            let to = self.stage.slots[s].push(&mut self.blocks, index);
+            let to = self.stage.push(&mut self.blocks, s, index);
             self.blocks.set_tag(to, self.stage_epoch);
             self.slab.node_mut(index).pos = to;
-            self.stage.set(s);
         }
         // Moving live cells out may leave only dead ones, or too many.
         let bucket = &mut self.levels[1].slots[slot];
