@@ -699,6 +699,21 @@ pub fn run_threaded(s: &Settings, progress: &Progress, results: &mut Results) {
     results.tables.push(t);
 }
 
+/// Items a `DelayQueue` measurement covers at least, per queue: small
+/// sizes get more runs (a 10K run lasts well under a millisecond, so five of
+/// them are at the mercy of one interrupt or one slow stretch of the
+/// machine; a hundred alternated runs are not).
+pub const DQ_MIN_ITEMS: usize = 1_000_000;
+
+/// Runs of a `DelayQueue` measurement at `n` items: at least `runs`, and
+/// enough to cover [`DQ_MIN_ITEMS`].
+pub fn dq_runs_for(n: usize, runs: usize) -> usize {
+    match n {
+        0 => runs,
+        n => runs.max(DQ_MIN_ITEMS.div_ceil(n)),
+    }
+}
+
 /// Run the `DelayQueue` comparison.
 pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results) {
     let mut header: Vec<String> = vec!["implementation".into()];
@@ -716,9 +731,9 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
              clock past the last (not timed), take all without blocking (checked: each once, in deadline \
              order, none before due). push+remove: push N items due over 1..={SPAN} ms, remove all in a \
              random order. Both queues run on a clock moved by hand: ours on `wheel::ManualClock`, \
-             tokio-util's on a paused tokio clock. Median of {} runs after an untimed warm-up run, the two \
+             tokio-util's on a paused tokio clock. Median of the runs ({}) after an untimed warm-up run, the two \
              queues' runs alternated.",
-            s.dq_runs
+            dq_runs_text(s)
         ),
         header,
         rows: Vec::new(),
@@ -745,24 +760,24 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
             for peer in DqPeer::ALL {
                 fold_check(&mut checks, peer, run(peer, 80).check);
             }
-            for r in 0..s.dq_runs {
+            let runs = dq_runs_for(n, s.dq_runs);
+            for r in 0..runs {
                 for peer in DqPeer::ALL {
                     let o = run(peer, 81 + r as u64);
-                    progress.say(format!(
-                        "DelayQueue {} N={} {}: run {}/{}: {} ns/item",
-                        ["push+take", "push+remove"][what],
-                        fmt_count(n),
-                        peer.name(),
-                        r + 1,
-                        s.dq_runs,
-                        ns(o.ns_per_item)
-                    ));
                     samples.entry(peer).or_default().push(o.ns_per_item);
                     fold_check(&mut checks, peer, o.check);
                 }
             }
             for (peer, v) in samples {
-                medians.insert((peer, n, what), median(&v));
+                let m = median(&v);
+                progress.say(format!(
+                    "DelayQueue {} N={} {}: median of {runs} runs: {} ns/item",
+                    ["push+take", "push+remove"][what],
+                    fmt_count(n),
+                    peer.name(),
+                    ns(m)
+                ));
+                medians.insert((peer, n, what), m);
             }
         }
     }
@@ -780,6 +795,21 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
         t.row(row);
     }
     results.tables.push(t);
+}
+
+/// How many runs each `DelayQueue` median takes, for the table's intro.
+fn dq_runs_text(s: &Settings) -> String {
+    let parts: Vec<String> = s
+        .dq_sizes
+        .iter()
+        .map(|&n| format!("{} at N={}", dq_runs_for(n, s.dq_runs), fmt_count(n)))
+        .collect();
+    format!(
+        "{}: at least {}, and enough to cover {} items",
+        parts.join(", "),
+        s.dq_runs,
+        fmt_count(DQ_MIN_ITEMS)
+    )
 }
 
 /// Merges `check` into `peer`'s check so far (none yet counts as passed).
@@ -905,6 +935,22 @@ mod tests {
         assert_eq!(fmt_count(10_000), "10K");
         assert_eq!(fmt_count(10_000_000), "10M");
         assert_eq!(fmt_count(1_500), "1500");
+    }
+
+    #[test]
+    fn small_delay_queue_sizes_get_more_runs() {
+        assert_eq!(dq_runs_for(10_000, 5), 100);
+        assert_eq!(dq_runs_for(1_000_000, 5), 5);
+        assert_eq!(dq_runs_for(3_000_000, 5), 5);
+        assert_eq!(dq_runs_for(300_000, 3), 4);
+        assert_eq!(dq_runs_for(0, 3), 3);
+        let mut s = Settings::quick();
+        s.dq_sizes = vec![10_000, 1_000_000];
+        s.dq_runs = 5;
+        assert_eq!(
+            dq_runs_text(&s),
+            "100 at N=10K, 5 at N=1M: at least 5, and enough to cover 1M items"
+        );
     }
 
     #[test]

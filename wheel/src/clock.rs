@@ -214,6 +214,8 @@ impl Clock {
 pub(crate) struct TickConv {
     origin: Instant,
     tick_nanos: u64,
+    /// `u64::MAX / tick_nanos`, for [`div_rem_by`].
+    recip: u64,
     /// The largest nanosecond count after the origin that is an `Instant`
     /// and below `u64::MAX` (see [`TickConv::due_after`]).
     limit: u64,
@@ -232,6 +234,7 @@ impl TickConv {
         TickConv {
             origin,
             tick_nanos,
+            recip: u64::MAX / tick_nanos,
             limit,
         }
     }
@@ -308,10 +311,14 @@ impl TickConv {
     }
 
     /// The first tick at or after `nanos` past the origin (rounded up), the
-    /// nanosecond form of [`TickConv::deadline_tick`].
+    /// nanosecond form of [`TickConv::deadline_tick`]. On the path of every
+    /// `DelayQueue::push` and `Scheduler` schedule, so it multiplies by the
+    /// stored reciprocal instead of dividing (see [`div_rem_by`]).
     #[inline]
     pub(crate) fn tick_of_nanos(&self, nanos: u64) -> u64 {
-        ceil_ticks(u128::from(nanos), self.tick_nanos)
+        let (q, r) = div_rem_by(nanos, self.tick_nanos, self.recip);
+        // `q + 1 <= u64::MAX` when `r != 0`: then `q < nanos <= u64::MAX`.
+        q + u64::from(r != 0)
     }
 
     /// `origin + nanos`, or `None` past the range of `Instant`.
@@ -326,6 +333,28 @@ impl TickConv {
         let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
         let sub = (nanos % 1_000_000_000) as u32;
         self.origin.checked_add(Duration::new(secs, sub))
+    }
+}
+
+/// `(n / d, n % d)` for a divisor `d >= 1` with `recip == u64::MAX / d`,
+/// by a multiplication and at most one correction instead of a division
+/// (a 64-bit division has several times the latency of the multiplication
+/// and sits on the critical path of every push).
+///
+/// Exact for every `n`: let `q = n / d`. Since `recip * d <= 2^64 - 1`, the
+/// estimate `e = n * recip / 2^64` (rounded down) is at most `n / d`, so
+/// `e <= q`. Since `recip > (2^64 - 1) / d - 1 >= (2^64 - d) / d`,
+/// `n * recip / 2^64 > n / d - n / 2^64 > n / d - 1`, so `e >= q - 1`. So
+/// `n - e * d` is the remainder or the remainder plus `d` (no overflow:
+/// `e * d <= q * d <= n`), and one comparison finds which.
+#[inline]
+pub(crate) fn div_rem_by(n: u64, d: u64, recip: u64) -> (u64, u64) {
+    let e = ((u128::from(n) * u128::from(recip)) >> 64) as u64;
+    let r = n - e * d;
+    if r >= d {
+        (e + 1, r - d)
+    } else {
+        (e, r)
     }
 }
 
@@ -353,6 +382,56 @@ pub(crate) fn ceil_ticks(nanos: u128, tick_nanos: u64) -> u64 {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// `div_rem_by` against `/` and `%` at the edges of the divisor's and
+    /// the dividend's ranges, and where the estimate is one short.
+    #[test]
+    fn reciprocal_division_is_exact_at_the_boundaries() {
+        let divisors = [
+            1,
+            2,
+            3,
+            7,
+            1_000,
+            999_999,
+            1_000_000,
+            1_000_000_007,
+            1 << 32,
+            (1 << 32) + 1,
+            u64::MAX / 3,
+            1 << 63,
+            (1 << 63) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for d in divisors {
+            let recip = u64::MAX / d;
+            let mut ns = vec![0, 1, 2, d - 1, d, u64::MAX, u64::MAX - 1, u64::MAX / 2];
+            for k in [1u64, 2, 3, 1_000, 1 << 20, u64::MAX / d] {
+                if let Some(m) = k.checked_mul(d) {
+                    ns.extend([m - 1, m, m.saturating_add(1), m.saturating_add(d - 1)]);
+                }
+            }
+            for n in ns {
+                assert_eq!(div_rem_by(n, d, recip), (n / d, n % d), "{n} / {d}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn reciprocal_division_is_exact(n: u64, d in 1u64.., small in 1u64..=1 << 40) {
+            for d in [d, small] {
+                proptest::prop_assert_eq!(div_rem_by(n, d, u64::MAX / d), (n / d, n % d));
+            }
+        }
+
+        #[test]
+        fn tick_of_nanos_rounds_up(nanos: u64, tick in 1u64..=u64::MAX) {
+            let conv = TickConv::new(Instant::now(), Duration::from_nanos(tick));
+            proptest::prop_assert_eq!(conv.tick_of_nanos(nanos), nanos.div_ceil(tick));
+        }
+    }
 
     #[test]
     fn rounding_boundaries() {
