@@ -343,10 +343,11 @@ impl TickConv {
 ///
 /// Exact for every `n`: let `q = n / d`. Since `recip * d <= 2^64 - 1`, the
 /// estimate `e = n * recip / 2^64` (rounded down) is at most `n / d`, so
-/// `e <= q`. Since `recip > (2^64 - 1) / d - 1 >= (2^64 - d) / d`,
-/// `n * recip / 2^64 > n / d - n / 2^64 > n / d - 1`, so `e >= q - 1`. So
-/// `n - e * d` is the remainder or the remainder plus `d` (no overflow:
-/// `e * d <= q * d <= n`), and one comparison finds which.
+/// `e <= q`. Since `recip >= ((2^64 - 1) - (d - 1)) / d = (2^64 - d) / d`,
+/// `n * recip / 2^64 >= n / d - n / 2^64 > n / d - 1` (as `n < 2^64`), so
+/// `e >= q - 1`. So `n - e * d` is the remainder or the remainder plus
+/// `d` (no overflow: `e * d <= q * d <= n`), and one comparison finds
+/// which.
 #[inline]
 pub(crate) fn div_rem_by(n: u64, d: u64, recip: u64) -> (u64, u64) {
     let e = ((u128::from(n) * u128::from(recip)) >> 64) as u64;
