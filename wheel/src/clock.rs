@@ -265,12 +265,6 @@ impl TickConv {
         !tick.is_zero() && u64::try_from(tick.as_nanos()).is_ok()
     }
 
-    /// The tick length in nanoseconds.
-    #[inline]
-    pub(crate) fn tick_nanos(&self) -> u64 {
-        self.tick_nanos
-    }
-
     /// The tick length.
     pub(crate) fn tick(&self) -> Duration {
         Duration::from_nanos(self.tick_nanos)
@@ -280,14 +274,20 @@ impl TickConv {
     /// advanced to at that instant.
     pub(crate) fn now_tick(&self, now: Instant) -> u64 {
         let nanos = now.saturating_duration_since(self.origin).as_nanos();
-        floor_ticks(nanos, self.tick_nanos)
+        match u64::try_from(nanos) {
+            Ok(n) => self.floor_tick_of_nanos(n),
+            Err(_) => floor_ticks(nanos, self.tick_nanos),
+        }
     }
 
     /// The first tick at or after `at` (rounded up): a timer for `at` put at
     /// this tick never fires before `at`.
     pub(crate) fn deadline_tick(&self, at: Instant) -> u64 {
         let nanos = at.saturating_duration_since(self.origin).as_nanos();
-        ceil_ticks(nanos, self.tick_nanos)
+        match u64::try_from(nanos) {
+            Ok(n) => self.tick_of_nanos(n),
+            Err(_) => ceil_ticks(nanos, self.tick_nanos),
+        }
     }
 
     /// The deadline tick for `now + delay`; `u64::MAX` (never) if the sum
@@ -310,10 +310,18 @@ impl TickConv {
         u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
     }
 
+    /// The tick that contains `nanos` past the origin (rounded down), the
+    /// nanosecond form of [`TickConv::now_tick`].
+    #[inline]
+    pub(crate) fn floor_tick_of_nanos(&self, nanos: u64) -> u64 {
+        div_rem_by(nanos, self.tick_nanos, self.recip).0
+    }
+
     /// The first tick at or after `nanos` past the origin (rounded up), the
-    /// nanosecond form of [`TickConv::deadline_tick`]. On the path of every
-    /// `DelayQueue::push` and `Scheduler` schedule, so it multiplies by the
-    /// stored reciprocal instead of dividing (see [`div_rem_by`]).
+    /// nanosecond form of [`TickConv::deadline_tick`]. Every conversion of
+    /// a `u64` nanosecond count (for the first 584 years, all of them) is
+    /// on the path of a push or a schedule, so they multiply by the stored
+    /// reciprocal instead of dividing (see [`div_rem_by`]).
     #[inline]
     pub(crate) fn tick_of_nanos(&self, nanos: u64) -> u64 {
         let (q, r) = div_rem_by(nanos, self.tick_nanos, self.recip);

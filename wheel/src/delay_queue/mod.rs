@@ -147,7 +147,7 @@ impl Time {
 fn fast_delay_tick(conv: &TickConv, now: u64, delay: Duration) -> Option<u64> {
     let due = conv.due_after(now, delay)?;
     Some(if due == now {
-        (now / conv.tick_nanos()).min(NEVER - 1)
+        conv.floor_tick_of_nanos(now).min(NEVER - 1)
     } else {
         conv.tick_of_nanos(due)
     })
