@@ -189,9 +189,23 @@ pub(crate) struct LevelGeom {
     pub(crate) shift: u32,
     /// Slots per level, as a power of two.
     pub(crate) bits: u32,
+    /// `2^bits - 1`, stored so that [`slot_of`](LevelGeom::slot_of), on
+    /// every insert and cancel, is a shift and an AND (computing the mask
+    /// each time took four more instructions).
+    mask: u64,
 }
 
 impl LevelGeom {
+    /// The level whose slots are `2^shift` ticks wide, `2^bits` of them
+    /// (`bits` at most 16, as [`WheelConfig::new`] checks).
+    pub(crate) const fn new(shift: u32, bits: u32) -> LevelGeom {
+        LevelGeom {
+            shift,
+            bits,
+            mask: (1u64 << bits) - 1,
+        }
+    }
+
     /// Number of slots.
     pub(crate) fn slots(self) -> usize {
         1usize << self.bits
@@ -200,7 +214,7 @@ impl LevelGeom {
     /// The slot of this level that tick `when` maps to.
     #[inline]
     pub(crate) fn slot_of(self, when: u64) -> usize {
-        ((when >> self.shift) & ((1u64 << self.bits) - 1)) as usize
+        ((when >> self.shift) & self.mask) as usize
     }
 
     /// The first tick of the slot containing `when` (`when` with the bits
@@ -242,7 +256,7 @@ impl Layout {
         let mut levels = Vec::with_capacity(config.bits.len());
         let mut shift = 0;
         for &bits in &config.bits {
-            levels.push(LevelGeom { shift, bits });
+            levels.push(LevelGeom::new(shift, bits));
             shift += bits;
         }
         let top = (levels.len() - 1) as u8;
@@ -403,8 +417,8 @@ mod tests {
     #[test]
     fn uneven_layout_levels() {
         let l = layout(&[3, 1, 4]);
-        assert_eq!(l.levels[1], LevelGeom { shift: 3, bits: 1 });
-        assert_eq!(l.levels[2], LevelGeom { shift: 4, bits: 4 });
+        assert_eq!(l.levels[1], LevelGeom::new(3, 1));
+        assert_eq!(l.levels[2], LevelGeom::new(4, 4));
         assert_eq!(l.level_for(0, 7), 0);
         assert_eq!(l.level_for(0, 8), 1);
         assert_eq!(l.level_for(0, 15), 1);
@@ -420,7 +434,7 @@ mod tests {
 
     #[test]
     fn slot_arithmetic() {
-        let g = LevelGeom { shift: 6, bits: 6 };
+        let g = LevelGeom::new(6, 6);
         assert_eq!(g.slots(), 64);
         assert_eq!(g.slot_of(0), 0);
         assert_eq!(g.slot_of(63), 0);
@@ -432,10 +446,10 @@ mod tests {
         assert_eq!(g.slot_start(u64::MAX), 0xFFFF_FFFF_FFFF_FFC0);
         assert_eq!(g.slot_start_in_turn(4096 + 70, 5), 4096 + 5 * 64);
         assert_eq!(g.slot_start_in_turn(u64::MAX, 63), 0xFFFF_FFFF_FFFF_FFC0);
-        let top = LevelGeom { shift: 56, bits: 8 };
+        let top = LevelGeom::new(56, 8);
         assert_eq!(top.slot_of(u64::MAX), 255);
         assert_eq!(top.slot_start_in_turn(12345, 255), 255 << 56);
-        let g0 = LevelGeom { shift: 0, bits: 16 };
+        let g0 = LevelGeom::new(0, 16);
         assert_eq!(g0.slot_of(u64::MAX), 65535);
         assert_eq!(g0.slot_start(u64::MAX), u64::MAX);
     }

