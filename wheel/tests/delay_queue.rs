@@ -16,6 +16,22 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// Joins a taker that must finish: one still blocked after [`LIVENESS`]
+/// missed its wake-up. Then the queue is closed, which wakes every taker,
+/// so that the thread scope can end and the test fails with a message
+/// instead of hanging.
+fn join_taker<T, U>(q: &DelayQueue<U>, h: thread::ScopedJoinHandle<'_, T>, what: &str) -> T {
+    let start = Instant::now();
+    while !h.is_finished() {
+        if start.elapsed() > LIVENESS {
+            q.close();
+            panic!("{what}: the taker was still blocked after {LIVENESS:?} (lost wake-up)");
+        }
+        thread::sleep(ms(1));
+    }
+    h.join().unwrap()
+}
+
 fn manual() -> (ManualClock, DelayQueue<u32>) {
     let clock = ManualClock::new();
     let q = DelayQueue::builder().clock(clock.clone()).build().unwrap();
@@ -168,7 +184,7 @@ fn manual_take_timeout_counts_manual_time() {
         thread::sleep(ms(30));
         assert!(!h.is_finished(), "manual timeout must not follow real time");
         clock.advance(Duration::from_secs(10));
-        assert_eq!(h.join().unwrap(), None);
+        assert_eq!(join_taker(&q, h, "timeout on the manual clock"), None);
     });
     assert_eq!(q.len(), 1);
 }
@@ -185,7 +201,7 @@ fn blocked_taker_woken_by_advance() {
         thread::sleep(ms(30));
         assert!(!h.is_finished(), "woken early must not mean taken early");
         clock.advance(Duration::from_secs(3600));
-        assert_eq!(h.join().unwrap(), Some(7));
+        assert_eq!(join_taker(&q, h, "advance past the deadline"), Some(7));
     });
 }
 
@@ -201,7 +217,7 @@ fn earlier_push_wakes_sleeping_taker() {
         thread::sleep(ms(30));
         let pushed = Instant::now();
         q.push("soon", ms(10)).unwrap();
-        let (v, at) = h.join().unwrap();
+        let (v, at) = join_taker(&q, h, "earlier push");
         assert_eq!(v, Some("soon"));
         assert!(at >= pushed + ms(10));
         assert!(at < pushed + LIVENESS);
@@ -216,7 +232,7 @@ fn reset_earlier_wakes_sleeping_taker() {
         let h = s.spawn(|| q.take());
         thread::sleep(ms(30));
         assert!(q.reset(k, ms(5)));
-        assert_eq!(h.join().unwrap(), Some("x"));
+        assert_eq!(join_taker(&q, h, "reset earlier"), Some("x"));
     });
 }
 
@@ -227,7 +243,7 @@ fn push_into_empty_queue_wakes_taker() {
         let h = s.spawn(|| q.take());
         thread::sleep(ms(30));
         q.push(5u8, Duration::ZERO).unwrap();
-        assert_eq!(h.join().unwrap(), Some(5));
+        assert_eq!(join_taker(&q, h, "push into an empty queue"), Some(5));
     });
 }
 
@@ -323,11 +339,13 @@ fn manual_many_takers_each_item_once() {
             clock.advance(Duration::from_secs(1));
         }
         let deadline = Instant::now() + LIVENESS;
-        while got.lock().unwrap().len() < 60 {
-            assert!(Instant::now() < deadline, "items not taken");
+        while got.lock().unwrap().len() < 60 && Instant::now() < deadline {
             thread::sleep(ms(2));
         }
+        // Closed before the check, so that a failure ends the scope (whose
+        // takers would otherwise block forever) instead of hanging.
         q.close();
+        assert_eq!(got.lock().unwrap().len(), 60, "items not taken");
     });
     let mut all = got.into_inner().unwrap();
     all.sort_unstable();
