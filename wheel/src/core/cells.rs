@@ -247,9 +247,9 @@ impl Blocks {
 /// The cells of one slot (or of the ready queue), in placement order.
 ///
 /// Aligned to 32 bytes (28 of them used): a bucket's address is then a
-/// shift of its slot number instead of a multiply by 28 (two instructions
-/// fewer on each insert and each logged cancel), and no bucket straddles
-/// two cache lines.
+/// shift of its slot number instead of a multiply by 28 (callgrind: about
+/// 6 instructions fewer per `DelayQueue` push+remove pair), and no bucket
+/// straddles two cache lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(align(32))]
 pub(crate) struct Bucket {

@@ -191,7 +191,7 @@ pub(crate) struct LevelGeom {
     pub(crate) bits: u32,
     /// `2^bits - 1`, stored so that [`slot_of`](LevelGeom::slot_of), on
     /// every insert and cancel, is a shift and an AND (computing the mask
-    /// each time took four more instructions).
+    /// each time took four more instructions in the compiled code).
     mask: u64,
 }
 

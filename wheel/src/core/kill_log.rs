@@ -14,8 +14,8 @@ pub(crate) const DEFER_KILLS: usize = 64;
 /// address.
 ///
 /// A fixed array rather than a `Vec`: a push is two stores and a count,
-/// with no capacity test and no growth path (3 instructions fewer per
-/// cancel, callgrind).
+/// with no capacity test and no growth path (`docs/design.md`,
+/// "Instructions off the insert and cancel paths", has the counts).
 #[derive(Debug)]
 pub(crate) struct KillLog {
     cells: Box<[(u64, u32); DEFER_KILLS]>,
