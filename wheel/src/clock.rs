@@ -367,25 +367,18 @@ pub(crate) fn div_rem_by(n: u64, d: u64, recip: u64) -> (u64, u64) {
     }
 }
 
-/// `nanos / tick`, rounded down, saturating at `u64::MAX`. Divides in
-/// 64 bits when `nanos` fits (always, for the first 584 years), which is
-/// several times cheaper than a 128-bit division.
-#[inline]
+/// `nanos / tick`, rounded down, saturating at `u64::MAX`, in 128 bits:
+/// the fallback of [`TickConv::now_tick`] for counts past `u64` (584
+/// years), which converts every smaller count with the reciprocal.
 pub(crate) fn floor_ticks(nanos: u128, tick_nanos: u64) -> u64 {
-    match u64::try_from(nanos) {
-        Ok(n) => n / tick_nanos,
-        Err(_) => u64::try_from(nanos / u128::from(tick_nanos)).unwrap_or(u64::MAX),
-    }
+    u64::try_from(nanos / u128::from(tick_nanos)).unwrap_or(u64::MAX)
 }
 
-/// `nanos / tick`, rounded up, saturating at `u64::MAX` (64-bit fast path
-/// as in [`floor_ticks`]).
-#[inline]
+/// `nanos / tick`, rounded up, saturating at `u64::MAX`, in 128 bits: the
+/// fallback of [`TickConv::deadline_tick`], as [`floor_ticks`] is of
+/// `now_tick`.
 pub(crate) fn ceil_ticks(nanos: u128, tick_nanos: u64) -> u64 {
-    match u64::try_from(nanos) {
-        Ok(n) => n.div_ceil(tick_nanos),
-        Err(_) => u64::try_from(nanos.div_ceil(u128::from(tick_nanos))).unwrap_or(u64::MAX),
-    }
+    u64::try_from(nanos.div_ceil(u128::from(tick_nanos))).unwrap_or(u64::MAX)
 }
 
 #[cfg(all(test, not(loom)))]
