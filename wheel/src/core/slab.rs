@@ -172,7 +172,6 @@ impl<T> Slab<T> {
     #[inline(never)]
     fn fresh_in_lane(&mut self, near: u64) -> (u32, u32) {
         let len = self.entries.len();
-        let gen = Some(self.fresh_gen);
         let lane = &mut self.lanes[near as usize & (LANES - 1)];
         if lane.0 == lane.1 {
             // A new chunk at the end. Its indices were never used, so
@@ -180,6 +179,7 @@ impl<T> Slab<T> {
             // only in `shrink_to_fit`, which empties the lanes).
             let first = fresh_index(len, CHUNK);
             *lane = (first, first + CHUNK);
+            let gen = Some(self.fresh_gen);
             self.entries.extend((0..CHUNK).map(|_| Entry::Vacant {
                 next_free: NIL,
                 gen,
