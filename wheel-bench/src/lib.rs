@@ -6,7 +6,8 @@
 //! Layout:
 //! - [`peers`]: single-threaded timer queues behind one trait, [`peers::TimerQueue`]
 //!   (our `Wheel<u64>`, a `BinaryHeap`, a `BTreeMap`, `hierarchical_hash_wheel_timer`,
-//!   tokio-util's `DelayQueue`, and the floor);
+//!   tokio-util's `DelayQueue`, and the floor; beside them, outside the tables, the
+//!   churn lower bound [`peers::calendar`]);
 //! - [`threaded`]: timer services with their own thread(s) behind
 //!   [`threaded::ThreadedTimer`];
 //! - [`workloads`]: each workload written once, generic over those traits; every run

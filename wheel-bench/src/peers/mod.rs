@@ -5,6 +5,7 @@
 //! which is how the workload checks what fired.
 
 pub mod btree;
+pub mod calendar;
 pub mod floor;
 pub mod heap;
 pub mod hhwt;

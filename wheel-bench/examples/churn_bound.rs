@@ -1,0 +1,67 @@
+//! The churn workload on three queues, their runs alternated: the lower bound
+//! `peers::calendar::Calendar`, the floor, and our wheel, each as a ratio to
+//! the floor of the same round. It asks whether a flat ratio from 1M to 10M
+//! pending timers is within reach of any timer (`docs/benchmarks.md`,
+//! "Eighth session").
+//!
+//! ```text
+//! cargo run --release -p wheel-bench --example churn_bound -- [SIZES] [ROUNDS] [STEPS]
+//! ```
+//!
+//! SIZES is a comma-separated list of pending-timer counts (default
+//! `1000000,10000000`), ROUNDS the rounds per size (default 3), STEPS the
+//! churn steps timed per run (default 2 000 000, as the full comparison).
+//! Every run checks its output (none early, none twice, none lost) for the
+//! calendar and our wheel.
+
+use wheel_bench::peers::calendar::Calendar;
+use wheel_bench::peers::floor::Floor;
+use wheel_bench::peers::wheel::OurWheel;
+use wheel_bench::workloads::single::{churn, Churn};
+use wheel_bench::workloads::Check;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let sizes: Vec<usize> = match args.first() {
+        Some(list) => list
+            .split(',')
+            .map(|s| s.trim().parse().expect("SIZES: comma-separated counts"))
+            .collect(),
+        None => vec![1_000_000, 10_000_000],
+    };
+    let rounds: usize = args
+        .get(1)
+        .map_or(3, |s| s.parse().expect("ROUNDS: a number"));
+    let steps: usize = args
+        .get(2)
+        .map_or(2_000_000, |s| s.parse().expect("STEPS: a number"));
+    println!("churn, {steps} steps timed per run; ns per step (ratio to the floor of the round)");
+    let mut failed = false;
+    for &n in &sizes {
+        for round in 0..rounds {
+            let p = Churn::new(n, steps, 9_100 + round as u64);
+            let cal = churn(Calendar::with_capacity(n), &p);
+            let floor = churn(Floor::with_capacity(n), &p);
+            let ours = churn(OurWheel::with_capacity(n), &p);
+            for (name, o) in [("calendar", &cal), ("ours", &ours)] {
+                if o.check != Check::Passed {
+                    eprintln!("{name} at {n}: {:?}", o.check);
+                    failed = true;
+                }
+            }
+            let f = floor.ns_per_op;
+            println!(
+                "N={n:>9} round {round}: calendar {:6.1} ({:.2}x), floor {:6.1}, ours {:6.1} ({:.2}x); fired per step {:.3}",
+                cal.ns_per_op,
+                cal.ns_per_op / f,
+                f,
+                ours.ns_per_op,
+                ours.ns_per_op / f,
+                cal.fired as f64 / steps as f64,
+            );
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}
