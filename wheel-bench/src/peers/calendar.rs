@@ -17,26 +17,13 @@
 //! visits. `docs/benchmarks.md` ("Eighth session") has what it measured; the
 //! example `churn_bound` runs it.
 
+use super::floor::Floor;
 use super::TimerQueue;
-
-/// End of the free list.
-const NIL: u32 = u32::MAX;
 
 /// Slots in the ring, one tick each (a power of two above the churn
 /// workload's 30 000-tick horizon, so each of its pairs fires on its first
 /// visit).
 pub const RING_SLOTS: usize = 1 << 15;
-
-/// One slab entry, laid out like the floor's (32 bytes).
-#[derive(Clone, Copy)]
-#[repr(C)]
-struct Entry {
-    deadline: u64,
-    id: u64,
-    next: u32,
-    gen: u32,
-    live: u64,
-}
 
 /// The churn lower bound (see the module docs).
 ///
@@ -55,8 +42,8 @@ struct Entry {
 /// assert_eq!(fired, vec![2]);
 /// ```
 pub struct Calendar {
-    entries: Vec<Entry>,
-    free: u32,
+    /// The floor's slab, unchanged: the entries and their generations.
+    slab: Floor,
     ring: Vec<Vec<(u32, u32)>>,
     now: u64,
 }
@@ -65,20 +52,10 @@ impl Calendar {
     /// An empty calendar with room for `capacity` entries.
     pub fn with_capacity(capacity: usize) -> Calendar {
         Calendar {
-            entries: Vec::with_capacity(capacity),
-            free: NIL,
+            slab: Floor::with_capacity(capacity),
             ring: (0..RING_SLOTS).map(|_| Vec::new()).collect(),
             now: 0,
         }
-    }
-
-    fn release(&mut self, index: u32) -> u64 {
-        let e = &mut self.entries[index as usize];
-        e.live = 0;
-        e.gen = e.gen.wrapping_add(1);
-        e.next = self.free;
-        self.free = index;
-        e.id
     }
 }
 
@@ -87,39 +64,16 @@ impl TimerQueue for Calendar {
 
     #[inline]
     fn insert(&mut self, deadline: u64, id: u64) -> (u32, u32) {
-        let (index, gen) = if self.free != NIL {
-            let index = self.free;
-            let e = &mut self.entries[index as usize];
-            self.free = e.next;
-            e.deadline = deadline;
-            e.id = id;
-            e.next = NIL;
-            e.live = 1;
-            (index, e.gen)
-        } else {
-            let index = self.entries.len() as u32;
-            self.entries.push(Entry {
-                deadline,
-                id,
-                next: NIL,
-                gen: 0,
-                live: 1,
-            });
-            (index, 0)
-        };
+        let handle = self.slab.insert(deadline, id);
         // A deadline at or before `now` is visited on the next tick.
         let at = deadline.max(self.now + 1);
-        self.ring[at as usize % RING_SLOTS].push((index, gen));
-        (index, gen)
+        self.ring[at as usize % RING_SLOTS].push(handle);
+        handle
     }
 
     #[inline]
-    fn cancel(&mut self, (index, gen): (u32, u32)) -> Option<u64> {
-        let e = self.entries.get(index as usize)?;
-        if e.gen != gen || e.live == 0 {
-            return None;
-        }
-        Some(self.release(index))
+    fn cancel(&mut self, handle: (u32, u32)) -> Option<u64> {
+        self.slab.cancel(handle)
     }
 
     fn advance<F: FnMut(u64)>(&mut self, now: u64, mut fire: F) {
@@ -129,17 +83,20 @@ impl TimerQueue for Calendar {
             let mut pairs = std::mem::take(&mut self.ring[slot]);
             let mut later = 0;
             for i in 0..pairs.len() {
-                let (index, gen) = pairs[i];
-                let e = &self.entries[index as usize];
-                if e.live == 0 || e.gen != gen {
-                    continue; // cancelled (or fired) since
-                }
-                if e.deadline <= self.now {
-                    fire(self.release(index));
-                } else {
+                let handle = pairs[i];
+                match self.slab.deadline(handle) {
+                    // Cancelled (or fired) since.
+                    None => {}
+                    Some(d) if d <= self.now => {
+                        if let Some(id) = self.slab.cancel(handle) {
+                            fire(id);
+                        }
+                    }
                     // Due in a later turn of the ring: keep it, in order.
-                    pairs[later] = (index, gen);
-                    later += 1;
+                    Some(_) => {
+                        pairs[later] = handle;
+                        later += 1;
+                    }
                 }
             }
             pairs.truncate(later);

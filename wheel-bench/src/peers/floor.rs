@@ -43,6 +43,13 @@ impl Floor {
         }
     }
 
+    /// The deadline of a live entry, `None` for a stale handle (the churn
+    /// lower bound, [`super::calendar`], checks its ring's pairs with it).
+    pub(crate) fn deadline(&self, (index, gen): (u32, u32)) -> Option<u64> {
+        let e = self.entries.get(index as usize)?;
+        (e.gen == gen && e.live != 0).then_some(e.deadline)
+    }
+
     fn release(&mut self, index: u32) -> u64 {
         let e = &mut self.entries[index as usize];
         e.live = 0;
