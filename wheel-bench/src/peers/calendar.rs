@@ -18,7 +18,7 @@
 //! visits. `docs/benchmarks.md` ("Eighth session") has what it measured; the
 //! example `churn_bound` runs it.
 
-use super::floor::Floor;
+use super::floor::{Due, Floor};
 use super::TimerQueue;
 
 /// Slots in the ring, one tick each (a power of two above the churn
@@ -85,16 +85,11 @@ impl TimerQueue for Calendar {
             let mut later = 0;
             for i in 0..pairs.len() {
                 let handle = pairs[i];
-                match self.slab.deadline(handle) {
-                    // Cancelled (or fired) since.
-                    None => {}
-                    Some(d) if d <= self.now => {
-                        if let Some(id) = self.slab.cancel(handle) {
-                            fire(id);
-                        }
-                    }
+                match self.slab.take_due(handle, self.now) {
+                    Due::Stale => {}
+                    Due::Taken(id) => fire(id),
                     // Due in a later turn of the ring: keep it, in order.
-                    Some(_) => {
+                    Due::Later => {
                         pairs[later] = handle;
                         later += 1;
                     }

@@ -24,6 +24,16 @@ struct Entry {
     live: u64,
 }
 
+/// What [`Floor::take_due`] found.
+pub(crate) enum Due {
+    /// Cancelled or taken since the handle was issued.
+    Stale,
+    /// Live, and due after `now`.
+    Later,
+    /// Live and due: freed, with its id.
+    Taken(u64),
+}
+
 /// The floor slab.
 pub struct Floor {
     entries: Vec<Entry>,
@@ -43,11 +53,21 @@ impl Floor {
         }
     }
 
-    /// The deadline of a live entry, `None` for a stale handle (the churn
-    /// lower bound, [`super::calendar`], checks its ring's pairs with it).
-    pub(crate) fn deadline(&self, (index, gen): (u32, u32)) -> Option<u64> {
+    /// The entry of a live handle, `None` for a stale one.
+    #[inline]
+    fn live_entry(&self, (index, gen): (u32, u32)) -> Option<&Entry> {
         let e = self.entries.get(index as usize)?;
-        (e.gen == gen && e.live != 0).then_some(e.deadline)
+        (e.gen == gen && e.live != 0).then_some(e)
+    }
+
+    /// Frees the entry of `handle` if it is live and due by `now` (the churn
+    /// lower bound, [`super::calendar`], visits its ring's pairs with it).
+    pub(crate) fn take_due(&mut self, handle: (u32, u32), now: u64) -> Due {
+        match self.live_entry(handle) {
+            None => Due::Stale,
+            Some(e) if e.deadline > now => Due::Later,
+            Some(_) => Due::Taken(self.release(handle.0)),
+        }
     }
 
     fn release(&mut self, index: u32) -> u64 {
@@ -91,12 +111,9 @@ impl TimerQueue for Floor {
     }
 
     #[inline]
-    fn cancel(&mut self, (index, gen): (u32, u32)) -> Option<u64> {
-        let e = self.entries.get(index as usize)?;
-        if e.gen != gen || e.live == 0 {
-            return None;
-        }
-        Some(self.release(index))
+    fn cancel(&mut self, handle: (u32, u32)) -> Option<u64> {
+        self.live_entry(handle)?;
+        Some(self.release(handle.0))
     }
 
     fn advance<F: FnMut(u64)>(&mut self, now: u64, mut fire: F) {
