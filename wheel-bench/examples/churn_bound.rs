@@ -20,7 +20,7 @@
 use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
-use wheel_bench::workloads::single::{churn, Churn};
+use wheel_bench::workloads::single::{churn, per_op, Churn, Outcome};
 use wheel_bench::workloads::Check;
 
 fn main() {
@@ -65,14 +65,13 @@ fn main() {
             // The same time split in two: advancing the clock (firing, the
             // callbacks included; the floor fires nothing) and the rest
             // (the cancels and inserts), the rest as a ratio to the floor.
-            let per_step = |d: std::time::Duration| d.as_nanos() as f64 / steps as f64;
-            let split = |o: &wheel_bench::workloads::single::Outcome| {
-                let fire = per_step(o.firing);
+            let split = |o: &Outcome| {
+                let fire = per_op(o.firing, steps);
                 format!(
                     "firing {fire:5.1} ({:5.1} per fired timer), rest {:6.1} ({:.2}x)",
-                    o.firing.as_nanos() as f64 / o.fired.max(1) as f64,
+                    per_op(o.firing, o.fired as usize),
                     o.ns_per_op - fire,
-                    (o.ns_per_op - fire) / (f - per_step(floor.firing)),
+                    (o.ns_per_op - fire) / (f - per_op(floor.firing, steps)),
                 )
             };
             println!("    calendar: {}", split(&cal));

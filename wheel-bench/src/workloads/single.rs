@@ -337,7 +337,8 @@ pub fn memory<Q: TimerQueue>(make: impl FnOnce() -> Q, inputs: &Inputs) -> (f64,
     (bytes as f64 / n.max(1) as f64, check)
 }
 
-fn per_op(elapsed: Duration, ops: usize) -> f64 {
+/// Nanoseconds per operation: `elapsed` over `ops` (over 1 if `ops` is 0).
+pub fn per_op(elapsed: Duration, ops: usize) -> f64 {
     elapsed.as_nanos() as f64 / ops.max(1) as f64
 }
 
