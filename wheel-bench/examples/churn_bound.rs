@@ -5,7 +5,7 @@
 //! "Eighth session").
 //!
 //! ```text
-//! cargo run --release -p wheel-bench --example churn_bound -- [SIZES] [ROUNDS] [STEPS]
+//! cargo run --release -p wheel-bench --example churn_bound -- [SIZES] [ROUNDS] [STEPS] [ONLY]
 //! ```
 //!
 //! SIZES is a comma-separated list of pending-timer counts (default
@@ -16,6 +16,11 @@
 //! ours is split into firing (inside `advance`, the callbacks included; the
 //! floor fires nothing) and the rest (cancels and inserts), with the rest as
 //! a ratio to the floor.
+//!
+//! ONLY (`calendar`, `floor` or `ours`) runs that queue alone and prints its
+//! time per step without ratios: one queue per process, for a profiler that
+//! counts the timed steps (`workloads::single::churn_steps`) of one queue,
+//! as in `docs/benchmarks.md`, "Eleventh session".
 
 use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
@@ -38,6 +43,10 @@ fn main() {
     let steps: usize = args
         .get(2)
         .map_or(2_000_000, |s| s.parse().expect("STEPS: a number"));
+    if let Some(only) = args.get(3) {
+        run_alone(only, &sizes, rounds, steps);
+        return;
+    }
     println!("churn, {steps} steps timed per run; ns per step (ratio to the floor of the round)");
     let mut failed = false;
     for &n in &sizes {
@@ -76,6 +85,39 @@ fn main() {
             };
             println!("    calendar: {}", split(&cal));
             println!("    ours:     {}", split(&ours));
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}
+
+/// Runs one queue alone, `rounds` times per size, and prints its time per
+/// step; exits 1 if a check fails or the name is unknown.
+fn run_alone(only: &str, sizes: &[usize], rounds: usize, steps: usize) {
+    let mut failed = false;
+    for &n in sizes {
+        for round in 0..rounds {
+            let p = Churn::new(n, steps, 9_100 + round as u64);
+            let o = match only {
+                "calendar" => churn(Calendar::with_capacity(n), &p),
+                "floor" => churn(Floor::with_capacity(n), &p),
+                "ours" => churn(OurWheel::with_capacity(n), &p),
+                _ => {
+                    eprintln!("ONLY: one of calendar, floor, ours (got {only:?})");
+                    std::process::exit(1);
+                }
+            };
+            if o.check != Check::Passed && o.check != Check::NotApplicable {
+                eprintln!("{only} at {n}: {:?}", o.check);
+                failed = true;
+            }
+            println!(
+                "N={n:>9} round {round}: {only} {:6.1} ns per step, firing {:5.1}; fired per step {:.3}",
+                o.ns_per_op,
+                per_op(o.firing, steps),
+                o.fired as f64 / steps as f64,
+            );
         }
     }
     if failed {
