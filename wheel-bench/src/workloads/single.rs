@@ -232,10 +232,9 @@ pub fn churn<Q: TimerQueue>(mut q: Q, p: &Churn) -> Outcome {
     let (pending, steps) = (p.pending, p.steps);
     let mut rng = Rng::new(p.seed);
     let mut conns: Vec<Conn<Q::Handle>> = Vec::with_capacity(pending);
-    let (mut early, mut stale, mut wrong_cancels, mut fired) = (0u64, 0u64, 0u64, 0u64);
     let mut now = 0u64;
     let mut firing = Duration::ZERO;
-    let elapsed = q.run(|q| {
+    let (elapsed, (early, stale, wrong_cancels, fired)) = q.run(|q| {
         for c in 0..pending {
             let deadline = rng.range_inclusive(1, p.max_ahead);
             let handle = q.insert(deadline, churn_id(c, 0));
@@ -246,9 +245,8 @@ pub fn churn<Q: TimerQueue>(mut q: Q, p: &Churn) -> Outcome {
             });
         }
         let t = Instant::now();
-        (early, stale, wrong_cancels, fired) =
-            churn_steps(q, &mut conns, &mut rng, p, &mut now, &mut firing);
-        t.elapsed()
+        let counts = churn_steps(q, &mut conns, &mut rng, p, &mut now, &mut firing);
+        (t.elapsed(), counts)
     });
     let check = if q.is_timer() {
         let left_due = conns
