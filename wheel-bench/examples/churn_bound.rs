@@ -51,16 +51,7 @@ fn main() {
     let mut failed = false;
     for &n in &sizes {
         for round in 0..rounds {
-            let p = Churn::new(n, steps, 9_100 + round as u64);
-            let cal = churn(Calendar::with_capacity(n), &p);
-            let floor = churn(Floor::with_capacity(n), &p);
-            let ours = churn(OurWheel::with_capacity(n), &p);
-            for (name, o) in [("calendar", &cal), ("ours", &ours)] {
-                if o.check != Check::Passed {
-                    eprintln!("{name} at {n}: {:?}", o.check);
-                    failed = true;
-                }
-            }
+            let [cal, floor, ours] = QUEUES.map(|name| run(name, n, steps, round, &mut failed));
             let f = floor.ns_per_op;
             println!(
                 "N={n:>9} round {round}: calendar {:6.1} ({:.2}x), floor {:6.1}, ours {:6.1} ({:.2}x); fired per step {:.3}",
@@ -92,26 +83,37 @@ fn main() {
     }
 }
 
+/// The queues of a round, in the order they run.
+const QUEUES: [&str; 3] = ["calendar", "floor", "ours"];
+
+/// One churn run of the queue `name` (one of [`QUEUES`]) with `n` pending
+/// timers and round `round`'s seed; a failed check is reported on stderr
+/// and sets `failed`.
+fn run(name: &str, n: usize, steps: usize, round: usize, failed: &mut bool) -> Outcome {
+    let p = Churn::new(n, steps, 9_100 + round as u64);
+    let o = match name {
+        "calendar" => churn(Calendar::with_capacity(n), &p),
+        "floor" => churn(Floor::with_capacity(n), &p),
+        _ => churn(OurWheel::with_capacity(n), &p),
+    };
+    if matches!(o.check, Check::Failed(_)) {
+        eprintln!("{name} at {n}: {:?}", o.check);
+        *failed = true;
+    }
+    o
+}
+
 /// Runs one queue alone, `rounds` times per size, and prints its time per
 /// step; exits 1 if a check fails or the name is unknown.
 fn run_alone(only: &str, sizes: &[usize], rounds: usize, steps: usize) {
+    if !QUEUES.contains(&only) {
+        eprintln!("ONLY: one of {} (got {only:?})", QUEUES.join(", "));
+        std::process::exit(1);
+    }
     let mut failed = false;
     for &n in sizes {
         for round in 0..rounds {
-            let p = Churn::new(n, steps, 9_100 + round as u64);
-            let o = match only {
-                "calendar" => churn(Calendar::with_capacity(n), &p),
-                "floor" => churn(Floor::with_capacity(n), &p),
-                "ours" => churn(OurWheel::with_capacity(n), &p),
-                _ => {
-                    eprintln!("ONLY: one of calendar, floor, ours (got {only:?})");
-                    std::process::exit(1);
-                }
-            };
-            if o.check != Check::Passed && o.check != Check::NotApplicable {
-                eprintln!("{only} at {n}: {:?}", o.check);
-                failed = true;
-            }
+            let o = run(only, n, steps, round, &mut failed);
             println!(
                 "N={n:>9} round {round}: {only} {:6.1} ns per step, firing {:5.1}; fired per step {:.3}",
                 o.ns_per_op,
