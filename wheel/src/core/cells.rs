@@ -13,10 +13,10 @@
 //!   cell) can never look live again: the entry has moved to another
 //!   address or is gone, and only a freed and reused block gets new cells;
 //! - each block has a word of *dead bits* beside the arena, one per cell:
-//!   whoever makes a cell dead sets its bit (and counts it in its bucket),
-//!   so reading a bucket (compacting, cascading, dropping dead cells at the
-//!   front of the ready queue) tells dead cells apart without looking their
-//!   entries up. The words take 4 bytes per 128-byte block and sit close
+//!   whoever makes a cell dead sets its bit (and, in an exact bucket,
+//!   counts it in the bucket), so reading a bucket (compacting, cascading,
+//!   dropping dead cells at the front of the ready queue) tells dead cells
+//!   apart without looking their entries up. The words take 4 bytes per 128-byte block and sit close
 //!   together, so cancelling a timer touches no cell, only one word that is
 //!   most likely in cache; a compaction then loads the entries of live
 //!   cells only, to tell them where they moved;
@@ -30,15 +30,19 @@
 //! Invariants (checked by `Wheel::check_invariants` through
 //! `Blocks::check` and `Bucket::walk`):
 //! - every block is either on the free list or in exactly one bucket;
-//! - a cell of a bucket is dead iff its dead bit is set; the bits of a tail
-//!   block's cells past the bucket's `end` are clear (so a push needs not
-//!   touch them);
+//! - a cell of a bucket is dead iff its dead bit is set (but for the wheel's
+//!   kill log, see `Wheel::kill`); the bits of a tail block's cells past the
+//!   bucket's `end` are clear (so a push needs not touch them);
 //! - an empty bucket has no blocks and zero counts;
 //! - a non-empty bucket's cells are the cells of its blocks from `start` in
-//!   `head` to `end` in `tail`; `live` of them are live and `dead` are not
-//!   (the wheel judges which), and `live > 0` (a bucket whose cells all died
-//!   is freed at once);
-//! - a bucket's dead cells never outnumber its live ones more than
+//!   `head` to `end` in `tail`, and `live + dead` counts them. At least
+//!   `dead` of them are dead. In an *exact* bucket (the wheel's ready queue,
+//!   level 0 and stage) exactly `dead` are; in a *lazy* one (levels 1 and
+//!   up) the cells a cancel marked dead without touching the bucket are
+//!   still counted in `live` (the wheel counts them all together, and takes
+//!   a bucket's share off that count whenever it reads the bucket). `live >
+//!   0`: a bucket counted as all dead is freed at once;
+//! - a bucket's `dead` never outnumbers its `live` more than
 //!   [`COMPACT_RATIO`] to one once there are [`COMPACT_MIN`] of them or more
 //!   (it is compacted when they would). The test counts dead cells only, so
 //!   a push (one more live cell) can never make a compaction newly due.
@@ -191,7 +195,7 @@ impl Blocks {
 
     /// Sets the dead bit of the cell at `addr`.
     #[inline]
-    fn set_dead(&mut self, addr: u32) {
+    pub(crate) fn set_dead(&mut self, addr: u32) {
         self.dead[(addr >> BLOCK_SHIFT) as usize] |= 1 << (addr & OFFSET_MASK);
     }
 
@@ -407,8 +411,9 @@ impl Bucket {
     }
 
     /// Drops the dead cells (by their dead bits), keeping the live ones in
-    /// order, and frees the blocks left over. `owner` is told where each
-    /// live cell moves.
+    /// order, and frees the blocks left over; the bucket then counts its
+    /// live cells exactly, and is empty if none was left. `owner` is told
+    /// where each live cell that moves goes.
     pub(crate) fn compact(&mut self, arena: &mut Blocks, owner: &mut impl CellOwner) {
         if self.is_empty() {
             return;
@@ -431,9 +436,16 @@ impl Bucket {
                 wo = 0;
                 blocks += 1;
             }
-            arena.blocks[wb as usize].cells[wo as usize] = index;
-            arena.dead[wb as usize] &= !(1 << wo);
-            owner.moved(index, addr(wb, wo));
+            // A live cell with no dead cell before it stays where it is:
+            // then its entry is not touched (a cache miss spared when the
+            // bucket holds few dead cells, as in a sweep, see
+            // `Wheel::sweep`).
+            let to = addr(wb, wo);
+            if to != at {
+                arena.blocks[wb as usize].cells[wo as usize] = index;
+                arena.dead[wb as usize] &= !(1 << wo);
+                owner.moved(index, to);
+            }
             wo += 1;
             live += 1;
         }
@@ -616,7 +628,9 @@ mod tests {
         let moved = owner.moved;
         let want: Vec<u32> = (0..300).step_by(5).collect();
         assert_eq!(contents(&b, &arena), want);
-        assert_eq!(moved.iter().map(|m| m.0).collect::<Vec<_>>(), want);
+        // Entry 0 has no dead cell before it: it stays, and is not told.
+        assert_eq!(b.front(), Some(addrs[0]));
+        assert_eq!(moved.iter().map(|m| m.0).collect::<Vec<_>>(), want[1..]);
         for &(index, at) in &moved {
             assert_eq!(arena.get(at), index);
             assert!(!arena.is_dead(at), "a moved cell keeps no dead bit");
@@ -707,5 +721,38 @@ mod tests {
         b.compact(&mut arena, &mut Ignore);
         assert!(b.is_empty());
         arena.check(0).unwrap();
+    }
+
+    #[test]
+    fn compaction_drops_cells_marked_without_the_bucket_and_counts_exactly() {
+        // A lazy bucket: cells marked dead by `set_dead` alone stay counted
+        // live until a compaction reads their bits.
+        let mut arena = Blocks::with_capacity(0);
+        let mut b = Bucket::EMPTY;
+        let addrs: Vec<u32> = (0..100).map(|i| b.push(&mut arena, i)).collect();
+        for &at in &addrs[40..80] {
+            arena.set_dead(at);
+        }
+        assert_eq!((b.live, b.dead), (100, 0));
+        struct Owner(Vec<u32>);
+        impl CellOwner for Owner {
+            fn moved(&mut self, index: u32, _: u32) {
+                self.0.push(index);
+            }
+        }
+        let mut owner = Owner(Vec::new());
+        b.compact(&mut arena, &mut owner);
+        let want: Vec<u32> = (0..40).chain(80..100).collect();
+        assert_eq!(contents(&b, &arena), want);
+        assert_eq!((b.live, b.dead), (60, 0));
+        // Only the cells behind the first dead one moved.
+        assert_eq!(owner.0, (80..100).collect::<Vec<_>>());
+        assert_eq!(arena.get(addrs[39]), 39);
+        arena.check(60usize.div_ceil(BLOCK_CELLS)).unwrap();
+        // With no dead cell, nothing moves and nobody is told.
+        let mut owner = Owner(Vec::new());
+        b.compact(&mut arena, &mut owner);
+        assert_eq!(contents(&b, &arena), want);
+        assert!(owner.0.is_empty());
     }
 }

@@ -1,5 +1,6 @@
-//! The kill log: cells of cancelled entries waiting to be made dead in one
-//! batch (see `Wheel::kill` and `docs/design.md`, "Cancelling in batches").
+//! The kill log: cells of cancelled entries waiting to be marked dead in
+//! one batch (see `Wheel::kill` and `docs/design.md`, "Cancelling in
+//! batches").
 //!
 //! Invariant: between calls of the wheel's public methods the log holds
 //! fewer than [`DEFER_KILLS`] cells; [`KillLog::push`] says when it is full,
@@ -9,23 +10,21 @@
 /// one go.
 pub(crate) const DEFER_KILLS: usize = 64;
 
-/// Up to [`DEFER_KILLS`] logged cells, as `(when, pos)`: the entry's
-/// effective deadline (which names the cell's bucket) and the cell's
-/// address.
+/// Up to [`DEFER_KILLS`] logged cells, by address.
 ///
-/// A fixed array rather than a `Vec`: a push is two stores and a count,
+/// A fixed array rather than a `Vec`: a push is a store and a count,
 /// with no capacity test and no growth path (`docs/design.md`,
 /// "Instructions off the insert and cancel paths", has the counts).
 #[derive(Debug)]
 pub(crate) struct KillLog {
-    cells: Box<[(u64, u32); DEFER_KILLS]>,
+    cells: Box<[u32; DEFER_KILLS]>,
     len: usize,
 }
 
 impl KillLog {
     pub(crate) fn new() -> KillLog {
         KillLog {
-            cells: Box::new([(0, 0); DEFER_KILLS]),
+            cells: Box::new([0; DEFER_KILLS]),
             len: 0,
         }
     }
@@ -33,18 +32,18 @@ impl KillLog {
     /// Logs a cell; returns `true` if the log is now full (the caller must
     /// then empty it before logging again).
     #[inline]
-    pub(crate) fn push(&mut self, when: u64, pos: u32) -> bool {
+    pub(crate) fn push(&mut self, pos: u32) -> bool {
         debug_assert!(self.len < DEFER_KILLS, "kill log pushed while full");
         // The mask keeps the index in range without a bounds check; the
         // invariant keeps it from wrapping.
-        self.cells[self.len % DEFER_KILLS] = (when, pos);
+        self.cells[self.len % DEFER_KILLS] = pos;
         self.len += 1;
         self.len >= DEFER_KILLS
     }
 
     /// The logged cells, oldest first.
     #[inline]
-    pub(crate) fn as_slice(&self) -> &[(u64, u32)] {
+    pub(crate) fn as_slice(&self) -> &[u32] {
         &self.cells[..self.len]
     }
 
@@ -73,16 +72,16 @@ mod tests {
         let mut log = KillLog::new();
         assert!(log.is_empty());
         for i in 0..DEFER_KILLS as u32 - 1 {
-            assert!(!log.push(u64::from(i) + 100, i));
+            assert!(!log.push(i + 100));
         }
-        assert!(log.push(7, 99));
+        assert!(log.push(7));
         assert_eq!(log.len(), DEFER_KILLS);
-        assert_eq!(log.as_slice()[0], (100, 0));
-        assert_eq!(log.as_slice()[DEFER_KILLS - 1], (7, 99));
+        assert_eq!(log.as_slice()[0], 100);
+        assert_eq!(log.as_slice()[DEFER_KILLS - 1], 7);
         log.clear();
         assert!(log.is_empty());
         assert!(log.as_slice().is_empty());
-        assert!(!log.push(1, 2));
-        assert_eq!(log.as_slice(), &[(1, 2)]);
+        assert!(!log.push(2));
+        assert_eq!(log.as_slice(), &[2]);
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Invariants (checked by `Wheel::check_invariants`):
 //! - bit `s` of `words` is set iff slot `s`'s bucket holds cells (and a
-//!   bucket with cells always holds a live one, see [`super::cells`]);
+//!   bucket with cells always counts one as live, see [`super::cells`]);
 //! - bit `w` of `summary` is set iff `words[w] != 0`;
 //! - `occupied` counts the set bits of `words`;
 //! - on the top level only, `min_when[s]` is a lower bound of the deadlines
@@ -97,6 +97,19 @@ impl Level {
         Some(w * 64 + self.words[w].trailing_zeros() as usize)
     }
 
+    /// The lowest occupied slot at or after `from` (`None` past the end).
+    pub(crate) fn next_occupied_from(&self, from: usize) -> Option<usize> {
+        let mut w = from / 64;
+        let mut bits = *self.words.get(w)? & (u64::MAX << (from % 64));
+        loop {
+            if bits != 0 {
+                return Some(w * 64 + bits.trailing_zeros() as usize);
+            }
+            w += 1;
+            bits = *self.words.get(w)?;
+        }
+    }
+
     /// Every occupied slot, lowest first.
     pub(crate) fn occupied_slots(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(w, &bits)| {
@@ -161,5 +174,24 @@ mod tests {
         level.clear(8191);
         assert!(level.is_empty());
         assert_eq!(level.first_occupied(), None);
+    }
+
+    #[test]
+    fn next_occupied_from_starts_at_its_slot_and_stops_at_the_end() {
+        let mut level = Level::new(LevelGeom::new(0, 8), false);
+        assert_eq!(level.next_occupied_from(0), None);
+        for s in [0, 63, 64, 200, 255] {
+            level.set(s);
+        }
+        let from = |f| level.next_occupied_from(f);
+        assert_eq!(from(0), Some(0));
+        assert_eq!(from(1), Some(63));
+        assert_eq!(from(63), Some(63));
+        assert_eq!(from(64), Some(64));
+        assert_eq!(from(65), Some(200));
+        assert_eq!(from(201), Some(255));
+        assert_eq!(from(255), Some(255));
+        assert_eq!(from(256), None);
+        assert_eq!(from(10_000), None);
     }
 }

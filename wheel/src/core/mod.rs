@@ -16,13 +16,18 @@
 //! - Every pending entry has exactly one *live cell*: a cell of a bucket (a
 //!   slot's contents) or of the ready queue that holds its index at the
 //!   address the entry keeps in `pos`. Every other cell is dead (its entry
-//!   was cancelled or moved on, or it is padding), has its dead bit set and
-//!   is counted in its bucket's `dead` (see [`cells`]), except the cells in
-//!   the *kill log*: up to [`DEFER_KILLS`] cells of cancelled or reset
-//!   entries above level 0, still counted live and unmarked, which every
-//!   step that reads a bucket above level 0 makes dead first (see
-//!   [`Wheel::kill`]). Which bucket holds an entry's live cell follows
-//!   from `when` and `elapsed` alone:
+//!   was cancelled or moved on, or it is padding) and has its dead bit set,
+//!   except the cells in the *kill log*: up to [`DEFER_KILLS`] cells of
+//!   cancelled or reset entries in lazy buckets, not yet marked (see
+//!   [`Wheel::kill`]). Every step that reads a lazy bucket flushes the log
+//!   first.
+//! - The ready queue, level 0 and the stage are *exact* buckets: each counts
+//!   its dead cells. Levels 1 and up are *lazy*: a cancel marks the cell and
+//!   leaves its bucket alone, which counts the cell as live until it reads
+//!   it; `lazy_dead` counts all such cells, and sweeps (see
+//!   [`Wheel::sweep`]) keep it below about [`COMPACT_RATIO`] per pending
+//!   timer plus [`SWEEP_MIN`]. Which bucket holds an entry's live cell
+//!   follows from `when` and `elapsed` alone:
 //! - Entries with `when <= elapsed` are in the ready queue, in the order
 //!   they must be returned (non-decreasing `when`, FIFO among equals). Its
 //!   front cell is live whenever the queue is non-empty.
@@ -58,10 +63,12 @@ mod tests;
 
 use std::fmt;
 
-use self::cells::{Blocks, Bucket, CellOwner, BLOCK_CELLS};
+use self::cells::{Blocks, Bucket, CellOwner, BLOCK_CELLS, COMPACT_RATIO};
 use self::config::Layout;
 pub use self::config::{ConfigError, WheelConfig};
-use self::kill_log::{KillLog, DEFER_KILLS};
+use self::kill_log::KillLog;
+#[cfg(doc)]
+use self::kill_log::DEFER_KILLS;
 use self::level::Level;
 use self::slab::{Slab, NIL};
 
@@ -169,10 +176,18 @@ pub struct Wheel<T> {
     /// The tag of the blocks of `stage`'s buckets (never 0, the tag of
     /// every other block); a new one for each staged slot.
     stage_epoch: u32,
-    /// Cells of cancelled or reset entries on levels 1 and up (or staged)
-    /// not yet made dead, as `(when, pos)`: at most [`DEFER_KILLS`], made
-    /// dead together by [`Wheel::flush_kills`] (see [`Wheel::kill`]).
+    /// Cells of cancelled or reset entries in lazy buckets (levels 1 and
+    /// up, not staged) not yet marked dead: at most [`DEFER_KILLS`], marked
+    /// together by [`Wheel::flush_kills`] (see [`Wheel::kill`]).
     kills: KillLog,
+    /// Cells of lazy buckets marked dead by a cancel or reset that their
+    /// buckets still count as live (see [`cells`]); kept below about
+    /// [`COMPACT_RATIO`] per pending timer plus [`SWEEP_MIN`] by
+    /// [`Wheel::sweep`].
+    lazy_dead: usize,
+    /// The sweep pass under way, if any: the next lazy slot to compact, as
+    /// `(level, slot)`.
+    sweep: Option<(usize, usize)>,
     /// `when >> lane_shift` picks an insert's lane of fresh slab indices:
     /// the level-0 bits, so one lane per level-1 slot.
     lane_shift: u32,
@@ -190,6 +205,19 @@ const STAGE_BUDGET: usize = 64;
 
 /// Entries whose deadlines a cascade reads before placing them.
 const GATHER: usize = 32;
+
+/// Lazily dead cells allowed beyond [`COMPACT_RATIO`] per pending timer
+/// before a sweep starts (see [`Wheel::sweep`]): 64 KiB of cells, which
+/// keeps small wheels that cancel everything they insert (a `DelayQueue`
+/// of a few thousand items) from sweeping at all. The model-based tests and
+/// the fuzz targets, whose wheels hold a few dozen timers, use 8, so that
+/// they sweep all the time.
+const SWEEP_MIN: usize = if cfg!(any(test, fuzzing)) { 8 } else { 1 << 14 };
+
+/// Cells a sweep pass reads (at least) per cell that the kill log marks
+/// dead: a pass over `C` cells then ends within `C / 8` cancels, so the
+/// cells that die during a pass are few beside those it started for.
+const SWEEP_PER_KILL: usize = 8;
 
 /// Where a cell lives: the bucket [`Wheel::locate`] finds for it.
 #[derive(Debug, Clone, Copy)]
@@ -292,6 +320,8 @@ impl<T> Wheel<T> {
             staging: None,
             stage_epoch: 1,
             kills: KillLog::new(),
+            lazy_dead: 0,
+            sweep: None,
             lane_shift,
             #[cfg(test)]
             events_processed: 0,
@@ -364,9 +394,9 @@ impl<T> Wheel<T> {
     /// Only if the 32-bit index spaces run out: about `u32::MAX` timers
     /// pending at once (less the at most 16 128 indices a large wheel keeps
     /// in reserve, see `docs/design.md`, "Lanes"), or more than about four
-    /// billion slot cells
-    /// (live ones plus cancelled ones not yet compacted, which stay below
-    /// four per live timer), so not below about a billion pending timers.
+    /// billion slot cells (live ones plus cancelled ones not yet swept or
+    /// compacted, which stay below about five per pending timer), so not
+    /// below about 700 million pending timers.
     ///
     /// # Examples
     ///
@@ -409,75 +439,116 @@ impl<T> Wheel<T> {
         Some(node.value)
     }
 
-    /// Makes the cell at `pos` of an entry due at `when` dead, now if it is
-    /// in the ready queue or on level 0, else later, with up to
-    /// [`DEFER_KILLS`] others.
+    /// Makes the cell at `pos` of an entry due at `when` dead: at once if it
+    /// is in an exact bucket (the ready queue, level 0 or the stage), else
+    /// later, with up to [`DEFER_KILLS`] others, and without telling its
+    /// bucket.
     ///
-    /// Why later: finding a cell's bucket needs the entry's deadline, which
-    /// is a cache miss when timers are many, and the bucket update then
-    /// waits for that miss; a processor runs ahead across only a few such
-    /// updates, so random cancels would take one memory latency each. Logged
-    /// instead, a cancel costs a few stores that depend on nothing pending,
-    /// and the batch is made dead from the log, in cache. Until then the
-    /// cells still count as live in their buckets: every step that judges
-    /// or compacts a bucket above level 0 flushes the log first. Level 0
-    /// and the ready queue are kept exact, so `next_expiration` stays exact
-    /// for level 0 and the ready queue's front stays live.
+    /// Why later: the cell's dead bit is a cache miss when timers are many,
+    /// and a processor runs ahead across only a few such updates, so random
+    /// cancels would each wait for memory. Logged instead, a cancel costs a
+    /// store that depends on nothing pending, and the batch is marked from
+    /// the log with its misses overlapping. Until then the cells are
+    /// unmarked: every step that reads a lazy bucket flushes the log first.
+    ///
+    /// Why without the bucket: finding a cell's bucket means computing its
+    /// level and slot from the deadline and updating the bucket's counts,
+    /// about 50 instructions per cancel (`docs/design.md`, "Lazy buckets").
+    /// A lazy bucket's cells are only read when its slot comes up, when it
+    /// is staged, or by a sweep, and each of these tells the dead cells by
+    /// their bits. The bucket counts a lazily dead cell as live until then;
+    /// `lazy_dead` counts them all, and [`sweep`](Wheel::sweep) keeps that
+    /// count in proportion to the pending timers. Level 0, the stage and
+    /// the ready queue stay exact, so `next_expiration` stays exact for
+    /// level 0 and the ready queue's front stays live.
     #[inline]
     fn kill(&mut self, when: u64, pos: u32) {
-        if when <= self.elapsed || self.layout.level_for(self.elapsed, when) == 0 {
-            self.detach(when, pos);
-            return;
-        }
-        if self.kills.push(when, pos) {
-            self.flush_kills();
+        let loc = if when <= self.elapsed {
+            Loc::Ready
+        } else {
+            let l = self.layout.level_for(self.elapsed, when);
+            if l == 0 {
+                Loc::Level(0, self.levels[0].geom.slot_of(when))
+            } else if self.is_staged(l, when, pos) {
+                Loc::Stage(self.stage.geom.slot_of(when))
+            } else {
+                if self.kills.push(pos) {
+                    self.flush_kills();
+                }
+                return;
+            }
+        };
+        if self.kill_at(loc, pos) || matches!(loc, Loc::Ready) {
+            self.settle(loc);
         }
     }
 
-    /// Makes every logged cell dead. First every cell's bit is set and
-    /// counted, then the buckets that need it are freed or compacted: a
-    /// compaction judges cells by their bits, so it must not run while
-    /// logged cells of its bucket are still unmarked.
+    /// Marks every logged cell dead, counts them in `lazy_dead`, and sweeps
+    /// if a pass is under way or the count calls for one.
     #[inline(never)]
     fn flush_kills(&mut self) {
-        // The buckets to settle, as `level << 16 | slot` with level `STAGE`
-        // for the stage: 4 bytes each, so clearing the array takes a few
-        // vector stores (an array of `Loc`, 24 bytes each, took a store per
-        // element, and so did a tuple of a `u8` and a `u16`).
-        const STAGE: u32 = 0xFF;
-        let mut todo = [0u32; DEFER_KILLS];
-        let mut n = 0;
-        // `locate` and `kill_at`, spelled out over the fields (a logged cell
-        // is never in the ready queue nor on level 0). Calling the two
-        // instead, inlined, measured 9 more instructions per cancel and
-        // about 1 ns (5 %) more per insert+cancel pair at 10K timers.
-        for &(when, pos) in self.kills.as_slice() {
-            let l = self.layout.level_for(self.elapsed, when);
-            let staged = self.is_staged(l, when, pos);
-            let level = if staged {
-                &mut self.stage
-            } else {
-                &mut self.levels[l]
+        let logged = self.kills.as_slice();
+        for &pos in logged {
+            self.blocks.set_dead(pos);
+        }
+        let marked = logged.len();
+        self.kills.clear();
+        self.lazy_dead += marked;
+        if self.sweep.is_some() || self.lazy_dead > self.sweep_bound() {
+            self.sweep(marked * SWEEP_PER_KILL);
+        }
+    }
+
+    /// The count of lazily dead cells above which a sweep starts.
+    #[inline]
+    fn sweep_bound(&self) -> usize {
+        COMPACT_RATIO * self.slab.len() + SWEEP_MIN
+    }
+
+    /// Compacts lazy buckets, from the pass's cursor on, until `budget`
+    /// cells were read or the pass has visited every lazy slot once. A pass
+    /// starts when `lazy_dead` exceeds [`sweep_bound`](Wheel::sweep_bound)
+    /// and goes on with every flush of the kill log, reading at least
+    /// [`SWEEP_PER_KILL`] cells per cell marked, so its cost is paid by the
+    /// cancels that made it due (a pass reads the pending timers' cells and
+    /// at least a `COMPACT_RATIO`-times larger number of dead ones). It
+    /// works one bucket at a time, as a compaction always did: the pause is
+    /// at most one bucket's cells.
+    fn sweep(&mut self, budget: usize) {
+        let top = self.layout.top();
+        let (mut l, mut s) = self.sweep.unwrap_or((1, 0));
+        let mut read = 0;
+        while l <= top {
+            let Some(slot) = self.levels[l].next_occupied_from(s) else {
+                (l, s) = (l + 1, 0);
+                continue;
             };
-            let slot = level.geom.slot_of(when);
-            let bucket = &mut level.slots[slot];
-            if bucket.kill(&mut self.blocks, pos) || bucket.wants_compaction() {
-                // A layout has at most 64 levels and a level at most
-                // 2^16 slots (`WheelConfig::new` checks both).
-                let l = if staged { STAGE } else { l as u32 };
-                todo[n % DEFER_KILLS] = l << 16 | slot as u32;
-                n += 1;
+            read += self.compact_slot(l, slot);
+            s = slot + 1;
+            if read >= budget {
+                self.sweep = Some((l, s));
+                return;
             }
         }
-        self.kills.clear();
-        for &code in &todo[..n] {
-            let (l, slot) = ((code >> 16) as usize, (code & 0xFFFF) as usize);
-            self.settle(if l == STAGE as usize {
-                Loc::Stage(slot)
-            } else {
-                Loc::Level(l, slot)
-            });
+        // Cells killed behind the cursor may still exceed the bound: the
+        // next flush then starts another pass.
+        self.sweep = None;
+    }
+
+    /// Compacts the bucket of `slot` on level `l`, taking its share off
+    /// `lazy_dead` (none if the bucket is exact), and frees the slot if
+    /// nothing live was left. Returns the cells read.
+    fn compact_slot(&mut self, l: usize, slot: usize) -> usize {
+        let bucket = &mut self.levels[l].slots[slot];
+        let (counted_live, cells) = (bucket.live, bucket.live + bucket.dead);
+        bucket.compact(&mut self.blocks, &mut self.slab);
+        // Every marked cell is gone: those the bucket counted dead, and its
+        // share of `lazy_dead`, which it counted live.
+        self.lazy_dead -= (counted_live - bucket.live) as usize;
+        if bucket.is_empty() {
+            self.slot_emptied(l, slot);
         }
+        cells as usize
     }
 
     /// Moves a pending timer to a new deadline (`<= now()` means due at
@@ -747,6 +818,19 @@ impl<T> Wheel<T> {
             }
         }
         self.blocks = fresh;
+        // Lazily dead cells are gone, and with them the buckets that held
+        // nothing else (the stage's buckets are exact: none of them).
+        self.lazy_dead = 0;
+        self.sweep = None;
+        for l in 1..self.levels.len() {
+            let emptied: Vec<usize> = self.levels[l]
+                .occupied_slots()
+                .filter(|&s| self.levels[l].slots[s].is_empty())
+                .collect();
+            for slot in emptied {
+                self.slot_emptied(l, slot);
+            }
+        }
     }
 
     /// Places an entry whose effective deadline is `when` (>= `now`): in
@@ -838,27 +922,39 @@ impl<T> Wheel<T> {
     /// (for the ready queue, see [`settle_ready`](Wheel::settle_ready)).
     #[inline]
     fn settle(&mut self, loc: Loc) {
-        let (level, slot) = match loc {
-            Loc::Ready => return self.settle_ready(),
-            Loc::Stage(slot) => (&mut self.stage, slot),
-            Loc::Level(l, slot) => (&mut self.levels[l], slot),
-        };
-        let bucket = &mut level.slots[slot];
-        if bucket.is_empty() {
-            // Freed already, by an earlier cell of the same flush.
-            return;
-        }
-        if bucket.live == 0 {
-            bucket.clear(&mut self.blocks);
-            level.clear(slot);
-            if matches!(loc, Loc::Level(l, _) if l == self.layout.top()) {
-                level.min_when[slot] = u64::MAX;
-                if level.is_empty() {
-                    self.top_next = None;
+        match loc {
+            Loc::Ready => self.settle_ready(),
+            Loc::Stage(slot) => {
+                let bucket = &mut self.stage.slots[slot];
+                if bucket.live == 0 {
+                    bucket.clear(&mut self.blocks);
+                    self.stage.clear(slot);
+                } else if bucket.wants_compaction() {
+                    bucket.compact(&mut self.blocks, &mut self.slab);
                 }
             }
-        } else if bucket.wants_compaction() {
-            bucket.compact(&mut self.blocks, &mut self.slab);
+            Loc::Level(l, slot) => {
+                let bucket = &mut self.levels[l].slots[slot];
+                if bucket.live == 0 {
+                    bucket.clear(&mut self.blocks);
+                    self.slot_emptied(l, slot);
+                } else if bucket.wants_compaction() {
+                    self.compact_slot(l, slot);
+                }
+            }
+        }
+    }
+
+    /// Marks slot `slot` of level `l`, whose bucket was just emptied,
+    /// unoccupied (and, on the top level, forgets its deadline bound).
+    fn slot_emptied(&mut self, l: usize, slot: usize) {
+        let level = &mut self.levels[l];
+        level.clear(slot);
+        if l == self.layout.top() {
+            level.min_when[slot] = u64::MAX;
+            if level.is_empty() {
+                self.top_next = None;
+            }
         }
     }
 
@@ -960,6 +1056,10 @@ impl<T> Wheel<T> {
         // reading loop is short, so many of its cache misses are in flight
         // at once (placing each entry right after reading it would leave
         // room for few).
+        // Cells marked dead beyond those the bucket counted dead are its
+        // share of `lazy_dead` (none for an exact bucket).
+        let counted_dead = self.levels[l].slots[slot].dead;
+        let mut marked = 0;
         let mut taken = self.levels[l].slots[slot].take();
         let mut batch = [(0u32, 0u64); GATHER];
         loop {
@@ -969,7 +1069,9 @@ impl<T> Wheel<T> {
                     break;
                 };
                 // The dead bit is read before the next call frees the block.
-                if !self.blocks.is_dead(at) {
+                if self.blocks.is_dead(at) {
+                    marked += 1;
+                } else {
                     batch[n] = (index, self.slab.node(index).when);
                     debug_assert_eq!(self.slab.node(index).pos, at);
                     n += 1;
@@ -992,6 +1094,8 @@ impl<T> Wheel<T> {
                 break;
             }
         }
+        debug_assert!(marked >= counted_dead);
+        self.lazy_dead -= (marked - counted_dead) as usize;
         if l == top {
             self.recompute_top_next();
         }
@@ -1066,11 +1170,18 @@ impl<T> Wheel<T> {
             let bucket = &mut self.levels[1].slots[slot];
             let Some(at) = bucket.front() else { break };
             let index = self.blocks.get(at);
-            let dead = self.blocks.is_dead(at);
-            bucket.advance(&mut self.blocks, !dead);
-            if dead {
+            if self.blocks.is_dead(at) {
+                // Marked cells are alike: one counted dead if any is left,
+                // else one of the bucket's share of `lazy_dead`.
+                if bucket.dead > 0 {
+                    bucket.advance(&mut self.blocks, false);
+                } else {
+                    bucket.advance(&mut self.blocks, true);
+                    self.lazy_dead -= 1;
+                }
                 continue;
             }
+            bucket.advance(&mut self.blocks, true);
             let when = self.slab.node(index).when;
             let s = self.stage.geom.slot_of(when);
             let to = self.stage.push(&mut self.blocks, s, index);
@@ -1119,31 +1230,26 @@ impl<T> Wheel<T> {
             .min();
     }
 
-    /// For the cell at `at` (holding `index`): `Some((when, false))` if it
-    /// is live for an entry due at `when`; `Some((when, true))` if its entry
-    /// is gone but the cell is in the kill log with deadline `when` (it
-    /// still counts as live in its bucket); `None` if it is dead. An error
-    /// if its dead bit or the log says otherwise.
+    /// For the cell at `at` (holding `index`): `Live(when)` if it is live
+    /// for an entry due at `when`, `Logged` if its entry is gone but the
+    /// cell is in the kill log (unmarked yet), `Marked` if its dead bit is
+    /// set. An error if its dead bit or the log says otherwise.
     #[cfg(any(test, fuzzing))]
-    fn checked_when(
+    fn judge(
         &self,
         index: u32,
         at: u32,
-        log: &std::collections::HashMap<u32, u64>,
-    ) -> Result<Option<(u64, bool)>, String> {
+        log: &std::collections::HashSet<u32>,
+    ) -> Result<Judged, String> {
         let when = live_when(&self.slab, index, at);
-        let dead_bit = self.blocks.is_dead(at);
-        match (when, dead_bit) {
-            (Some(when), false) => Ok(Some((when, false))),
-            (None, true) => Ok(None),
-            // Only a logged cell may be dead with a clear bit. (A live cell
-            // is never in the log: every logged cell is found once, as
-            // this case, by the count in `check_invariants`.)
-            (None, false) => match log.get(&at) {
-                Some(&when) => Ok(Some((when, true))),
-                None => Err(format!("cell {at} (entry {index}) is dead but unmarked")),
-            },
-            (Some(_), true) => Err(format!("cell {at} (entry {index}) is live but marked dead")),
+        match (when, self.blocks.is_dead(at), log.contains(&at)) {
+            (Some(when), false, false) => Ok(Judged::Live(when)),
+            (None, true, false) => Ok(Judged::Marked),
+            (None, false, true) => Ok(Judged::Logged),
+            (Some(_), _, true) => Err(format!("cell {at} (entry {index}) is live but logged")),
+            (None, true, true) => Err(format!("cell {at} is marked and logged")),
+            (None, false, false) => Err(format!("cell {at} (entry {index}) is dead but unmarked")),
+            (Some(_), true, _) => Err(format!("cell {at} (entry {index}) is live but marked dead")),
         }
     }
 
@@ -1158,49 +1264,63 @@ impl<T> Wheel<T> {
             return Err(format!("elapsed {} > now {}", self.elapsed, self.now));
         }
         let top = self.layout.top();
-        // Cells counted live in their buckets: live ones, and logged ones.
         let mut live = 0usize;
         let mut logged = 0usize;
+        // The lazy buckets' marked cells beyond those they count dead.
+        let mut share = 0usize;
         let mut blocks = 0;
-        if self.kills.len() >= DEFER_KILLS {
+        if self.kills.len() >= kill_log::DEFER_KILLS {
             return Err(format!("kill log holds {} cells", self.kills.len()));
         }
-        let log: std::collections::HashMap<u32, u64> = self
-            .kills
-            .as_slice()
-            .iter()
-            .map(|&(when, pos)| (pos, when))
-            .collect();
+        let log: std::collections::HashSet<u32> = self.kills.as_slice().iter().copied().collect();
         if log.len() != self.kills.len() {
             return Err("kill log holds a cell twice".into());
         }
-        // The ready queue.
-        let (cells, used) = self.ready.walk(&self.blocks)?;
-        blocks += used;
-        let mut whens = Vec::new();
-        for (i, &(at, index)) in cells.iter().enumerate() {
-            let Some((when, logged)) = self.checked_when(index, at, &log)? else {
-                if i == 0 {
-                    return Err("ready front is dead".into());
+        // Counts one bucket's cells, checks them against its counts, and
+        // returns the deadlines of its live cells, front to back, with their
+        // addresses. An exact bucket counts exactly its marked cells dead
+        // and holds no logged cell; a lazy one counts at least `dead` of its
+        // marked cells dead and the rest (its share) live.
+        let count = |bucket: &Bucket,
+                     exact: bool,
+                     blocks: &mut usize,
+                     logged: &mut usize,
+                     share: &mut usize|
+         -> Result<Vec<(u32, u64)>, String> {
+            let (cells, used) = bucket.walk(&self.blocks)?;
+            *blocks += used;
+            let mut whens = Vec::new();
+            let (mut marked, mut in_log) = (0u32, 0u32);
+            for (at, index) in cells {
+                match self.judge(index, at, &log)? {
+                    Judged::Live(when) => whens.push((at, when)),
+                    Judged::Marked => marked += 1,
+                    Judged::Logged => in_log += 1,
                 }
-                continue;
-            };
-            if logged {
-                return Err(format!("ready cell {at} is in the kill log"));
             }
-            if when > self.elapsed {
-                return Err(format!("ready cell {at}: when {when} not due"));
+            if exact && (in_log > 0 || marked != bucket.dead) {
+                return Err(format!(
+                    "exact bucket {bucket:?}: {marked} marked, {in_log} logged"
+                ));
             }
-            whens.push(when);
+            if marked < bucket.dead {
+                return Err(format!("bucket {bucket:?}: only {marked} marked"));
+            }
+            *logged += in_log as usize;
+            *share += (marked - bucket.dead) as usize;
+            Ok(whens)
+        };
+        // The ready queue.
+        let whens = count(&self.ready, true, &mut blocks, &mut logged, &mut share)?;
+        if let Some(&(at, _)) = whens.first() {
+            if self.ready.front() != Some(at) {
+                return Err("ready front is dead".into());
+            }
         }
-        if whens.len() != self.ready.live as usize {
-            return Err(format!(
-                "ready queue: {} live, counted {}",
-                whens.len(),
-                self.ready.live
-            ));
+        if whens.iter().any(|&(_, when)| when > self.elapsed) {
+            return Err(format!("ready queue holds a cell not due: {whens:?}"));
         }
-        if whens.windows(2).any(|w| w[0] > w[1]) {
+        if whens.windows(2).any(|w| w[0].1 > w[1].1) {
             return Err(format!("ready queue out of order: {whens:?}"));
         }
         if self.ready.wants_compaction() {
@@ -1212,20 +1332,9 @@ impl<T> Wheel<T> {
             level.check_bitmaps()?;
             for s in level.occupied_slots() {
                 let bucket = &level.slots[s];
-                let (cells, used) = bucket
-                    .walk(&self.blocks)
+                let whens = count(bucket, l == 0, &mut blocks, &mut logged, &mut share)
                     .map_err(|e| format!("level {l} slot {s}: {e}"))?;
-                blocks += used;
-                let mut count = 0;
-                for (at, index) in cells {
-                    let Some((when, was_logged)) = self.checked_when(index, at, &log)? else {
-                        continue;
-                    };
-                    count += 1;
-                    logged += usize::from(was_logged);
-                    if was_logged && l == 0 {
-                        return Err(format!("level 0 cell {at} is in the kill log"));
-                    }
+                for &(at, when) in &whens {
                     if when <= self.elapsed
                         || self.layout.level_for(self.elapsed, when) != l
                         || level.geom.slot_of(when) != s
@@ -1239,13 +1348,7 @@ impl<T> Wheel<T> {
                         return Err(format!("min_when[{s}] above entry {when}"));
                     }
                 }
-                if count != bucket.live {
-                    return Err(format!(
-                        "level {l} slot {s}: {count} live, counted {}",
-                        bucket.live
-                    ));
-                }
-                live += count as usize;
+                live += whens.len();
                 if bucket.wants_compaction() {
                     return Err(format!("level {l} slot {s}: compaction overdue"));
                 }
@@ -1283,21 +1386,17 @@ impl<T> Wheel<T> {
         }
         for s in self.stage.occupied_slots() {
             let bucket = &self.stage.slots[s];
-            let (cells, used) = bucket
-                .walk(&self.blocks)
+            let (cells, _) = bucket.walk(&self.blocks)?;
+            if let Some(&(at, _)) = cells
+                .iter()
+                .find(|&&(at, _)| self.blocks.tag(at) != self.stage_epoch)
+            {
+                return Err(format!("stage slot {s} cell {at}: block not tagged"));
+            }
+            let whens = count(bucket, true, &mut blocks, &mut logged, &mut share)
                 .map_err(|e| format!("stage slot {s}: {e}"))?;
-            blocks += used;
             let (_, staged) = self.staging.ok_or("stage without staging")?;
-            let mut count = 0;
-            for (at, index) in cells {
-                if self.blocks.tag(at) != self.stage_epoch {
-                    return Err(format!("stage slot {s} cell {at}: block not tagged"));
-                }
-                let Some((when, was_logged)) = self.checked_when(index, at, &log)? else {
-                    continue;
-                };
-                count += 1;
-                logged += usize::from(was_logged);
+            for &(at, when) in &whens {
                 if when <= self.elapsed
                     || self.layout.level_for(self.elapsed, when) != 1
                     || self.levels[1].geom.slot_of(when) != staged
@@ -1309,13 +1408,7 @@ impl<T> Wheel<T> {
                     ));
                 }
             }
-            if count != bucket.live {
-                return Err(format!(
-                    "stage slot {s}: {count} live, counted {}",
-                    bucket.live
-                ));
-            }
-            live += count as usize;
+            live += whens.len();
             if bucket.wants_compaction() {
                 return Err(format!("stage slot {s}: compaction overdue"));
             }
@@ -1329,7 +1422,17 @@ impl<T> Wheel<T> {
                 self.kills.len()
             ));
         }
-        let live = live - logged;
+        if share != self.lazy_dead {
+            return Err(format!(
+                "lazy buckets hold {share} uncounted dead cells, lazy_dead is {}",
+                self.lazy_dead
+            ));
+        }
+        if let Some((l, slot)) = self.sweep {
+            if l == 0 || l > top || slot > self.levels[l].slots.len() {
+                return Err(format!("sweep cursor {l}, {slot} out of range"));
+            }
+        }
         // A cell's entry has its `pos` and lives in the bucket that its
         // deadline names, so no entry has two cells: this counts each once.
         if live != self.slab.len() {
@@ -1371,6 +1474,14 @@ fn live_when<T>(slab: &Slab<T>, index: u32, at: u32) -> Option<u64> {
     slab.get(index)
         .filter(|node| node.pos == at)
         .map(|node| node.when)
+}
+
+/// What [`Wheel::judge`] found a cell to be.
+#[cfg(any(test, fuzzing))]
+enum Judged {
+    Live(u64),
+    Logged,
+    Marked,
 }
 
 /// Loads the entry of every cell of `bucket`, in a loop short enough that

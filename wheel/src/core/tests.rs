@@ -681,3 +681,81 @@ fn shrink_and_drain_while_staging() {
     w.check_invariants().unwrap();
     assert_eq!(w.next_expiration(), None);
 }
+
+/// Cancels above level 0 only mark cells (lazy buckets); sweeps keep the
+/// marked cells in proportion to the pending timers. Here the clock never
+/// moves, so no cascade clears anything: without sweeps every cancel would
+/// leave a cell behind for good.
+#[test]
+fn sweeps_keep_lazily_dead_cells_in_proportion() {
+    let mut w = Wheel::with_config(layout(&[4, 4, 4]));
+    let mut keys: Vec<TimerKey> = (0..200u64).map(|i| w.insert(300 + i * 13, i)).collect();
+    let mut peak_cells = 0;
+    let mut x = 11u64;
+    let mut sweeps_seen = false;
+    for step in 0..20_000u64 {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        let j = (x >> 33) as usize % keys.len();
+        assert!(w.cancel(keys[j]).is_some());
+        keys[j] = w.insert(20 + (x >> 40) % 4_000, step);
+        sweeps_seen |= w.sweep.is_some();
+        // The bound a pass keeps: the cells it started for, plus at most
+        // one per eight it reads, plus a log's worth not yet marked.
+        let bound = (COMPACT_RATIO + 2) * w.len() + SWEEP_MIN + kill_log::DEFER_KILLS;
+        assert!(w.lazy_dead <= bound, "step {step}: {} dead", w.lazy_dead);
+        peak_cells = peak_cells.max(w.blocks.in_use() * BLOCK_CELLS);
+        if step % 997 == 0 {
+            w.check_invariants().unwrap();
+        }
+    }
+    assert!(sweeps_seen, "no sweep ran");
+    // 200 timers never needed more than about 6 cells each (with at most
+    // one part-used block per occupied slot).
+    assert!(
+        peak_cells <= 6 * 200 + 48 * BLOCK_CELLS,
+        "{peak_cells} cells"
+    );
+    // Cancelling everything leaves at most the sweep's allowance behind.
+    for k in keys {
+        assert!(w.cancel(k).is_some());
+    }
+    w.check_invariants().unwrap();
+    assert!(w.lazy_dead <= SWEEP_MIN + kill_log::DEFER_KILLS);
+    assert_eq!(w.next_expiration(), None);
+    assert!(tick_by_tick(&mut w, 0, 5_000).is_empty());
+    assert_eq!(w.blocks.in_use(), 0);
+}
+
+/// A drain abandoned half-way (leaked) leaves cells counted dead in lazy
+/// buckets beside cells cancelled lazily; staging then passes both kinds,
+/// and the accounting stays exact.
+#[test]
+fn staging_after_a_leaked_drain_passes_both_kinds_of_dead_cells() {
+    let mut w = Wheel::with_config(layout(&[4, 4, 4]));
+    let keys: Vec<_> = (0..100u64).map(|i| w.insert(16 + i % 16, i)).collect();
+    let mut drained: Vec<u64> = {
+        let mut d = w.drain();
+        let taken = (0..10).map(|_| d.next().unwrap().value).collect();
+        std::mem::forget(d);
+        taken
+    };
+    drained.sort_unstable();
+    assert_eq!(drained, (0..10).collect::<Vec<_>>());
+    assert!(
+        w.levels[1].slots[1].dead > 0,
+        "the drain counted no dead cell"
+    );
+    for k in &keys[20..40] {
+        assert!(w.cancel(*k).is_some());
+    }
+    w.check_invariants().unwrap();
+    // An idle poll flushes the log and stages the front of the slot.
+    assert!(w.poll(3).is_none());
+    w.check_invariants().unwrap();
+    assert!(!w.stage.is_empty());
+    let fired = tick_by_tick(&mut w, 4, 40);
+    let mut want: Vec<(u64, u64)> = (10..20).chain(40..100).map(|i| (16 + i % 16, i)).collect();
+    want.sort_by_key(|&(when, _)| when); // stable: FIFO within a tick
+    assert_eq!(fired, want);
+    assert_eq!(w.blocks.in_use(), 0);
+}
