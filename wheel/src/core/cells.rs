@@ -429,6 +429,7 @@ impl Bucket {
         // A written cell's bit is cleared; the reader has read it already.
         while let Some((at, index)) = taken.next_cell(arena, false) {
             if arena.is_dead(at) {
+                taken.skip_dead(arena);
                 continue;
             }
             if wo == BLOCK_CELLS as u32 {
@@ -583,6 +584,34 @@ impl Taken {
             return Some((at, index));
         }
     }
+
+    /// If every cell left in the current block is marked dead, skips them
+    /// all and returns how many; else (or at the end of a block) returns 0
+    /// and skips nothing. For readers that drop marked cells: called after
+    /// a dead cell, it passes a run of cancelled timers a block at a time
+    /// instead of a cell at a time.
+    #[inline]
+    pub(crate) fn skip_dead(&mut self, arena: &Blocks) -> u32 {
+        if self.block == NIL {
+            return 0;
+        }
+        let stop = if self.block == self.tail {
+            self.end
+        } else {
+            BLOCK_CELLS as u32
+        };
+        if self.offset >= stop {
+            return 0;
+        }
+        // `stop <= 31` and `offset < stop`: neither shift overflows.
+        let rest = ((1u32 << stop) - 1) & !((1u32 << self.offset) - 1);
+        if arena.dead[self.block as usize] & rest != rest {
+            return 0;
+        }
+        let skipped = stop - self.offset;
+        self.offset = stop;
+        skipped
+    }
 }
 
 #[cfg(test)]
@@ -686,6 +715,46 @@ mod tests {
         assert_eq!(seen, (0..200).collect::<Vec<_>>());
         assert_eq!(a, Bucket::EMPTY);
         arena.check(0).unwrap();
+    }
+
+    #[test]
+    fn skip_dead_passes_only_a_wholly_dead_rest_of_a_block() {
+        let mut arena = Blocks::with_capacity(0);
+        let mut b = Bucket::EMPTY;
+        // Blocks of 31: cells 0..31, 31..62, 62..70 (the tail, end 8).
+        let addrs: Vec<u32> = (0..70).map(|i| b.push(&mut arena, i)).collect();
+        for &at in addrs[5..31]
+            .iter()
+            .chain(&addrs[40..62])
+            .chain(&addrs[66..70])
+        {
+            arena.set_dead(at);
+        }
+        let mut taken = b.take();
+        let mut seen = Vec::new();
+        let mut skipped = Vec::new();
+        while let Some((at, index)) = taken.next_cell(&mut arena, true) {
+            if arena.is_dead(at) {
+                skipped.push((index, taken.skip_dead(&arena)));
+            } else {
+                seen.push(index);
+            }
+        }
+        // After cell 5, the rest of block 0 is dead (25 cells); in block 1
+        // cells 40..62 are dead, but after cell 40 the rest is too (21);
+        // in the tail, after cell 66 the rest up to the end (3).
+        assert_eq!(skipped, [(5, 25), (40, 21), (66, 3)]);
+        let want: Vec<u32> = (0..5).chain(31..40).chain(62..66).collect();
+        assert_eq!(seen, want);
+        arena.check(0).unwrap();
+        // A dead cell followed by a live one skips nothing.
+        let mut b = Bucket::EMPTY;
+        let addrs: Vec<u32> = (0..3).map(|i| b.push(&mut arena, i)).collect();
+        arena.set_dead(addrs[0]);
+        let mut taken = b.take();
+        assert_eq!(taken.next_cell(&mut arena, true), Some((addrs[0], 0)));
+        assert_eq!(taken.skip_dead(&arena), 0);
+        assert_eq!(taken.next_cell(&mut arena, true), Some((addrs[1], 1)));
     }
 
     #[test]

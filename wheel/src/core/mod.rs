@@ -1070,7 +1070,7 @@ impl<T> Wheel<T> {
                 };
                 // The dead bit is read before the next call frees the block.
                 if self.blocks.is_dead(at) {
-                    marked += 1;
+                    marked += 1 + taken.skip_dead(&self.blocks);
                 } else {
                     batch[n] = (index, self.slab.node(index).when);
                     debug_assert_eq!(self.slab.node(index).pos, at);
