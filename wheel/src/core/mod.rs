@@ -453,7 +453,8 @@ impl<T> Wheel<T> {
     ///
     /// Why without the bucket: finding a cell's bucket means computing its
     /// level and slot from the deadline and updating the bucket's counts,
-    /// about 50 instructions per cancel (`docs/design.md`, "Lazy buckets").
+    /// about 50 instructions per cancel (`docs/design.md`, "Lazy buckets and
+    /// sweeps").
     /// A lazy bucket's cells are only read when its slot comes up, when it
     /// is staged, or by a sweep, and each of these tells the dead cells by
     /// their bits. The bucket counts a lazily dead cell as live until then;
