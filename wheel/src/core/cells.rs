@@ -413,11 +413,14 @@ impl Bucket {
     /// Drops the dead cells (by their dead bits), keeping the live ones in
     /// order, and frees the blocks left over; the bucket then counts its
     /// live cells exactly, and is empty if none was left. `owner` is told
-    /// where each live cell that moves goes.
-    pub(crate) fn compact(&mut self, arena: &mut Blocks, owner: &mut impl CellOwner) {
+    /// where each live cell that moves goes. Returns how many of the dropped
+    /// cells the bucket had counted live: a lazy bucket's share of lazily
+    /// dead cells (0 for an exact bucket).
+    pub(crate) fn compact(&mut self, arena: &mut Blocks, owner: &mut impl CellOwner) -> u32 {
         if self.is_empty() {
-            return;
+            return 0;
         }
+        let counted_live = self.live;
         // The write cursor never passes the read cursor (it writes at most
         // as many cells as were read), so compaction works in place, and a
         // cell is judged before anything is written over it.
@@ -453,7 +456,7 @@ impl Bucket {
         if live == 0 {
             // Every block from `head` on is still chained: free them all.
             arena.free_through(head, taken.tail);
-            return;
+            return counted_live;
         }
         if wb != taken.tail {
             let rest = arena.blocks[wb as usize].next;
@@ -471,6 +474,7 @@ impl Bucket {
             live,
             dead: 0,
         };
+        counted_live - live
     }
 
     /// Calls `f` with every cell's content, front to back.
@@ -622,6 +626,23 @@ mod tests {
         b.walk(arena).unwrap().0.into_iter().map(|c| c.1).collect()
     }
 
+    /// A cell owner that records what a compaction tells it, as
+    /// `(index, new address)`.
+    #[derive(Default)]
+    struct Moves(Vec<(u32, u32)>);
+
+    impl CellOwner for Moves {
+        fn moved(&mut self, index: u32, to: u32) {
+            self.0.push((index, to));
+        }
+    }
+
+    impl Moves {
+        fn indices(&self) -> Vec<u32> {
+            self.0.iter().map(|m| m.0).collect()
+        }
+    }
+
     #[test]
     fn block_is_two_cache_lines() {
         assert_eq!(std::mem::size_of::<Block>(), 128);
@@ -644,17 +665,9 @@ mod tests {
         }
         assert!(!arena.is_dead(addrs[5]));
         assert!(b.wants_compaction());
-        struct Owner {
-            moved: Vec<(u32, u32)>,
-        }
-        impl CellOwner for Owner {
-            fn moved(&mut self, index: u32, to: u32) {
-                self.moved.push((index, to));
-            }
-        }
-        let mut owner = Owner { moved: Vec::new() };
+        let mut owner = Moves::default();
         b.compact(&mut arena, &mut owner);
-        let moved = owner.moved;
+        let moved = owner.0;
         let want: Vec<u32> = (0..300).step_by(5).collect();
         assert_eq!(contents(&b, &arena), want);
         // Entry 0 has no dead cell before it: it stays, and is not told.
@@ -778,16 +791,12 @@ mod tests {
         for &at in &addrs[1..] {
             b.kill(&mut arena, at);
         }
-        struct Ignore;
-        impl CellOwner for Ignore {
-            fn moved(&mut self, _: u32, _: u32) {}
-        }
-        b.compact(&mut arena, &mut Ignore);
+        b.compact(&mut arena, &mut Moves::default());
         assert_eq!(contents(&b, &arena), [0]);
         arena.check(1).unwrap();
         let front = b.front().unwrap();
         assert!(b.kill(&mut arena, front));
-        b.compact(&mut arena, &mut Ignore);
+        b.compact(&mut arena, &mut Moves::default());
         assert!(b.is_empty());
         arena.check(0).unwrap();
     }
@@ -803,23 +812,17 @@ mod tests {
             arena.set_dead(at);
         }
         assert_eq!((b.live, b.dead), (100, 0));
-        struct Owner(Vec<u32>);
-        impl CellOwner for Owner {
-            fn moved(&mut self, index: u32, _: u32) {
-                self.0.push(index);
-            }
-        }
-        let mut owner = Owner(Vec::new());
+        let mut owner = Moves::default();
         b.compact(&mut arena, &mut owner);
         let want: Vec<u32> = (0..40).chain(80..100).collect();
         assert_eq!(contents(&b, &arena), want);
         assert_eq!((b.live, b.dead), (60, 0));
         // Only the cells behind the first dead one moved.
-        assert_eq!(owner.0, (80..100).collect::<Vec<_>>());
+        assert_eq!(owner.indices(), (80..100).collect::<Vec<_>>());
         assert_eq!(arena.get(addrs[39]), 39);
         arena.check(60usize.div_ceil(BLOCK_CELLS)).unwrap();
         // With no dead cell, nothing moves and nobody is told.
-        let mut owner = Owner(Vec::new());
+        let mut owner = Moves::default();
         b.compact(&mut arena, &mut owner);
         assert_eq!(contents(&b, &arena), want);
         assert!(owner.0.is_empty());
