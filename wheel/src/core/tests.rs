@@ -730,17 +730,21 @@ fn sweeps_keep_lazily_dead_cells_in_proportion() {
 /// A drain abandoned half-way (leaked) leaves cells counted dead in lazy
 /// buckets beside cells cancelled lazily; staging then passes both kinds,
 /// and the accounting stays exact.
+/// Takes `n` timers' values through `drain` and leaks the iterator, which
+/// leaves the rest pending; the values come back sorted.
+fn leak_drain<T: Ord>(w: &mut Wheel<T>, n: usize) -> Vec<T> {
+    let mut d = w.drain();
+    let mut taken: Vec<T> = (0..n).map(|_| d.next().unwrap().value).collect();
+    std::mem::forget(d);
+    taken.sort_unstable();
+    taken
+}
+
 #[test]
 fn staging_after_a_leaked_drain_passes_both_kinds_of_dead_cells() {
     let mut w = Wheel::with_config(layout(&[4, 4, 4]));
     let keys: Vec<_> = (0..100u64).map(|i| w.insert(16 + i % 16, i)).collect();
-    let mut drained: Vec<u64> = {
-        let mut d = w.drain();
-        let taken = (0..10).map(|_| d.next().unwrap().value).collect();
-        std::mem::forget(d);
-        taken
-    };
-    drained.sort_unstable();
+    let drained = leak_drain(&mut w, 10);
     assert_eq!(drained, (0..10).collect::<Vec<_>>());
     assert!(
         w.levels[1].slots[1].dead > 0,
@@ -778,13 +782,7 @@ fn compaction_after_staging_accounts_for_lazily_dead_cells() {
     for i in 0..70u64 {
         w.insert(31, 200 + i);
     }
-    let mut drained: Vec<u64> = {
-        let mut d = w.drain();
-        let taken = (0..70).map(|_| d.next().unwrap().value).collect();
-        std::mem::forget(d);
-        taken
-    };
-    drained.sort_unstable();
+    let drained = leak_drain(&mut w, 70);
     assert_eq!(drained, (200..270).collect::<Vec<_>>());
     // One front timer cancelled lazily: the bucket counts it live.
     assert_eq!(w.cancel(front[65]), Some(165));
