@@ -592,6 +592,56 @@ fn repeating_is_fixed_rate_and_skips_missed_runs() {
     assert_eq!(s.stats().pending, 0);
 }
 
+/// A run that outlasts its period is followed by one late run, then the
+/// timer is back on its grid. The clock jumps while the run is still in
+/// its callback, so the re-arm reaches the tick thread after the jump: the
+/// schedule must not depend on when it gets there.
+#[test]
+fn a_run_longer_than_its_period_is_followed_by_one_late_run() {
+    let clock = ManualClock::new();
+    let start = clock.now();
+    let s = manual(&clock, 1);
+    let times = Arc::new(Mutex::new(Vec::new()));
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Mutex::new(release_rx);
+    let (t, c) = (times.clone(), clock.clone());
+    let h = s
+        .schedule_repeating(Duration::from_secs(1), move || {
+            t.lock().unwrap().push((c.now() - start).as_millis() as u64);
+            entered_tx.send(()).unwrap();
+            release_rx.lock().unwrap().recv().unwrap();
+        })
+        .unwrap();
+    clock.advance(Duration::from_secs(1));
+    entered_rx.recv_timeout(EVENTUALLY).unwrap();
+    // The run due at 1 s is in its callback; the runs due at 2, 3 and 4 s
+    // are missed while it runs.
+    clock.advance(Duration::from_millis(3500));
+    settle(&s, &clock, start, |_| true);
+    release_tx.send(()).unwrap();
+    // The run due at 2 s comes late, at once; 3 and 4 s are skipped.
+    entered_rx.recv_timeout(EVENTUALLY).unwrap();
+    release_tx.send(()).unwrap();
+    settle(&s, &clock, start, |st| st.queued == 0);
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        *times.lock().unwrap(),
+        vec![1000, 4500],
+        "missed runs burst"
+    );
+    clock.advance(Duration::from_millis(499)); // 4.999 s: nothing due
+    settle(&s, &clock, start, |st| st.queued == 0);
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(times.lock().unwrap().len(), 2, "a run came early");
+    clock.advance(Duration::from_millis(1)); // 5 s: back on the grid
+    entered_rx.recv_timeout(EVENTUALLY).unwrap();
+    release_tx.send(()).unwrap();
+    assert_eq!(*times.lock().unwrap(), vec![1000, 4500, 5000]);
+    assert!(h.cancel());
+    assert_eq!(s.stats().pending, 0);
+}
+
 #[test]
 fn panicking_callbacks_are_counted_and_workers_survive() {
     let s = Scheduler::builder().workers(1).build().unwrap();

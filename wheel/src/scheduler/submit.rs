@@ -445,9 +445,10 @@ impl Scheduler {
     ///
     /// Fixed rate: the n-th run is due at `start + n * period` (no drift).
     /// A run never overlaps the previous run of the same timer. Runs that
-    /// are missed because a run or the machine was slow are skipped, not
-    /// burst: the next run is the first one still due in the future (or due
-    /// exactly now). A run that panics stops the timer.
+    /// are missed because a run or the machine was slow are not burst:
+    /// they collapse into one late run, started as soon as possible, and
+    /// the run after it is the first one due after that late run started.
+    /// A run that panics stops the timer.
     ///
     /// # Errors
     ///
@@ -495,25 +496,28 @@ impl Scheduler {
     }
 }
 
-/// The due time of the next run of a fixed-rate timer whose previous run
-/// was due at `prev`, seen at `now` (all nanoseconds after the origin).
+/// The due time of the next run of a fixed-rate timer whose run due at
+/// `prev` started at `started` (all nanoseconds after the origin).
 ///
-/// `prev + k * period` for the smallest `k >= 1` with a result `>= now`:
-/// runs due strictly before `now` were missed and are skipped. Saturates at
+/// `prev + k * period` for the smallest `k >= 1` with a result strictly
+/// after `started`: the run that started covers every run due up to its
+/// start, so runs missed while it waited or ran are skipped, and a run due
+/// while it ran comes once, late, as soon as it is re-armed. Saturates at
 /// `u64::MAX` (never).
-pub(crate) fn next_fixed_rate(prev: u64, period: u64, now: u64) -> u64 {
+pub(crate) fn next_fixed_rate(prev: u64, period: u64, started: u64) -> u64 {
     debug_assert!(period > 0);
+    let period = period.max(1);
     let first = match prev.checked_add(period) {
         Some(v) => v,
         None => return u64::MAX,
     };
-    if first >= now {
+    if first > started {
         return first;
     }
-    // Missed: k = ceil((now - prev) / period).
-    let k = (now - prev).div_ceil(period);
+    // Missed: k = floor((started - prev) / period) + 1.
+    let k = u128::from((started - prev) / period) + 1;
     u128::from(prev)
-        .checked_add(u128::from(k) * u128::from(period))
+        .checked_add(k * u128::from(period))
         .and_then(|v| u64::try_from(v).ok())
         .unwrap_or(u64::MAX)
 }
@@ -526,19 +530,20 @@ mod tests {
     fn fixed_rate_boundaries() {
         // On time: next is prev + period.
         assert_eq!(next_fixed_rate(100, 10, 100), 110);
-        assert_eq!(
-            next_fixed_rate(100, 10, 110),
-            110,
-            "due exactly now is kept"
-        );
-        // One missed run is skipped; phase is kept.
+        assert_eq!(next_fixed_rate(100, 10, 109), 110);
+        // A run that started when the next was due covers it.
+        assert_eq!(next_fixed_rate(100, 10, 110), 120);
+        // Missed runs are skipped; phase is kept.
         assert_eq!(next_fixed_rate(100, 10, 111), 120);
-        assert_eq!(next_fixed_rate(100, 10, 120), 120);
+        assert_eq!(next_fixed_rate(100, 10, 119), 120);
         assert_eq!(next_fixed_rate(100, 10, 145), 150);
+        // A start before the due time (never happens) still moves on.
+        assert_eq!(next_fixed_rate(100, 10, 0), 110);
         // Saturation.
         assert_eq!(next_fixed_rate(u64::MAX - 5, 10, 0), u64::MAX);
         assert_eq!(next_fixed_rate(0, u64::MAX, 0), u64::MAX);
         assert_eq!(next_fixed_rate(0, u64::MAX / 2 + 1, u64::MAX), u64::MAX);
         assert_eq!(next_fixed_rate(0, 1, u64::MAX), u64::MAX);
+        assert_eq!(next_fixed_rate(0, 1, u64::MAX - 1), u64::MAX);
     }
 }

@@ -41,7 +41,7 @@ use crate::sync::{Arc, Backoff, Ordering, Parker};
 use super::handle::{
     gen_of, is_repeat, seq_of, state_of, Claim, CANCELLED, PENDING, QUEUED, RUNNING,
 };
-use super::submit::{next_fixed_rate, Command, Entry, Task, NEVER};
+use super::submit::{Command, Entry, Task, NEVER};
 use super::Shared;
 
 /// Upper bound on the sleep of a tick thread that is receiving commands:
@@ -238,7 +238,7 @@ impl Ticker {
             }
             self.shared.wake.awake();
             let now = self.shared.clock.now();
-            let applied = self.drain(now);
+            let applied = self.drain();
             let now_tick = self.shared.conv.now_tick(now).min(LAST_TICK);
             self.fire(now_tick);
             self.recycle();
@@ -329,8 +329,7 @@ impl Ticker {
 
     /// Applies up to `DRAIN_BATCH` commands, taken from the lanes in turn
     /// (each lane in its FIFO order); returns how many.
-    fn drain(&mut self, now: Instant) -> usize {
-        let now_nanos = self.shared.conv.nanos_of(now);
+    fn drain(&mut self) -> usize {
         let shared = self.shared.clone();
         let lanes = shared.lanes.len();
         let mut applied = 0;
@@ -342,7 +341,7 @@ impl Ticker {
                 continue;
             }
             while let Some(cmd) = queue.pop() {
-                self.apply(lane, cmd, now_nanos);
+                self.apply(lane, cmd);
                 applied += 1;
                 if applied == DRAIN_BATCH {
                     self.next_lane = lane;
@@ -398,7 +397,7 @@ impl Ticker {
         tick.saturating_mul(tick_nanos)
     }
 
-    fn apply(&mut self, lane: usize, cmd: Command, now_nanos: u64) {
+    fn apply(&mut self, lane: usize, cmd: Command) {
         match cmd {
             Command::Insert(entry) => {
                 let w = self.shared.slots.load(entry.index);
@@ -429,12 +428,9 @@ impl Ticker {
                         // the way and will move the parked entry.
                         self.arm_at(entry, NEVER);
                     }
-                    _ => {
-                        let period = entry.task.period();
-                        debug_assert!(period > 0, "only repeating timers come back unchanged");
-                        entry.due = next_fixed_rate(entry.due, period.max(1), now_nanos);
-                        self.arm(entry);
-                    }
+                    // The worker set the next run's due time (it may be
+                    // past: then the run is late and fires at once).
+                    _ => self.arm(entry),
                 }
             }
             Command::Cancel { index, gen } => {

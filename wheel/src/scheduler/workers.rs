@@ -39,7 +39,7 @@ use crate::sync::{
 };
 
 use super::handle::Start;
-use super::submit::{Command, Entry};
+use super::submit::{next_fixed_rate, Command, Entry};
 use super::Shared;
 
 /// The least time an idle worker polls the job queue before it sleeps,
@@ -254,8 +254,9 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
         shared.timer_ended(lane);
     }
     counts.fired.fetch_add(1, Ordering::Relaxed);
+    let started = shared.clock.now();
     if let Some(at) = shared.conv.instant_of_nanos(entry.due) {
-        let late = shared.clock.now().saturating_duration_since(at);
+        let late = started.saturating_duration_since(at);
         let late = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
         counters.max_lateness.fetch_max(late, Ordering::Relaxed);
     }
@@ -288,11 +289,15 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
         slots.release(lane, index);
         return;
     };
-    // The tick thread computes the exact next due time (skipping missed
-    // runs); the earliest it can be is one period after this run's. After
-    // a reset during the run the deadline is the reset's: wake regardless.
+    // Fixed rate: the next run is the first one due after this run started
+    // (runs due meanwhile collapse into one late run). Computed from the
+    // start, not when the tick thread gets the entry back, so the schedule
+    // does not depend on how long the command waits. After a reset during
+    // the run the deadline is the reset's (the tick thread has it): wake
+    // regardless.
     let earliest = if seq == entry.seq {
-        shared.tick_of(entry.due.saturating_add(period))
+        entry.due = next_fixed_rate(entry.due, period, shared.conv.nanos_of(started));
+        shared.tick_of(entry.due)
     } else {
         0
     };
