@@ -22,6 +22,7 @@
 //! counts the timed steps (`workloads::single::churn_steps`) of one queue,
 //! as in `docs/benchmarks.md`, "Eleventh session".
 
+use wheel_bench::example_args::sizes_and_rounds;
 use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
@@ -30,16 +31,7 @@ use wheel_bench::workloads::Check;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let sizes: Vec<usize> = match args.first() {
-        Some(list) => list
-            .split(',')
-            .map(|s| s.trim().parse().expect("SIZES: comma-separated counts"))
-            .collect(),
-        None => vec![1_000_000, 10_000_000],
-    };
-    let rounds: usize = args
-        .get(1)
-        .map_or(3, |s| s.parse().expect("ROUNDS: a number"));
+    let (sizes, rounds) = sizes_and_rounds(&args, 3);
     let steps: usize = args
         .get(2)
         .map_or(2_000_000, |s| s.parse().expect("STEPS: a number"));

@@ -15,6 +15,7 @@
 
 use std::hint::black_box;
 
+use wheel_bench::example_args::sizes_and_rounds;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
 use wheel_bench::peers::TimerQueue;
@@ -61,16 +62,7 @@ impl<const ROUNDS: usize> TimerQueue for Padded<ROUNDS> {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let sizes: Vec<usize> = match args.first() {
-        Some(list) => list
-            .split(',')
-            .map(|s| s.trim().parse().expect("SIZES: comma-separated counts"))
-            .collect(),
-        None => vec![1_000_000, 10_000_000],
-    };
-    let rounds: usize = args
-        .get(1)
-        .map_or(2, |s| s.parse().expect("ROUNDS: a number"));
+    let (sizes, rounds) = sizes_and_rounds(&args, 2);
     println!("churn, {STEPS} steps timed per run; ns per step (ratio to the plain floor)");
     let mut failed = false;
     for &n in &sizes {

@@ -17,7 +17,8 @@
 //! - [`report`] and [`chart`]: tables, `docs/benchmarks.md`, the SVG chart;
 //! - [`alloc`]: the counting global allocator used for the memory figures;
 //! - [`cpu`]: process CPU time from `/proc/self/stat`;
-//! - [`rng`]: the small seeded PRNG every workload draws from.
+//! - [`rng`]: the small seeded PRNG every workload draws from;
+//! - [`example_args`]: the arguments the churn examples share.
 //!
 //! Unlike the library, this crate contains one `unsafe` block: the
 //! `GlobalAlloc` wrapper in [`alloc`] (documented there).
@@ -25,6 +26,7 @@
 pub mod alloc;
 pub mod chart;
 pub mod cpu;
+pub mod example_args;
 pub mod peers;
 pub mod report;
 pub mod rng;

@@ -1,0 +1,54 @@
+//! The positional arguments the churn examples (`examples/churn_bound.rs`,
+//! `examples/churn_pad.rs`) share: `SIZES` (comma-separated pending-timer
+//! counts) and `ROUNDS`.
+
+/// Pending-timer counts the churn examples use when `SIZES` is not given.
+pub const DEFAULT_SIZES: [usize; 2] = [1_000_000, 10_000_000];
+
+/// Reads `SIZES` from `args[0]` (default [`DEFAULT_SIZES`]) and `ROUNDS`
+/// from `args[1]` (default `default_rounds`).
+///
+/// # Panics
+///
+/// On an argument that does not parse, with a message naming it: these are
+/// command-line tools, and a typo should stop them before a long run.
+///
+/// # Examples
+///
+/// ```
+/// let args = vec!["1000,2000".to_string()];
+/// let (sizes, rounds) = wheel_bench::example_args::sizes_and_rounds(&args, 3);
+/// assert_eq!(sizes, vec![1000, 2000]);
+/// assert_eq!(rounds, 3);
+/// ```
+pub fn sizes_and_rounds(args: &[String], default_rounds: usize) -> (Vec<usize>, usize) {
+    let sizes = match args.first() {
+        Some(list) => list
+            .split(',')
+            .map(|s| s.trim().parse().expect("SIZES: comma-separated counts"))
+            .collect(),
+        None => DEFAULT_SIZES.to_vec(),
+    };
+    let rounds = args
+        .get(1)
+        .map_or(default_rounds, |s| s.parse().expect("ROUNDS: a number"));
+    (sizes, rounds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_given_values() {
+        assert_eq!(sizes_and_rounds(&[], 2), (DEFAULT_SIZES.to_vec(), 2));
+        let args = ["7, 8".to_string(), "5".to_string()];
+        assert_eq!(sizes_and_rounds(&args, 2), (vec![7, 8], 5));
+    }
+
+    #[test]
+    #[should_panic(expected = "ROUNDS")]
+    fn a_bad_round_count_stops_the_tool() {
+        sizes_and_rounds(&["1".to_string(), "x".to_string()], 2);
+    }
+}
