@@ -430,7 +430,13 @@ impl Ticker {
                     }
                     // The worker set the next run's due time (it may be
                     // past: then the run is late and fires at once).
-                    _ => self.arm(entry),
+                    _ => {
+                        debug_assert!(
+                            entry.task.period() > 0,
+                            "only repeating timers come back unchanged"
+                        );
+                        self.arm(entry);
+                    }
                 }
             }
             Command::Cancel { index, gen } => {
