@@ -16,10 +16,10 @@
 //!   whoever makes a cell dead sets its bit (and, in an exact bucket,
 //!   counts it in the bucket), so reading a bucket (compacting, cascading,
 //!   dropping dead cells at the front of the ready queue) tells dead cells
-//!   apart without looking their entries up. The words take 4 bytes per 128-byte block and sit close
-//!   together, so cancelling a timer touches no cell, only one word that is
-//!   most likely in cache; a compaction then loads the entries of live
-//!   cells only, to tell them where they moved;
+//!   apart without looking their entries up. The words take 4 bytes per
+//!   128-byte block and sit close together, so cancelling a timer touches
+//!   no cell, only one word that is most likely in cache; a compaction then
+//!   loads the entries of live cells only, to tell them where they moved;
 //! - processing a slot reads its cells block by block: 31 entry indices per
 //!   block, known up front, so the entries' cache misses
 //!   overlap instead of forming a chain of dependent loads as an intrusive

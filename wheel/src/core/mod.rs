@@ -980,8 +980,7 @@ impl<T> Wheel<T> {
         if self.ready.live == 0 {
             self.ready.clear(&mut self.blocks);
         } else if self.ready.wants_compaction() {
-            let share = self.ready.compact(&mut self.blocks, &mut self.slab);
-            debug_assert_eq!(share, 0, "the ready queue is an exact bucket");
+            self.compact_at(Loc::Ready);
         }
     }
 
