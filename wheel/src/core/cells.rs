@@ -1,10 +1,9 @@
 //! Slot contents: unrolled lists of entry indices ("cells") in one shared
 //! arena of 128-byte blocks.
 //!
-//! A slot holds its entries as a [`Bucket`]: a chain of [`Block`]s, each two
-//! cache lines holding [`BLOCK_CELLS`] cells and the index of the next
-//! block. Cells are appended in placement order. An entry remembers the
-//! *address* of its cell (`block * 32 + offset`, stable while the cell
+//! A slot holds its entries as a [`Bucket`]: a chain of [`Block`]s, each 128
+//! bytes holding [`BLOCK_CELLS`] cells and the index of the next block.
+//! Cells are appended in placement order. An entry remembers the *address* of its cell (`block * 32 + offset`, stable while the cell
 //! exists), so:
 //!
 //! - a cell is *live* iff the entry it names is occupied and remembers this
@@ -49,9 +48,9 @@
 
 use super::slab::NIL;
 
-/// Cells per block: 31 `u32` indices and the next block's index fill two
-/// 64-byte cache lines (fetched together by the hardware when a bucket is
-/// read front to back). Larger blocks read a little faster but cost more
+/// Cells per block: 31 `u32` indices and the next block's index fill 128
+/// bytes, two cache lines' worth (fetched together by the hardware when a
+/// bucket is read front to back). Larger blocks read a little faster but cost more
 /// in part-used blocks: at most one per slot (and stage slot, and the ready
 /// queue), so at most 2 305 * 128 bytes = 288 KiB per wheel of the default
 /// layout whatever the number of timers.
@@ -89,9 +88,20 @@ pub(crate) trait CellOwner {
     fn moved(&mut self, index: u32, to: u32);
 }
 
-/// A block of cells: two 64-byte cache lines.
+/// A block of cells: 128 bytes, two cache lines' worth.
+///
+/// Not over-aligned (its alignment is a `u32`'s), on purpose. Rust's system
+/// allocator grows a `Vec` of a type aligned to at most 16 bytes with the C
+/// library's `realloc`, and glibc's `realloc` moves a large arena (one that
+/// it mapped on its own) to its grown place by remapping its pages
+/// (`mremap`), without copying them. Aligned to 64 bytes, as blocks were
+/// until the fourteenth session, the arena was copied instead each time it
+/// grew: the insert that grew a 41 MB arena (10M timers) took 24-108 ms,
+/// against 0.2 ms remapped (`docs/benchmarks.md`, "Fourteenth session").
+/// A block may now straddle three cache lines instead of two; buckets are
+/// read front to back, and no workload measured slower.
 #[derive(Debug, Clone, Copy)]
-#[repr(C, align(64))]
+#[repr(C)]
 pub(crate) struct Block {
     cells: [u32; BLOCK_CELLS],
     next: u32,
@@ -644,9 +654,11 @@ mod tests {
     }
 
     #[test]
-    fn block_is_two_cache_lines() {
+    fn block_is_128_bytes_and_not_over_aligned() {
         assert_eq!(std::mem::size_of::<Block>(), 128);
-        assert_eq!(std::mem::align_of::<Block>(), 64);
+        // At most 16 bytes, or the arena is copied when it grows (see
+        // `Block`).
+        assert_eq!(std::mem::align_of::<Block>(), std::mem::align_of::<u32>());
     }
 
     #[test]
