@@ -1,5 +1,5 @@
 //! The positional arguments the churn examples (`examples/churn_bound.rs`,
-//! `examples/churn_pad.rs`) share: `SIZES` (comma-separated pending-timer
+//! `examples/churn_pad.rs`, `examples/churn_interleaved.rs`) share: `SIZES` (comma-separated pending-timer
 //! counts) and `ROUNDS`.
 
 /// Pending-timer counts the churn examples use when `SIZES` is not given.

@@ -227,52 +227,122 @@ impl Churn {
 }
 
 /// Workload 3: churn.
-pub fn churn<Q: TimerQueue>(mut q: Q, p: &Churn) -> Outcome {
+pub fn churn<Q: TimerQueue>(q: Q, p: &Churn) -> Outcome {
     let wall = Instant::now();
-    let (pending, steps) = (p.pending, p.steps);
-    let mut rng = Rng::new(p.seed);
-    let mut conns: Vec<Conn<Q::Handle>> = Vec::with_capacity(pending);
-    let (elapsed, counts) = q.run(|q| {
-        for c in 0..pending {
-            let deadline = rng.range_inclusive(1, p.max_ahead);
-            let handle = q.insert(deadline, churn_id(c, 0));
-            conns.push(Conn {
-                handle: Some(handle),
-                deadline,
-                gen: 0,
-            });
-        }
-        let t = Instant::now();
-        let counts = churn_steps(q, &mut conns, &mut rng, p);
-        (t.elapsed(), counts)
-    });
-    let check = if q.is_timer() {
-        let left_due = conns
-            .iter()
-            .filter(|c| c.handle.is_some() && c.deadline <= counts.now)
-            .count() as u64;
-        Check::from_errors(&[
-            ("fired early", counts.early),
-            ("stale or unknown timers fired", counts.stale),
-            ("cancels that missed", counts.wrong_cancels),
-            ("due timers never fired", left_due),
-        ])
-    } else {
-        Check::NotApplicable
-    };
-    drop(black_box(q));
+    let mut run = ChurnRun::fill(q, p);
+    let elapsed = run.steps(p.steps);
+    let (check, fired, firing) = run.finish();
     Outcome {
-        ns_per_op: per_op(elapsed, steps),
+        ns_per_op: per_op(elapsed, p.steps),
         elapsed,
         wall: wall.elapsed(),
         check,
-        fired: counts.fired,
-        firing: counts.firing,
+        fired,
+        firing,
     }
 }
 
-/// What [`churn_steps`] counted, and where its clock ended.
+/// A churn in progress, whose steps can run in parts: [`churn`] runs them
+/// all at once; `examples/churn_interleaved.rs` alternates the parts of
+/// several queues, so that the machine's drift hits them alike.
+///
+/// # Examples
+///
+/// ```
+/// use wheel_bench::peers::wheel::OurWheel;
+/// use wheel_bench::workloads::single::{Churn, ChurnRun};
+/// use wheel_bench::workloads::Check;
+///
+/// // Timers re-armed 1..=20 ticks ahead, so that a few ticks fire many.
+/// let p = Churn { pending: 1_000, steps: 0, min_ahead: 1, max_ahead: 20, seed: 7 };
+/// let mut run = ChurnRun::fill(OurWheel::with_capacity(1_000), &p);
+/// run.steps(5_000);
+/// run.steps(5_000); // goes on from step 5 000, at tick 5
+/// let (check, fired, _firing) = run.finish();
+/// assert!(matches!(check, Check::Passed));
+/// assert!(fired > 100); // 10 ticks, each past about 1/20 of the timers
+/// ```
+pub struct ChurnRun<Q: TimerQueue> {
+    q: Q,
+    conns: Vec<Conn<Q::Handle>>,
+    rng: Rng,
+    p: Churn,
+    counts: StepCounts,
+}
+
+impl<Q: TimerQueue> ChurnRun<Q> {
+    /// Arms one timer per connection, due `1..=p.max_ahead` (not timed);
+    /// `p.steps` is not used here.
+    pub fn fill(mut q: Q, p: &Churn) -> ChurnRun<Q> {
+        let mut rng = Rng::new(p.seed);
+        let mut conns: Vec<Conn<Q::Handle>> = Vec::with_capacity(p.pending);
+        q.run(|q| {
+            for c in 0..p.pending {
+                let deadline = rng.range_inclusive(1, p.max_ahead);
+                let handle = q.insert(deadline, churn_id(c, 0));
+                conns.push(Conn {
+                    handle: Some(handle),
+                    deadline,
+                    gen: 0,
+                });
+            }
+        });
+        ChurnRun {
+            q,
+            conns,
+            rng,
+            p: *p,
+            counts: StepCounts::default(),
+        }
+    }
+
+    /// Runs `steps` more steps and returns the time they took.
+    pub fn steps(&mut self, steps: usize) -> Duration {
+        let ChurnRun {
+            q,
+            conns,
+            rng,
+            p,
+            counts,
+        } = self;
+        q.run(|q| {
+            let t = Instant::now();
+            churn_steps(q, conns, rng, p, steps, counts);
+            t.elapsed()
+        })
+    }
+
+    /// Ends the run: its check (none early, none stale, no cancel missed,
+    /// nothing due left; not applicable to the floor), the timers fired and
+    /// the time spent firing, over all the steps run.
+    pub fn finish(self) -> (Check, u64, Duration) {
+        let c = &self.counts;
+        let check = if self.q.is_timer() {
+            let left_due = self
+                .conns
+                .iter()
+                .filter(|conn| conn.handle.is_some() && conn.deadline <= c.now)
+                .count() as u64;
+            Check::from_errors(&[
+                ("fired early", c.early),
+                ("stale or unknown timers fired", c.stale),
+                ("cancels that missed", c.wrong_cancels),
+                ("due timers never fired", left_due),
+            ])
+        } else {
+            Check::NotApplicable
+        };
+        let (fired, firing) = (c.fired, c.firing);
+        drop(black_box(self.q));
+        (check, fired, firing)
+    }
+}
+
+/// What [`churn_steps`] counted so far, and where its clock is.
+#[derive(Default)]
 struct StepCounts {
+    /// Steps run.
+    step: u64,
     /// Timers fired before their deadline.
     early: u64,
     /// Stale or unknown timers fired.
@@ -287,21 +357,23 @@ struct StepCounts {
     now: u64,
 }
 
-/// The timed steps of [`churn`], from tick 0, a function of their own so
-/// that a profiler can count them alone (`docs/benchmarks.md`, "Eleventh
-/// session").
+/// The timed steps of [`churn`], `steps` more of them from where `counts`
+/// left off; a function of their own so that a profiler can count them alone
+/// (`docs/benchmarks.md`, "Eleventh session").
 #[inline(never)]
 fn churn_steps<Q: TimerQueue>(
     q: &mut Q,
     conns: &mut [Conn<Q::Handle>],
     rng: &mut Rng,
     p: &Churn,
-) -> StepCounts {
-    let (pending, steps) = (p.pending, p.steps);
+    steps: usize,
+    counts: &mut StepCounts,
+) {
+    let pending = p.pending;
     let (mut early, mut stale, mut wrong_cancels, mut fired) = (0u64, 0u64, 0u64, 0u64);
-    let mut now = 0u64;
+    let mut now = counts.now;
     let mut firing = Duration::ZERO;
-    for step in 0..steps as u64 {
+    for step in counts.step..counts.step + steps as u64 {
         if step % STEPS_PER_TICK == STEPS_PER_TICK - 1 {
             now += 1;
             // Two clock reads per tick of 1 000 steps: 0.05 ns or so
@@ -333,14 +405,13 @@ fn churn_steps<Q: TimerQueue>(
         conn.deadline = now + rng.range_inclusive(p.min_ahead, p.max_ahead);
         conn.handle = Some(q.insert(conn.deadline, churn_id(c, conn.gen)));
     }
-    StepCounts {
-        early,
-        stale,
-        wrong_cancels,
-        fired,
-        firing,
-        now,
-    }
+    counts.step += steps as u64;
+    counts.early += early;
+    counts.stale += stale;
+    counts.wrong_cancels += wrong_cancels;
+    counts.fired += fired;
+    counts.firing += firing;
+    counts.now = now;
 }
 
 /// Workload 4: live heap bytes per pending timer. `make` builds the queue (inside
@@ -476,6 +547,31 @@ mod tests {
         assert!(o.firing <= o.elapsed, "{:?} > {:?}", o.firing, o.elapsed);
         let o = insert_expire(floor::Floor::with_capacity(N), &Inputs::new(N, 1));
         assert_eq!(o.firing, Duration::ZERO);
+    }
+
+    #[test]
+    fn churn_in_parts_is_the_same_churn() {
+        let p = Churn {
+            pending: 2_000,
+            steps: 30_000,
+            min_ahead: 1,
+            max_ahead: 20,
+            seed: 5,
+        };
+        let whole = churn(wheel::OurWheel::with_capacity(2_000), &p);
+        let mut run = ChurnRun::fill(wheel::OurWheel::with_capacity(2_000), &p);
+        for part in [10_000, 1, 9_999, 10_000] {
+            run.steps(part);
+        }
+        let (check, fired, _) = run.finish();
+        assert_eq!(check, Check::Passed);
+        assert!(fired > 1_000, "only {fired} fired");
+        // The same draws, the same ticks: the same timers fire.
+        assert_eq!(fired, whole.fired);
+        // And the count is of all the parts: one part alone fires fewer.
+        let mut short = ChurnRun::fill(wheel::OurWheel::with_capacity(2_000), &p);
+        short.steps(10_000);
+        assert!(short.finish().1 < fired);
     }
 
     #[test]
