@@ -22,7 +22,7 @@
 //! counts the timed steps (`workloads::single::churn_steps`) of one queue,
 //! as in `docs/benchmarks.md`, "Eleventh session".
 
-use wheel_bench::example_args::sizes_and_rounds;
+use wheel_bench::example_args::{count, sizes_and_rounds};
 use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
@@ -32,9 +32,7 @@ use wheel_bench::workloads::Check;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (sizes, rounds) = sizes_and_rounds(&args, 3);
-    let steps: usize = args
-        .get(2)
-        .map_or(2_000_000, |s| s.parse().expect("STEPS: a number"));
+    let steps = count(&args, 2, 2_000_000, "STEPS");
     if let Some(only) = args.get(3) {
         run_alone(only, &sizes, rounds, steps);
         return;

@@ -27,7 +27,7 @@
 //! Every queue's output is checked as in the benchmark (none early, none
 //! stale, no cancel missed, nothing due left); a failed check exits 1.
 
-use wheel_bench::example_args::sizes_and_rounds;
+use wheel_bench::example_args::{count, sizes_and_rounds};
 use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
@@ -38,12 +38,8 @@ use wheel_bench::workloads::Check;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (sizes, rounds) = sizes_and_rounds(&args, 2);
-    let parts: usize = args
-        .get(2)
-        .map_or(8, |s| s.parse().expect("PARTS: a number"));
-    let part: usize = args
-        .get(3)
-        .map_or(250_000, |s| s.parse().expect("PART: a number"));
+    let parts = count(&args, 2, 8, "PARTS");
+    let part = count(&args, 3, 250_000, "PART");
     assert!(parts > 0 && part > 0, "PARTS and PART: at least 1");
     println!("churn interleaved: {parts} parts of {part} steps per queue; time as a ratio to the floor's");
     let mut failed = false;

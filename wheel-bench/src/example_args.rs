@@ -1,6 +1,7 @@
-//! The positional arguments the churn examples (`examples/churn_bound.rs`,
-//! `examples/churn_pad.rs`, `examples/churn_interleaved.rs`) share: `SIZES` (comma-separated pending-timer
-//! counts) and `ROUNDS`.
+//! The positional arguments of the churn examples (`examples/churn_bound.rs`,
+//! `examples/churn_pad.rs`, `examples/churn_interleaved.rs`): `SIZES`
+//! (comma-separated pending-timer counts) and `ROUNDS`, which they share, and
+//! the counts that follow them.
 
 /// Pending-timer counts the churn examples use when `SIZES` is not given.
 pub const DEFAULT_SIZES: [usize; 2] = [1_000_000, 10_000_000];
@@ -35,6 +36,29 @@ pub fn sizes_and_rounds(args: &[String], default_rounds: usize) -> (Vec<usize>, 
     (sizes, rounds)
 }
 
+/// Reads the count at `args[at]`, or `default` if there are fewer
+/// arguments; `name` names the argument in the panic message.
+///
+/// # Panics
+///
+/// If the argument is not a number, as [`sizes_and_rounds`].
+///
+/// # Examples
+///
+/// ```
+/// use wheel_bench::example_args::count;
+/// let args = vec!["1000".to_string(), "3".to_string(), "500".to_string()];
+/// assert_eq!(count(&args, 2, 8, "STEPS"), 500);
+/// assert_eq!(count(&args, 3, 8, "PARTS"), 8);
+/// ```
+pub fn count(args: &[String], at: usize, default: usize, name: &str) -> usize {
+    args.get(at).map_or(default, |s| {
+        s.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: a number (got {s:?})"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,6 +68,17 @@ mod tests {
         assert_eq!(sizes_and_rounds(&[], 2), (DEFAULT_SIZES.to_vec(), 2));
         let args = ["7, 8".to_string(), "5".to_string()];
         assert_eq!(sizes_and_rounds(&args, 2), (vec![7, 8], 5));
+    }
+
+    #[test]
+    #[should_panic(expected = "PART: a number")]
+    fn a_bad_count_names_its_argument() {
+        count(
+            &["1".to_string(), "2".to_string(), "x".to_string()],
+            2,
+            5,
+            "PART",
+        );
     }
 
     #[test]
