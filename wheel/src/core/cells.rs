@@ -3,8 +3,8 @@
 //!
 //! A slot holds its entries as a [`Bucket`]: a chain of [`Block`]s, each 128
 //! bytes holding [`BLOCK_CELLS`] cells and the index of the next block.
-//! Cells are appended in placement order. An entry remembers the *address* of its cell (`block * 32 + offset`, stable while the cell
-//! exists), so:
+//! Cells are appended in placement order. An entry remembers the *address*
+//! of its cell (`block * 32 + offset`, stable while the cell exists), so:
 //!
 //! - a cell is *live* iff the entry it names is occupied and remembers this
 //!   very address. An address names one cell for as long as its block is
@@ -50,10 +50,10 @@ use super::slab::NIL;
 
 /// Cells per block: 31 `u32` indices and the next block's index fill 128
 /// bytes, two cache lines' worth (fetched together by the hardware when a
-/// bucket is read front to back). Larger blocks read a little faster but cost more
-/// in part-used blocks: at most one per slot (and stage slot, and the ready
-/// queue), so at most 2 305 * 128 bytes = 288 KiB per wheel of the default
-/// layout whatever the number of timers.
+/// bucket is read front to back). Larger blocks read a little faster but
+/// cost more in part-used blocks: at most one per slot (and stage slot, and
+/// the ready queue), so at most 2 305 * 128 bytes = 288 KiB per wheel of the
+/// default layout whatever the number of timers.
 pub(crate) const BLOCK_CELLS: usize = 31;
 
 /// Cell addresses are `block << BLOCK_SHIFT | offset`.
