@@ -27,7 +27,6 @@ use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
 use wheel_bench::workloads::single::{churn, per_op, Churn, Outcome};
-use wheel_bench::workloads::Check;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -86,10 +85,7 @@ fn run(name: &str, n: usize, steps: usize, round: usize, failed: &mut bool) -> O
         "floor" => churn(Floor::with_capacity(n), &p),
         _ => churn(OurWheel::with_capacity(n), &p),
     };
-    if matches!(o.check, Check::Failed(_)) {
-        eprintln!("{name} at {n}: {:?}", o.check);
-        *failed = true;
-    }
+    *failed |= o.check.report_failure(&format!("{name} at {n}"));
     o
 }
 

@@ -31,9 +31,7 @@ use wheel_bench::example_args::{count, sizes_and_rounds};
 use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
-use wheel_bench::peers::TimerQueue;
 use wheel_bench::workloads::single::{Churn, ChurnRun};
-use wheel_bench::workloads::Check;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -72,22 +70,13 @@ fn main() {
                 median(&mut our_ratios),
                 each.join(" "),
             );
-            failed |= !checked("calendar", n, cal) | !checked("ours", n, ours);
+            failed |= cal.finish().0.report_failure(&format!("calendar at {n}"));
+            failed |= ours.finish().0.report_failure(&format!("ours at {n}"));
         }
     }
     if failed {
         std::process::exit(1);
     }
-}
-
-/// Ends a run and reports a failed check on stderr; `false` if it failed.
-fn checked<Q: TimerQueue>(name: &str, n: usize, run: ChurnRun<Q>) -> bool {
-    let (check, _, _) = run.finish();
-    if matches!(check, Check::Failed(_)) {
-        eprintln!("{name} at {n}: {check:?}");
-        return false;
-    }
-    true
 }
 
 /// The median of `v` (the upper one of an even count).

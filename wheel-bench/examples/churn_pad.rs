@@ -20,7 +20,6 @@ use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
 use wheel_bench::peers::TimerQueue;
 use wheel_bench::workloads::single::{churn, Churn};
-use wheel_bench::workloads::Check;
 
 /// Churn steps timed per run.
 const STEPS: usize = 2_000_000;
@@ -72,10 +71,9 @@ fn main() {
             let pad10 = churn(Padded::<10>(Floor::with_capacity(n)), &p).ns_per_op;
             let pad20 = churn(Padded::<20>(Floor::with_capacity(n)), &p).ns_per_op;
             let ours = churn(OurWheel::with_capacity(n), &p);
-            if let Check::Failed(why) = &ours.check {
-                eprintln!("N={n} round {round}: our wheel failed its check: {why}");
-                failed = true;
-            }
+            failed |= ours
+                .check
+                .report_failure(&format!("N={n} round {round}: our wheel"));
             let o = ours.ns_per_op;
             println!(
                 "N={n:>9} round {round}: floor {floor:6.1}, +10 rounds {pad10:6.1} ({:.2}x), +20 rounds {pad20:6.1} ({:.2}x), ours {o:6.1} ({:.2}x)",

@@ -542,11 +542,7 @@ impl<T> Wheel<T> {
     /// share off `lazy_dead` (none if the bucket is exact), and frees the
     /// slot if nothing live was left. Returns the cells read.
     fn compact_at(&mut self, loc: Loc) -> usize {
-        let bucket = match loc {
-            Loc::Ready => &mut self.ready,
-            Loc::Stage(slot) => &mut self.stage.slots[slot],
-            Loc::Level(l, slot) => &mut self.levels[l].slots[slot],
-        };
+        let bucket = bucket_at(&mut self.ready, &mut self.stage, &mut self.levels, loc);
         let cells = bucket.live + bucket.dead;
         self.lazy_dead -= bucket.compact(&mut self.blocks, &mut self.slab) as usize;
         if bucket.is_empty() {
@@ -919,11 +915,7 @@ impl<T> Wheel<T> {
     /// dead ones).
     #[inline]
     fn kill_at(&mut self, loc: Loc, pos: u32) -> bool {
-        let bucket = match loc {
-            Loc::Ready => &mut self.ready,
-            Loc::Stage(slot) => &mut self.stage.slots[slot],
-            Loc::Level(l, slot) => &mut self.levels[l].slots[slot],
-        };
+        let bucket = bucket_at(&mut self.ready, &mut self.stage, &mut self.levels, loc);
         bucket.kill(&mut self.blocks, pos) || bucket.wants_compaction()
     }
 
@@ -1483,6 +1475,22 @@ enum Judged {
     Live(u64),
     Logged,
     Marked,
+}
+
+/// The bucket at `loc`, borrowed from the wheel's fields that hold buckets
+/// (not from the whole wheel, so the caller can still pass the arena).
+#[inline(always)]
+fn bucket_at<'a>(
+    ready: &'a mut Bucket,
+    stage: &'a mut Level,
+    levels: &'a mut [Level],
+    loc: Loc,
+) -> &'a mut Bucket {
+    match loc {
+        Loc::Ready => ready,
+        Loc::Stage(slot) => &mut stage.slots[slot],
+        Loc::Level(l, slot) => &mut levels[l].slots[slot],
+    }
 }
 
 /// Loads the entry of every cell of `bucket`, in a loop short enough that

@@ -727,9 +727,6 @@ fn sweeps_keep_lazily_dead_cells_in_proportion() {
     assert_eq!(w.blocks.in_use(), 0);
 }
 
-/// A drain abandoned half-way (leaked) leaves cells counted dead in lazy
-/// buckets beside cells cancelled lazily; staging then passes both kinds,
-/// and the accounting stays exact.
 /// Takes `n` timers' values through `drain` and leaks the iterator, which
 /// leaves the rest pending; the values come back sorted.
 fn leak_drain<T: Ord>(w: &mut Wheel<T>, n: usize) -> Vec<T> {
@@ -740,6 +737,9 @@ fn leak_drain<T: Ord>(w: &mut Wheel<T>, n: usize) -> Vec<T> {
     taken
 }
 
+/// A drain abandoned half-way (leaked) leaves cells counted dead in lazy
+/// buckets beside cells cancelled lazily; staging then passes both kinds,
+/// and the accounting stays exact.
 #[test]
 fn staging_after_a_leaked_drain_passes_both_kinds_of_dead_cells() {
     let mut w = Wheel::with_config(layout(&[4, 4, 4]));
