@@ -731,8 +731,11 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
              clock past the last (not timed), take all without blocking (checked: each once, in deadline \
              order, none before due). push+remove: push N items due over 1..={SPAN} ms, remove all in a \
              random order. Both queues run on a clock moved by hand: ours on `wheel::ManualClock`, \
-             tokio-util's on a paused tokio clock. Median of the runs ({}) after an untimed warm-up run, the two \
-             queues' runs alternated.",
+             tokio-util's on a paused tokio clock. Each queue is used two ways: by one owner (`&mut`: \
+             ours through `DelayQueue::exclusive`, without its lock; tokio-util's as it always is) and \
+             shared (`&self`: ours through its own methods, each taking its lock; tokio-util's inside a \
+             `std::sync::Mutex`). \"vs ours\" compares with our queue used the same way. Median of the \
+             runs ({}) after an untimed warm-up run, the four runs alternated.",
             dq_runs_text(s)
         ),
         header,
@@ -786,7 +789,7 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
         for &n in &s.dq_sizes {
             for what in 0..2 {
                 let m = medians[&(peer, n, what)];
-                let ours = medians[&(DqPeer::Ours, n, what)];
+                let ours = medians[&(peer.compared_with(), n, what)];
                 row.push(ns(m));
                 row.push(ratio(m, ours));
             }

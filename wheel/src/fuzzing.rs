@@ -19,7 +19,9 @@
 //! layouts and extreme ticks. [`run_delay_queue`] drives a
 //! [`DelayQueue<u64>`](crate::DelayQueue) on a [`ManualClock`] (one thread)
 //! against the same model counted in the queue's ticks, and checks every
-//! item handed out against the clock in `Instant`s. A panic is what
+//! item handed out against the clock in `Instant`s; every other operation
+//! goes through [`DelayQueue::exclusive`](crate::DelayQueue::exclusive)
+//! instead of the shared methods. A panic is what
 //! libFuzzer reports as a crash.
 //!
 //! # Invariants of the harness itself
@@ -1323,7 +1325,9 @@ struct DqItem {
 }
 
 /// A `DelayQueue<u64>` on a `ManualClock`, kept in lock step with the
-/// reference [`Model`] counted in the queue's ticks.
+/// reference [`Model`] counted in the queue's ticks. Odd steps push, remove,
+/// reset, take and count through [`DelayQueue::exclusive`], even steps
+/// through the shared methods.
 ///
 /// The model applies the documented rounding (a deadline in the future
 /// rounds *up* to a tick boundary; a deadline at or before now is due at
@@ -1447,9 +1451,11 @@ impl DqHarness {
     ) {
         let id = self.items.len() as u64;
         let tick = self.tick_of(at);
-        let res = match how {
-            Ok(delay) => self.queue.push(id, delay),
-            Err(at) => self.queue.push_at(id, at),
+        let res = match (how, self.exclusive()) {
+            (Ok(delay), false) => self.queue.push(id, delay),
+            (Err(at), false) => self.queue.push_at(id, at),
+            (Ok(delay), true) => self.queue.exclusive().push(id, delay),
+            (Err(at), true) => self.queue.exclusive().push_at(id, at),
         };
         match (res, self.closed) {
             (Ok(key), false) => {
@@ -1465,6 +1471,23 @@ impl DqHarness {
             (Err(Closed(v)), false) => {
                 self.fail(op, format_args!("push refused {v} on an open queue"))
             }
+        }
+    }
+
+    /// Whether this step goes through [`DelayQueue::exclusive`] (odd steps)
+    /// rather than the shared methods (even steps): both must agree with
+    /// the model alike, and any sequence of operations can put each kind of
+    /// operation on either path.
+    fn exclusive(&self) -> bool {
+        self.step % 2 == 1
+    }
+
+    /// `try_take` on this step's path.
+    fn try_take(&mut self) -> Option<u64> {
+        if self.exclusive() {
+            self.queue.exclusive().try_take()
+        } else {
+            self.queue.try_take()
         }
     }
 
@@ -1560,7 +1583,11 @@ impl DqHarness {
             }
             DqOp::Remove(pick) => {
                 if let Some((key, id)) = self.book.pick(pick) {
-                    let got = self.queue.remove(key);
+                    let got = if self.exclusive() {
+                        self.queue.exclusive().remove(key)
+                    } else {
+                        self.queue.remove(key)
+                    };
                     let want = id.and_then(|id| self.model.cancel(id));
                     if got != want {
                         self.fail(
@@ -1578,7 +1605,11 @@ impl DqHarness {
                     let delay = self.delay(d);
                     let at = self.clock.now().checked_add(delay);
                     let tick = self.tick_of(at);
-                    let got = self.queue.reset(key, delay);
+                    let got = if self.exclusive() {
+                        self.queue.exclusive().reset(key, delay)
+                    } else {
+                        self.queue.reset(key, delay)
+                    };
                     let want = id.is_some_and(|id| self.model.reset(id, tick));
                     if got != want {
                         self.fail(dop, format_args!("reset({key:?}) = {got}, expected {want}"));
@@ -1589,14 +1620,14 @@ impl DqHarness {
                 }
             }
             DqOp::TryTake => {
-                let got = self.queue.try_take();
+                let got = self.try_take();
                 self.took(dop, got);
             }
             DqOp::TakeAll => {
                 let bound = self.model.len() + 1;
                 let mut n = 0;
                 while {
-                    let got = self.queue.try_take();
+                    let got = self.try_take();
                     self.took(dop, got)
                 } {
                     n += 1;
@@ -1614,15 +1645,16 @@ impl DqHarness {
             }
             DqOp::Drain => self.drain(dop),
         }
-        if self.queue.len() != self.model.len() || self.queue.is_empty() != self.model.is_empty() {
+        let (len, empty) = if self.exclusive() {
+            let q = self.queue.exclusive();
+            (q.len(), q.is_empty())
+        } else {
+            (self.queue.len(), self.queue.is_empty())
+        };
+        if len != self.model.len() || empty != self.model.is_empty() {
             self.fail(
                 dop,
-                format_args!(
-                    "len {} / is_empty {}, model {}",
-                    self.queue.len(),
-                    self.queue.is_empty(),
-                    self.model.len()
-                ),
+                format_args!("len {len} / is_empty {empty}, model {}", self.model.len()),
             );
         }
         if self.queue.is_closed() != self.closed {

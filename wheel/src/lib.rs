@@ -10,7 +10,7 @@
 //! | --- | --- | --- |
 //! | core | [`Wheel`], [`WheelConfig`], [`TimerKey`], [`Expired`], [`ConfigError`] | a single-threaded wheel over integer ticks, to embed in your own event loop |
 //! | engine | [`Scheduler`], [`SchedulerBuilder`], [`TimerHandle`], [`Stats`], [`ScheduleError`], [`BuildError`] | "run this closure in 30 s" / "every 5 s" / "cancel it", from any thread |
-//! | consumers | [`DelayQueue`], [`DelayQueueBuilder`], [`DelayKey`], [`Closed`], [`TakeFuture`] | delayed values to take from, blocking or async |
+//! | consumers | [`DelayQueue`], [`DelayQueueBuilder`], [`DelayKey`], [`Closed`], [`TakeFuture`], [`DelayQueueMut`] | delayed values to take from, blocking or async |
 //! | | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`] (via [`Scheduler::sleep`], [`Scheduler::timeout`], [`Scheduler::interval`]) | `.await` on any executor |
 //! | testing | [`ManualClock`] | "48 hours later" in microseconds |
 //!
@@ -76,7 +76,9 @@ pub use crate::error::{BuildError, ScheduleError};
 // scheduler re-exports (owned by the scheduler work):
 pub use crate::scheduler::{Scheduler, SchedulerBuilder, Stats, TimerHandle};
 // delay_queue / future re-exports (owned by the consumer-API work):
-pub use crate::delay_queue::{Closed, DelayKey, DelayQueue, DelayQueueBuilder, TakeFuture};
+pub use crate::delay_queue::{
+    Closed, DelayKey, DelayQueue, DelayQueueBuilder, DelayQueueMut, TakeFuture,
+};
 pub use crate::future::{Elapsed, Interval, Sleep, Timeout};
 
 /// Test and fuzzing support: the reference model and the operation decoder.

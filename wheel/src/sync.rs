@@ -49,6 +49,20 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap()
 }
 
+/// The data of a mutex borrowed exclusively: no locking, since the `&mut`
+/// borrow already excludes every other user (recovering from poison as
+/// [`lock`] does).
+#[cfg(not(loom))]
+pub(crate) fn get_mut<T>(m: &mut Mutex<T>) -> &mut T {
+    m.get_mut().unwrap_or_else(|e| e.into_inner())
+}
+
+/// [`get_mut`] (loom version).
+#[cfg(loom)]
+pub(crate) fn get_mut<T>(m: &mut Mutex<T>) -> &mut T {
+    m.get_mut().unwrap()
+}
+
 /// An unbounded multi-producer multi-consumer FIFO queue.
 #[cfg(not(loom))]
 pub(crate) struct Queue<T>(crossbeam_queue::SegQueue<T>);

@@ -44,6 +44,7 @@ fn send_sync() {
     check::<DelayQueue<String>>();
     check::<DelayKey>();
     check::<wheel::TakeFuture<'static, String>>();
+    check::<wheel::DelayQueueMut<'static, String>>();
 }
 
 #[test]
@@ -283,6 +284,45 @@ fn closed_queue_still_removes_and_drains_in_order() {
     assert_eq!(q.remove(keys[2]), Some(2));
     assert!(q.reset(keys[0], Duration::from_secs(1)));
     assert_eq!(q.drain(), [0, 4, 3, 1]);
+}
+
+#[test]
+fn exclusive_and_shared_methods_share_one_queue() {
+    let (clock, mut q) = manual();
+    let k3 = q.push(3, ms(30)).unwrap();
+    let (k1, k2) = {
+        let mut x = q.exclusive();
+        let k1 = x.push(1, ms(10)).unwrap();
+        let k2 = x.push_at(2, clock.now() + ms(20)).unwrap();
+        // A key from either side works on the other.
+        assert!(x.reset(k3, ms(10)));
+        assert_eq!(x.len(), 3);
+        (k1, k2)
+    };
+    assert_eq!(q.remove(k2), Some(2));
+    clock.advance(ms(10));
+    // Same tick: 1 was pushed first, 3 was reset after it.
+    assert_eq!(q.exclusive().try_take(), Some(1));
+    assert_eq!(q.try_take(), Some(3));
+    assert!(q.exclusive().is_empty());
+    assert_eq!(q.exclusive().remove(k1), None);
+}
+
+#[test]
+fn exclusive_after_close_refuses_pushes_and_takes_but_removes() {
+    let (clock, mut q) = manual();
+    let k = q.push(1, ms(5)).unwrap();
+    q.push(2, ms(5)).unwrap();
+    q.close();
+    clock.advance(ms(5));
+    let mut x = q.exclusive();
+    assert!(matches!(x.push(9, ms(1)), Err(Closed(9))));
+    assert!(matches!(x.push_at(8, clock.now()), Err(Closed(8))));
+    assert_eq!(x.try_take(), None, "closed: takes return None");
+    assert!(x.reset(k, ms(1)));
+    assert_eq!(x.remove(k), Some(1));
+    assert_eq!(x.len(), 1);
+    assert_eq!(q.drain(), [2], "nothing lost");
 }
 
 #[test]

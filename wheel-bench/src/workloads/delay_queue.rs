@@ -175,7 +175,54 @@ impl DelayQueueLike for TokioDq {
     }
 }
 
-/// Ours: `wheel::DelayQueue<u64>` on a `ManualClock`, default 1 ms tick.
+/// tokio-util's `DelayQueue<u64>` inside a `std::sync::Mutex`, locked once per
+/// call: what sharing it between threads would cost at the least (its own
+/// methods all take `&mut self`), to compare with our shared queue.
+pub struct TokioDqLocked(std::sync::Mutex<crate::peers::tokio_dq::TokioDelayQueue>);
+
+impl TokioDqLocked {
+    /// A fresh queue and runtime.
+    pub fn new(capacity: usize) -> TokioDqLocked {
+        TokioDqLocked(std::sync::Mutex::new(
+            crate::peers::tokio_dq::TokioDelayQueue::with_capacity(capacity),
+        ))
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, crate::peers::tokio_dq::TokioDelayQueue> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl DelayQueueLike for TokioDqLocked {
+    type Key = tokio_util::time::delay_queue::Key;
+
+    fn push(&mut self, value: u64, delay_ms: u64) -> Self::Key {
+        self.queue()
+            .insert_after(value, Duration::from_millis(delay_ms))
+    }
+
+    fn remove(&mut self, key: Self::Key) -> Option<u64> {
+        use crate::peers::TimerQueue;
+        self.queue().cancel(key)
+    }
+
+    fn advance_clock(&mut self, ms: u64) {
+        self.queue().advance_clock(Duration::from_millis(ms));
+    }
+
+    fn take_due(&mut self) -> Option<u64> {
+        self.queue().poll_one()
+    }
+
+    fn run<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let rt = self.queue().runtime();
+        let _ctx = rt.enter();
+        f(self)
+    }
+}
+
+/// Ours: `wheel::DelayQueue<u64>` on a `ManualClock`, default 1 ms tick,
+/// used through its shared (`&self`) methods, each of which takes its lock.
 pub struct OurDq {
     queue: wheel::DelayQueue<u64>,
     clock: wheel::ManualClock,
@@ -217,24 +264,95 @@ impl DelayQueueLike for OurDq {
     }
 }
 
-/// The `DelayQueue` implementations, ours first.
+/// Ours again, used through [`wheel::DelayQueue::exclusive`]: the same queue
+/// borrowed `&mut`, without its lock, as tokio-util's queue is always used.
+pub struct OurDqExclusive(OurDq);
+
+impl OurDqExclusive {
+    /// A fresh queue pre-sized for `capacity` items, on its own manual clock.
+    pub fn new(capacity: usize) -> OurDqExclusive {
+        OurDqExclusive(OurDq::new(capacity))
+    }
+}
+
+impl DelayQueueLike for OurDqExclusive {
+    type Key = wheel::DelayKey;
+
+    fn push(&mut self, value: u64, delay_ms: u64) -> wheel::DelayKey {
+        let pushed = self
+            .0
+            .queue
+            .exclusive()
+            .push(value, Duration::from_millis(delay_ms));
+        match pushed {
+            Ok(key) => key,
+            Err(_) => panic!("push into an open queue returned Closed"),
+        }
+    }
+
+    fn remove(&mut self, key: wheel::DelayKey) -> Option<u64> {
+        self.0.queue.exclusive().remove(key)
+    }
+
+    fn advance_clock(&mut self, ms: u64) {
+        self.0.advance_clock(ms);
+    }
+
+    fn take_due(&mut self) -> Option<u64> {
+        self.0.queue.exclusive().try_take()
+    }
+}
+
+/// The `DelayQueue` implementations, and how each is used. The queues are
+/// compared like for like (see [`DqPeer::compared_with`]): used by one owner
+/// (`&mut`, the only way tokio-util's queue can be used) or shared (`&self`,
+/// tokio-util's behind a mutex).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DqPeer {
-    /// `wheel::DelayQueue`.
+    /// `wheel::DelayQueue` through its shared methods (a lock per call).
     Ours,
+    /// `wheel::DelayQueue` through [`wheel::DelayQueue::exclusive`].
+    OursExclusive,
     /// tokio-util's `DelayQueue`.
     TokioUtil,
+    /// tokio-util's `DelayQueue` in a `std::sync::Mutex`.
+    TokioUtilLocked,
 }
 
 impl DqPeer {
-    /// Both, ours first.
-    pub const ALL: [DqPeer; 2] = [DqPeer::Ours, DqPeer::TokioUtil];
+    /// All of them, ours first.
+    pub const ALL: [DqPeer; 4] = [
+        DqPeer::Ours,
+        DqPeer::OursExclusive,
+        DqPeer::TokioUtil,
+        DqPeer::TokioUtilLocked,
+    ];
 
     /// The name shown in tables.
     pub fn name(self) -> &'static str {
         match self {
-            DqPeer::Ours => "wheel::DelayQueue (ours)",
+            DqPeer::Ours => "wheel::DelayQueue, shared (ours)",
+            DqPeer::OursExclusive => "wheel::DelayQueue, exclusive (ours)",
             DqPeer::TokioUtil => "tokio-util DelayQueue",
+            DqPeer::TokioUtilLocked => "tokio-util DelayQueue in a Mutex",
+        }
+    }
+
+    /// Our queue used the same way: exclusively for tokio-util's bare queue,
+    /// shared for tokio-util's behind a mutex (ours map to themselves).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_bench::workloads::delay_queue::DqPeer;
+    /// assert_eq!(DqPeer::TokioUtil.compared_with(), DqPeer::OursExclusive);
+    /// assert_eq!(DqPeer::TokioUtilLocked.compared_with(), DqPeer::Ours);
+    /// assert_eq!(DqPeer::Ours.compared_with(), DqPeer::Ours);
+    /// ```
+    pub fn compared_with(self) -> DqPeer {
+        match self {
+            DqPeer::Ours | DqPeer::TokioUtilLocked => DqPeer::Ours,
+            DqPeer::OursExclusive | DqPeer::TokioUtil => DqPeer::OursExclusive,
         }
     }
 
@@ -242,7 +360,9 @@ impl DqPeer {
     pub fn push_take(self, n: usize) -> DqOutcome {
         match self {
             DqPeer::Ours => push_take(OurDq::new(n), n),
+            DqPeer::OursExclusive => push_take(OurDqExclusive::new(n), n),
             DqPeer::TokioUtil => push_take(TokioDq::new(n), n),
+            DqPeer::TokioUtilLocked => push_take(TokioDqLocked::new(n), n),
         }
     }
 
@@ -250,7 +370,9 @@ impl DqPeer {
     pub fn push_remove(self, n: usize, seed: u64) -> DqOutcome {
         match self {
             DqPeer::Ours => push_remove(OurDq::new(n), n, seed),
+            DqPeer::OursExclusive => push_remove(OurDqExclusive::new(n), n, seed),
             DqPeer::TokioUtil => push_remove(TokioDq::new(n), n, seed),
+            DqPeer::TokioUtilLocked => push_remove(TokioDqLocked::new(n), n, seed),
         }
     }
 }
@@ -294,6 +416,14 @@ mod tests {
     fn ours_passes() {
         assert_eq!(push_take(OurDq::new(3000), 3000).check, Check::Passed);
         assert_eq!(push_remove(OurDq::new(3000), 3000, 1).check, Check::Passed);
+    }
+
+    #[test]
+    fn every_peer_passes() {
+        for peer in DqPeer::ALL {
+            assert_eq!(peer.push_take(2000).check, Check::Passed, "{peer:?}");
+            assert_eq!(peer.push_remove(2000, 3).check, Check::Passed, "{peer:?}");
+        }
     }
 
     #[test]

@@ -45,8 +45,10 @@ use crate::core::{TimerKey, Wheel};
 use crate::error::BuildError;
 use crate::sync::{lock, Arc, Mutex};
 
+mod exclusive;
 mod signal;
 
+pub use exclusive::DelayQueueMut;
 use signal::Signal;
 
 /// The tick of [`DelayQueue::new`] and of a default builder: 1 ms.
@@ -250,6 +252,77 @@ struct State<T> {
     async_at: u64,
 }
 
+/// The operations that [`DelayQueue`] runs under its lock and
+/// [`DelayQueueMut`] runs with no lock (its `&mut` borrow excludes every
+/// other user), written once so that both behave alike. Each returns
+/// whether a blocked taker must be woken; the caller does it, after
+/// releasing the lock.
+impl<T> State<T> {
+    /// Adds an item to an open queue (the caller checked `closed`; handing
+    /// the value back from here measured 4 more instructions per push).
+    #[inline]
+    fn add(&mut self, signal: &Arc<Signal>, value: T, tick: u64) -> (DelayKey, bool) {
+        let key = self.wheel.insert(tick, value);
+        let due = tick.max(self.wheel.now());
+        (DelayKey(key), self.came_earlier(signal, due))
+    }
+
+    #[inline]
+    fn remove(&mut self, key: DelayKey) -> Option<T> {
+        self.wheel.cancel(key.0)
+    }
+
+    /// Returns whether `key` was found, and whether to wake a taker.
+    fn reset(&mut self, signal: &Arc<Signal>, key: DelayKey, tick: u64) -> (bool, bool) {
+        if !self.wheel.reset(key.0, tick) {
+            return (false, false);
+        }
+        let due = tick.max(self.wheel.now());
+        (true, !self.closed && self.came_earlier(signal, due))
+    }
+
+    fn try_take(&mut self, time: &Time) -> Option<T> {
+        if self.closed {
+            return None;
+        }
+        self.poll_due(time).ok()
+    }
+
+    /// Takes the earliest due item, or returns the instant read from the
+    /// clock. Tries the tick the wheel already reached before reading the
+    /// clock, so a backlog of due items is handed out without clock reads.
+    fn poll_due(&mut self, time: &Time) -> Result<T, Instant> {
+        let reached = self.wheel.now();
+        if let Some(e) = self.wheel.poll(reached) {
+            return Ok(e.value);
+        }
+        let now = time.now();
+        match self.wheel.poll(time.tick_at(now)) {
+            Some(e) => Ok(e.value),
+            None => Err(now),
+        }
+    }
+
+    /// An item is now due at `tick`: tells the helper if async takers wait
+    /// for something later, and returns whether a blocked taker must be
+    /// woken (then the leader is deposed and the epoch bumped).
+    fn came_earlier(&mut self, signal: &Arc<Signal>, tick: u64) -> bool {
+        if self.async_waiting && tick < self.async_at {
+            match signal.lower_deadline(tick) {
+                Some(d) => self.async_at = d,
+                None => self.async_waiting = false,
+            }
+        }
+        if self.waiters > 0 && (self.leader == 0 || tick < self.leader_at) {
+            self.leader = 0;
+            signal.bump();
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// A queue of values that each become available at their own deadline.
 ///
 /// Producers [`push`](Self::push) values with a delay (or
@@ -418,33 +491,12 @@ impl<T> DelayQueue<T> {
         if st.closed {
             return Err(Closed(value));
         }
-        let key = st.wheel.insert(tick, value);
-        let due = tick.max(st.wheel.now());
-        let wake = self.came_earlier(&mut st, due);
+        let (key, wake) = st.add(&self.signal, value, tick);
         drop(st);
         if wake {
             self.signal.notify_taker();
         }
-        Ok(DelayKey(key))
-    }
-
-    /// An item is now due at `tick`: tells the helper if async takers wait
-    /// for something later, and returns whether a blocked taker must be
-    /// woken (then the leader is deposed and the epoch bumped).
-    fn came_earlier(&self, st: &mut State<T>, tick: u64) -> bool {
-        if st.async_waiting && tick < st.async_at {
-            match self.signal.lower_deadline(tick) {
-                Some(d) => st.async_at = d,
-                None => st.async_waiting = false,
-            }
-        }
-        if st.waiters > 0 && (st.leader == 0 || tick < st.leader_at) {
-            st.leader = 0;
-            self.signal.bump();
-            true
-        } else {
-            false
-        }
+        Ok(key)
     }
 
     /// Removes the item of `key` and returns it, or `None` if it already
@@ -460,7 +512,7 @@ impl<T> DelayQueue<T> {
     /// assert!(q.is_empty());
     /// ```
     pub fn remove(&self, key: DelayKey) -> Option<T> {
-        lock(&self.state).wheel.cancel(key.0)
+        lock(&self.state).remove(key)
     }
 
     /// Makes the item of `key` due `delay` from now instead; `false` if it
@@ -480,16 +532,12 @@ impl<T> DelayQueue<T> {
     pub fn reset(&self, key: DelayKey, delay: Duration) -> bool {
         let tick = self.time.delay_tick(delay);
         let mut st = lock(&self.state);
-        if !st.wheel.reset(key.0, tick) {
-            return false;
-        }
-        let due = tick.max(st.wheel.now());
-        let wake = !st.closed && self.came_earlier(&mut st, due);
+        let (found, wake) = st.reset(&self.signal, key, tick);
         drop(st);
         if wake {
             self.signal.notify_taker();
         }
-        true
+        found
     }
 
     /// Returns the earliest due item, waiting as long as needed; `None`
@@ -541,11 +589,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(q.try_take(), Some(3));
     /// ```
     pub fn try_take(&self) -> Option<T> {
-        let mut st = lock(&self.state);
-        if st.closed {
-            return None;
-        }
-        self.poll_due(&mut st).ok()
+        lock(&self.state).try_take(&self.time)
     }
 
     /// Waits for the earliest due item without blocking a thread; `None`
@@ -695,21 +739,6 @@ impl<T> DelayQueue<T> {
         lock(&self.state).wheel.is_empty()
     }
 
-    /// Takes the earliest due item, or returns the instant read from the
-    /// clock. Tries the tick the wheel already reached before reading the
-    /// clock, so a backlog of due items is handed out without clock reads.
-    fn poll_due(&self, st: &mut State<T>) -> Result<T, Instant> {
-        let reached = st.wheel.now();
-        if let Some(e) = st.wheel.poll(reached) {
-            return Ok(e.value);
-        }
-        let now = self.time.now();
-        match st.wheel.poll(self.time.tick_at(now)) {
-            Some(e) => Ok(e.value),
-            None => Err(now),
-        }
-    }
-
     /// The tick to wake at for the earliest pending item, no earlier than
     /// the tick after `now` (nothing is due at `now`), `NEVER` if empty.
     fn wake_tick(&self, st: &State<T>, now: Instant) -> u64 {
@@ -730,7 +759,7 @@ impl<T> DelayQueue<T> {
             if st.closed {
                 break None;
             }
-            let now = match self.poll_due(&mut st) {
+            let now = match st.poll_due(&self.time) {
                 Ok(v) => break Some(v),
                 Err(now) => now,
             };
@@ -841,7 +870,7 @@ impl<T> Future for TakeFuture<'_, T> {
             q.unregister(&mut st, &mut this.id);
             return Poll::Ready(None);
         }
-        let now = match q.poll_due(&mut st) {
+        let now = match st.poll_due(&q.time) {
             Ok(v) => {
                 q.unregister(&mut st, &mut this.id);
                 return Poll::Ready(Some(v));
