@@ -241,14 +241,19 @@ impl OurDq {
     }
 }
 
+/// The key of a push into our queue, which the workloads never close.
+fn pushed(r: Result<wheel::DelayKey, wheel::Closed<u64>>) -> wheel::DelayKey {
+    match r {
+        Ok(key) => key,
+        Err(_) => panic!("push into an open queue returned Closed"),
+    }
+}
+
 impl DelayQueueLike for OurDq {
     type Key = wheel::DelayKey;
 
     fn push(&mut self, value: u64, delay_ms: u64) -> wheel::DelayKey {
-        match self.queue.push(value, Duration::from_millis(delay_ms)) {
-            Ok(key) => key,
-            Err(_) => panic!("push into an open queue returned Closed"),
-        }
+        pushed(self.queue.push(value, Duration::from_millis(delay_ms)))
     }
 
     fn remove(&mut self, key: wheel::DelayKey) -> Option<u64> {
@@ -279,15 +284,12 @@ impl DelayQueueLike for OurDqExclusive {
     type Key = wheel::DelayKey;
 
     fn push(&mut self, value: u64, delay_ms: u64) -> wheel::DelayKey {
-        let pushed = self
-            .0
-            .queue
-            .exclusive()
-            .push(value, Duration::from_millis(delay_ms));
-        match pushed {
-            Ok(key) => key,
-            Err(_) => panic!("push into an open queue returned Closed"),
-        }
+        pushed(
+            self.0
+                .queue
+                .exclusive()
+                .push(value, Duration::from_millis(delay_ms)),
+        )
     }
 
     fn remove(&mut self, key: wheel::DelayKey) -> Option<u64> {

@@ -112,8 +112,7 @@ impl<T> DelayQueueMut<'_, T> {
     /// assert_eq!(q.try_take(), Some('x'));
     /// ```
     pub fn push_at(&mut self, value: T, at: Instant) -> Result<DelayKey, Closed<T>> {
-        let now = self.time.now();
-        let tick = self.time.tick_for(at, now);
+        let tick = self.time.at_tick(at);
         self.insert(value, tick)
     }
 

@@ -138,6 +138,12 @@ impl Time {
     fn tick_for(&self, at: Instant, now: Instant) -> u64 {
         tick_for(&self.conv, at, now)
     }
+
+    /// The tick an item due at `at` goes to, from a fresh clock reading
+    /// (what `push_at` uses).
+    fn at_tick(&self, at: Instant) -> u64 {
+        self.tick_for(at, self.now())
+    }
 }
 
 /// [`tick_for`]`(origin + now + delay, origin + now)` computed in
@@ -485,9 +491,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(q.take(), Some("soon"));
     /// ```
     pub fn push_at(&self, value: T, at: Instant) -> Result<DelayKey, Closed<T>> {
-        let now = self.time.now();
-        let tick = self.time.tick_for(at, now);
-        self.insert(value, tick)
+        self.insert(value, self.time.at_tick(at))
     }
 
     fn insert(&self, value: T, tick: u64) -> Result<DelayKey, Closed<T>> {
