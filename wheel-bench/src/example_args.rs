@@ -1,7 +1,8 @@
 //! The positional arguments of the churn examples (`examples/churn_bound.rs`,
 //! `examples/churn_pad.rs`, `examples/churn_interleaved.rs`): `SIZES`
 //! (comma-separated pending-timer counts) and `ROUNDS`, which they share, and
-//! the counts that follow them.
+//! the counts that follow them. (`examples/churn_memory.rs` takes `SIZES`
+//! alone from here.)
 
 /// Pending-timer counts the churn examples use when `SIZES` is not given.
 pub const DEFAULT_SIZES: [usize; 2] = [1_000_000, 10_000_000];

@@ -7,6 +7,7 @@
 pub mod btree;
 pub mod calendar;
 pub mod floor;
+pub mod frozen;
 pub mod heap;
 pub mod hhwt;
 pub mod tokio_dq;

@@ -312,6 +312,18 @@ impl<Q: TimerQueue> ChurnRun<Q> {
         })
     }
 
+    /// Connections whose timer is pending (armed and not fired).
+    pub fn pending(&self) -> usize {
+        self.conns.iter().filter(|c| c.handle.is_some()).count()
+    }
+
+    /// Heap bytes the run's own bookkeeping takes (its connection records),
+    /// to be taken off a live-bytes count that includes them
+    /// (`examples/churn_memory.rs`).
+    pub fn bookkeeping_bytes(&self) -> usize {
+        self.conns.capacity() * std::mem::size_of::<Conn<Q::Handle>>()
+    }
+
     /// Ends the run: its check (none early, none stale, no cancel missed,
     /// nothing due left; not applicable to the floor), the timers fired and
     /// the time spent firing, over all the steps run.
@@ -547,6 +559,15 @@ mod tests {
         assert!(o.firing <= o.elapsed, "{:?} > {:?}", o.firing, o.elapsed);
         let o = insert_expire(floor::Floor::with_capacity(N), &Inputs::new(N, 1));
         assert_eq!(o.firing, Duration::ZERO);
+    }
+
+    #[test]
+    fn bookkeeping_bytes_are_the_connection_records() {
+        let p = Churn::new(1_000, 0, 1);
+        let run = ChurnRun::fill(floor::Floor::with_capacity(1_000), &p);
+        assert_eq!(run.pending(), 1_000);
+        let record = std::mem::size_of::<Conn<<floor::Floor as TimerQueue>::Handle>>();
+        assert_eq!(run.bookkeeping_bytes(), 1_000 * record);
     }
 
     #[test]
