@@ -57,13 +57,7 @@ mod tests {
     #[test]
     fn a_frozen_churn_fires_nothing() {
         // Short timeouts: over the plain calendar thousands fire.
-        let p = Churn {
-            pending: 2_000,
-            steps: 30_000,
-            min_ahead: 1,
-            max_ahead: 20,
-            seed: 5,
-        };
+        let p = Churn::short_timeouts(2_000, 30_000, 5);
         let moving = churn(Calendar::with_capacity(2_000), &p);
         assert_eq!(moving.check, Check::Passed);
         assert!(moving.fired > 1_000, "{}", moving.fired);

@@ -224,6 +224,27 @@ impl Churn {
             seed,
         }
     }
+
+    /// A churn for tests: timers re-armed `1..=20` ticks ahead, so that a
+    /// few ticks fire many of them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_bench::workloads::single::Churn;
+    ///
+    /// let p = Churn::short_timeouts(1_000, 5_000, 7);
+    /// assert_eq!((p.min_ahead, p.max_ahead), (1, 20));
+    /// ```
+    pub fn short_timeouts(pending: usize, steps: usize, seed: u64) -> Churn {
+        Churn {
+            pending,
+            steps,
+            min_ahead: 1,
+            max_ahead: 20,
+            seed,
+        }
+    }
 }
 
 /// Workload 3: churn.
@@ -253,8 +274,7 @@ pub fn churn<Q: TimerQueue>(q: Q, p: &Churn) -> Outcome {
 /// use wheel_bench::workloads::single::{Churn, ChurnRun};
 /// use wheel_bench::workloads::Check;
 ///
-/// // Timers re-armed 1..=20 ticks ahead, so that a few ticks fire many.
-/// let p = Churn { pending: 1_000, steps: 0, min_ahead: 1, max_ahead: 20, seed: 7 };
+/// let p = Churn::short_timeouts(1_000, 0, 7);
 /// let mut run = ChurnRun::fill(OurWheel::with_capacity(1_000), &p);
 /// run.steps(5_000);
 /// run.steps(5_000); // goes on from step 5 000, at tick 5
@@ -572,13 +592,7 @@ mod tests {
 
     #[test]
     fn churn_in_parts_is_the_same_churn() {
-        let p = Churn {
-            pending: 2_000,
-            steps: 30_000,
-            min_ahead: 1,
-            max_ahead: 20,
-            seed: 5,
-        };
+        let p = Churn::short_timeouts(2_000, 30_000, 5);
         let whole = churn(wheel::OurWheel::with_capacity(2_000), &p);
         let mut run = ChurnRun::fill(wheel::OurWheel::with_capacity(2_000), &p);
         for part in [10_000, 1, 9_999, 10_000] {
