@@ -21,7 +21,7 @@
 //! benchmark; a failed check exits 1.
 
 use wheel_bench::alloc::Counting;
-use wheel_bench::example_args::sizes_and_rounds;
+use wheel_bench::example_args::{counts, DEFAULT_SIZES};
 use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
@@ -30,15 +30,8 @@ use wheel_bench::workloads::single::{Churn, ChurnRun};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    // SIZES only: the second argument here is STEPS, not ROUNDS.
-    let (sizes, _) = sizes_and_rounds(&args[..args.len().min(1)], 1);
-    let checkpoints: Vec<usize> = match args.get(1) {
-        Some(list) => list
-            .split(',')
-            .map(|s| s.trim().parse().expect("STEPS: comma-separated counts"))
-            .collect(),
-        None => vec![2_000_000, 10_000_000, 40_000_000],
-    };
+    let sizes = counts(&args, 0, &DEFAULT_SIZES, "SIZES");
+    let checkpoints = counts(&args, 1, &[2_000_000, 10_000_000, 40_000_000], "STEPS");
     assert!(
         checkpoints.windows(2).all(|w| w[0] < w[1]),
         "STEPS: increasing counts"

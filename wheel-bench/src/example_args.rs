@@ -1,8 +1,8 @@
 //! The positional arguments of the churn examples (`examples/churn_bound.rs`,
 //! `examples/churn_pad.rs`, `examples/churn_interleaved.rs`): `SIZES`
 //! (comma-separated pending-timer counts) and `ROUNDS`, which they share, and
-//! the counts that follow them. (`examples/churn_memory.rs` takes `SIZES`
-//! alone from here.)
+//! the counts that follow them (`examples/churn_memory.rs` reads a second
+//! list, `STEPS`, where the others read `ROUNDS`).
 
 /// Pending-timer counts the churn examples use when `SIZES` is not given.
 pub const DEFAULT_SIZES: [usize; 2] = [1_000_000, 10_000_000];
@@ -24,13 +24,7 @@ pub const DEFAULT_SIZES: [usize; 2] = [1_000_000, 10_000_000];
 /// assert_eq!(rounds, 3);
 /// ```
 pub fn sizes_and_rounds(args: &[String], default_rounds: usize) -> (Vec<usize>, usize) {
-    let sizes = match args.first() {
-        Some(list) => list
-            .split(',')
-            .map(|s| s.trim().parse().expect("SIZES: comma-separated counts"))
-            .collect(),
-        None => DEFAULT_SIZES.to_vec(),
-    };
+    let sizes = counts(args, 0, &DEFAULT_SIZES, "SIZES");
     let rounds = args
         .get(1)
         .map_or(default_rounds, |s| s.parse().expect("ROUNDS: a number"));
@@ -60,6 +54,35 @@ pub fn count(args: &[String], at: usize, default: usize, name: &str) -> usize {
     })
 }
 
+/// Reads the comma-separated counts at `args[at]`, or `default` if there
+/// are fewer arguments; `name` names the argument in the panic message.
+///
+/// # Panics
+///
+/// If a count is not a number, as [`sizes_and_rounds`].
+///
+/// # Examples
+///
+/// ```
+/// use wheel_bench::example_args::counts;
+/// let args = vec!["1000".to_string(), "5, 10".to_string()];
+/// assert_eq!(counts(&args, 1, &[2], "STEPS"), vec![5, 10]);
+/// assert_eq!(counts(&args, 2, &[2], "STEPS"), vec![2]);
+/// ```
+pub fn counts(args: &[String], at: usize, default: &[usize], name: &str) -> Vec<usize> {
+    match args.get(at) {
+        Some(list) => list
+            .split(',')
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{name}: comma-separated counts (got {list:?})"))
+            })
+            .collect(),
+        None => default.to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +103,12 @@ mod tests {
             5,
             "PART",
         );
+    }
+
+    #[test]
+    #[should_panic(expected = "STEPS: comma-separated counts")]
+    fn a_bad_list_names_its_argument() {
+        counts(&["1".to_string(), "5,x".to_string()], 1, &[2], "STEPS");
     }
 
     #[test]
