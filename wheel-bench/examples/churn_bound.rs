@@ -5,7 +5,7 @@
 //! "Eighth session").
 //!
 //! ```text
-//! cargo run --release -p wheel-bench --example churn_bound -- [SIZES] [ROUNDS] [STEPS] [ONLY]
+//! cargo run --release -p wheel-bench --example churn_bound -- [SIZES] [ROUNDS] [STEPS] [ONLY [CLOCK]]
 //! ```
 //!
 //! SIZES is a comma-separated list of pending-timer counts (default
@@ -20,11 +20,17 @@
 //! ONLY (`calendar`, `floor` or `ours`) runs that queue alone and prints its
 //! time per step without ratios: one queue per process, for a profiler that
 //! counts the timed steps (`workloads::single::churn_steps`) of one queue,
-//! as in `docs/benchmarks.md`, "Eleventh session".
+//! as in `docs/benchmarks.md`, "Eleventh session". After ONLY, CLOCK
+//! (`moving`, the default, or `frozen`) can wrap that queue in
+//! `peers::frozen::Frozen`, which drops every `advance`: nothing fires and
+//! every step is one cancel and one insert, so that a profiler can count
+//! the same steps without the firing ("Seventeenth session"). A frozen
+//! run's output is not checked.
 
-use wheel_bench::example_args::{count, sizes_and_rounds};
+use wheel_bench::example_args::{count, frozen_clock, sizes_and_rounds};
 use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
+use wheel_bench::peers::frozen::Frozen;
 use wheel_bench::peers::wheel::OurWheel;
 use wheel_bench::workloads::single::{churn, per_op, Churn, Outcome};
 
@@ -33,14 +39,15 @@ fn main() {
     let (sizes, rounds) = sizes_and_rounds(&args, 3);
     let steps = count(&args, 2, 2_000_000, "STEPS");
     if let Some(only) = args.get(3) {
-        run_alone(only, &sizes, rounds, steps);
+        run_alone(only, frozen_clock(&args, 4), &sizes, rounds, steps);
         return;
     }
     println!("churn, {steps} steps timed per run; ns per step (ratio to the floor of the round)");
     let mut failed = false;
     for &n in &sizes {
         for round in 0..rounds {
-            let [cal, floor, ours] = QUEUES.map(|name| run(name, n, steps, round, &mut failed));
+            let [cal, floor, ours] =
+                QUEUES.map(|name| run(name, n, steps, round, false, &mut failed));
             let f = floor.ns_per_op;
             println!(
                 "N={n:>9} round {round}: calendar {:6.1} ({:.2}x), floor {:6.1}, ours {:6.1} ({:.2}x); fired per step {:.3}",
@@ -76,22 +83,34 @@ fn main() {
 const QUEUES: [&str; 3] = ["calendar", "floor", "ours"];
 
 /// One churn run of the queue `name` (one of [`QUEUES`]) with `n` pending
-/// timers and round `round`'s seed; a failed check is reported on stderr
-/// and sets `failed`.
-fn run(name: &str, n: usize, steps: usize, round: usize, failed: &mut bool) -> Outcome {
+/// timers and round `round`'s seed, wrapped in `Frozen` if `frozen`; a
+/// failed check is reported on stderr and sets `failed` (a frozen run's
+/// output is not checked).
+fn run(
+    name: &str,
+    n: usize,
+    steps: usize,
+    round: usize,
+    frozen: bool,
+    failed: &mut bool,
+) -> Outcome {
     let p = Churn::new(n, steps, 9_100 + round as u64);
-    let o = match name {
-        "calendar" => churn(Calendar::with_capacity(n), &p),
-        "floor" => churn(Floor::with_capacity(n), &p),
-        _ => churn(OurWheel::with_capacity(n), &p),
+    let o = match (name, frozen) {
+        ("calendar", false) => churn(Calendar::with_capacity(n), &p),
+        ("calendar", true) => churn(Frozen(Calendar::with_capacity(n)), &p),
+        ("floor", false) => churn(Floor::with_capacity(n), &p),
+        ("floor", true) => churn(Frozen(Floor::with_capacity(n)), &p),
+        (_, false) => churn(OurWheel::with_capacity(n), &p),
+        (_, true) => churn(Frozen(OurWheel::with_capacity(n)), &p),
     };
     *failed |= o.check.report_failure(&format!("{name} at {n}"));
     o
 }
 
-/// Runs one queue alone, `rounds` times per size, and prints its time per
-/// step; exits 1 if a check fails or the name is unknown.
-fn run_alone(only: &str, sizes: &[usize], rounds: usize, steps: usize) {
+/// Runs one queue alone (frozen if `frozen`), `rounds` times per size, and
+/// prints its time per step; exits 1 if a check fails or the name is
+/// unknown.
+fn run_alone(only: &str, frozen: bool, sizes: &[usize], rounds: usize, steps: usize) {
     if !QUEUES.contains(&only) {
         eprintln!("ONLY: one of {} (got {only:?})", QUEUES.join(", "));
         std::process::exit(1);
@@ -99,7 +118,7 @@ fn run_alone(only: &str, sizes: &[usize], rounds: usize, steps: usize) {
     let mut failed = false;
     for &n in sizes {
         for round in 0..rounds {
-            let o = run(only, n, steps, round, &mut failed);
+            let o = run(only, n, steps, round, frozen, &mut failed);
             println!(
                 "N={n:>9} round {round}: {only} {:6.1} ns per step, firing {:5.1}; fired per step {:.3}",
                 o.ns_per_op,

@@ -33,7 +33,7 @@
 //! Every queue's output is checked as in the benchmark (none early, none
 //! stale, no cancel missed, nothing due left); a failed check exits 1.
 
-use wheel_bench::example_args::{count, sizes_and_rounds};
+use wheel_bench::example_args::{count, frozen_clock, sizes_and_rounds};
 use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::frozen::Frozen;
@@ -47,11 +47,7 @@ fn main() {
     let parts = count(&args, 2, 8, "PARTS");
     let part = count(&args, 3, 250_000, "PART");
     assert!(parts > 0 && part > 0, "PARTS and PART: at least 1");
-    let frozen = match args.get(4).map(String::as_str) {
-        None | Some("moving") => false,
-        Some("frozen") => true,
-        Some(other) => panic!("CLOCK: `moving` or `frozen`, not {other:?}"),
-    };
+    let frozen = frozen_clock(&args, 4);
     let clock = if frozen {
         "clock frozen, nothing fires"
     } else {

@@ -2,7 +2,9 @@
 //! `examples/churn_pad.rs`, `examples/churn_interleaved.rs`): `SIZES`
 //! (comma-separated pending-timer counts) and `ROUNDS`, which they share, and
 //! the counts that follow them (`examples/churn_memory.rs` reads a second
-//! list, `STEPS`, where the others read `ROUNDS`).
+//! list, `STEPS`, where the others read `ROUNDS`), and `CLOCK`
+//! (`examples/churn_interleaved.rs`, and `examples/churn_bound.rs` after
+//! `ONLY`).
 
 /// Pending-timer counts the churn examples use when `SIZES` is not given.
 pub const DEFAULT_SIZES: [usize; 2] = [1_000_000, 10_000_000];
@@ -83,6 +85,31 @@ pub fn counts(args: &[String], at: usize, default: &[usize], name: &str) -> Vec<
     }
 }
 
+/// Reads `CLOCK` from `args[at]`: `moving` (the default, when there are
+/// fewer arguments) or `frozen`; returns `true` for `frozen`, where the
+/// example wraps its queues in [`Frozen`](crate::peers::frozen::Frozen).
+///
+/// # Panics
+///
+/// On any other word, with a message naming `CLOCK`.
+///
+/// # Examples
+///
+/// ```
+/// use wheel_bench::example_args::frozen_clock;
+///
+/// let args = vec!["1000".to_string(), "frozen".to_string()];
+/// assert!(frozen_clock(&args, 1));
+/// assert!(!frozen_clock(&args, 2));
+/// ```
+pub fn frozen_clock(args: &[String], at: usize) -> bool {
+    match args.get(at).map(String::as_str) {
+        None | Some("moving") => false,
+        Some("frozen") => true,
+        Some(other) => panic!("CLOCK: `moving` or `frozen`, not {other:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +136,20 @@ mod tests {
     #[should_panic(expected = "STEPS: comma-separated counts")]
     fn a_bad_list_names_its_argument() {
         counts(&["1".to_string(), "5,x".to_string()], 1, &[2], "STEPS");
+    }
+
+    #[test]
+    fn the_clock_is_moving_unless_frozen() {
+        let args = ["1".to_string(), "moving".to_string(), "frozen".to_string()];
+        assert!(!frozen_clock(&args, 1));
+        assert!(frozen_clock(&args, 2));
+        assert!(!frozen_clock(&args, 3));
+    }
+
+    #[test]
+    #[should_panic(expected = "CLOCK: `moving` or `frozen`")]
+    fn a_bad_clock_stops_the_tool() {
+        frozen_clock(&["icy".to_string()], 0);
     }
 
     #[test]
