@@ -32,6 +32,7 @@ use wheel_bench::peers::calendar::Calendar;
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::frozen::Frozen;
 use wheel_bench::peers::wheel::OurWheel;
+use wheel_bench::peers::TimerQueue;
 use wheel_bench::workloads::single::{churn, per_op, Churn, Outcome};
 
 fn main() {
@@ -95,16 +96,22 @@ fn run(
     failed: &mut bool,
 ) -> Outcome {
     let p = Churn::new(n, steps, 9_100 + round as u64);
-    let o = match (name, frozen) {
-        ("calendar", false) => churn(Calendar::with_capacity(n), &p),
-        ("calendar", true) => churn(Frozen(Calendar::with_capacity(n)), &p),
-        ("floor", false) => churn(Floor::with_capacity(n), &p),
-        ("floor", true) => churn(Frozen(Floor::with_capacity(n)), &p),
-        (_, false) => churn(OurWheel::with_capacity(n), &p),
-        (_, true) => churn(Frozen(OurWheel::with_capacity(n)), &p),
+    let o = match name {
+        "calendar" => churn_clocked(Calendar::with_capacity(n), &p, frozen),
+        "floor" => churn_clocked(Floor::with_capacity(n), &p, frozen),
+        _ => churn_clocked(OurWheel::with_capacity(n), &p, frozen),
     };
     *failed |= o.check.report_failure(&format!("{name} at {n}"));
     o
+}
+
+/// [`churn`] over `q`, or over `Frozen(q)` if `frozen`.
+fn churn_clocked<Q: TimerQueue>(q: Q, p: &Churn, frozen: bool) -> Outcome {
+    if frozen {
+        churn(Frozen(q), p)
+    } else {
+        churn(q, p)
+    }
 }
 
 /// Runs one queue alone (frozen if `frozen`), `rounds` times per size, and

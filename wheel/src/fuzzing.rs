@@ -1491,6 +1491,34 @@ impl DqHarness {
         }
     }
 
+    /// `remove` on this step's path.
+    fn remove(&mut self, key: DelayKey) -> Option<u64> {
+        if self.exclusive() {
+            self.queue.exclusive().remove(key)
+        } else {
+            self.queue.remove(key)
+        }
+    }
+
+    /// `reset` on this step's path.
+    fn reset(&mut self, key: DelayKey, delay: Duration) -> bool {
+        if self.exclusive() {
+            self.queue.exclusive().reset(key, delay)
+        } else {
+            self.queue.reset(key, delay)
+        }
+    }
+
+    /// `len` and `is_empty` on this step's path.
+    fn len_and_empty(&mut self) -> (usize, bool) {
+        if self.exclusive() {
+            let q = self.queue.exclusive();
+            (q.len(), q.is_empty())
+        } else {
+            (self.queue.len(), self.queue.is_empty())
+        }
+    }
+
     /// One take-like call: `got` is its answer.
     fn took(&mut self, op: &dyn std::fmt::Debug, got: Option<u64>) -> bool {
         let want = if self.closed {
@@ -1583,11 +1611,7 @@ impl DqHarness {
             }
             DqOp::Remove(pick) => {
                 if let Some((key, id)) = self.book.pick(pick) {
-                    let got = if self.exclusive() {
-                        self.queue.exclusive().remove(key)
-                    } else {
-                        self.queue.remove(key)
-                    };
+                    let got = self.remove(key);
                     let want = id.and_then(|id| self.model.cancel(id));
                     if got != want {
                         self.fail(
@@ -1605,11 +1629,7 @@ impl DqHarness {
                     let delay = self.delay(d);
                     let at = self.clock.now().checked_add(delay);
                     let tick = self.tick_of(at);
-                    let got = if self.exclusive() {
-                        self.queue.exclusive().reset(key, delay)
-                    } else {
-                        self.queue.reset(key, delay)
-                    };
+                    let got = self.reset(key, delay);
                     let want = id.is_some_and(|id| self.model.reset(id, tick));
                     if got != want {
                         self.fail(dop, format_args!("reset({key:?}) = {got}, expected {want}"));
@@ -1645,12 +1665,7 @@ impl DqHarness {
             }
             DqOp::Drain => self.drain(dop),
         }
-        let (len, empty) = if self.exclusive() {
-            let q = self.queue.exclusive();
-            (q.len(), q.is_empty())
-        } else {
-            (self.queue.len(), self.queue.is_empty())
-        };
+        let (len, empty) = self.len_and_empty();
         if len != self.model.len() || empty != self.model.is_empty() {
             self.fail(
                 dop,

@@ -177,18 +177,17 @@ impl DelayQueueLike for TokioDq {
 
 /// tokio-util's `DelayQueue<u64>` inside a `std::sync::Mutex`, locked once per
 /// call: what sharing it between threads would cost at the least (its own
-/// methods all take `&mut self`), to compare with our shared queue.
-pub struct TokioDqLocked(std::sync::Mutex<crate::peers::tokio_dq::TokioDelayQueue>);
+/// methods all take `&mut self`), to compare with our shared queue. Each
+/// call is [`TokioDq`]'s, under the lock.
+pub struct TokioDqLocked(std::sync::Mutex<TokioDq>);
 
 impl TokioDqLocked {
     /// A fresh queue and runtime.
     pub fn new(capacity: usize) -> TokioDqLocked {
-        TokioDqLocked(std::sync::Mutex::new(
-            crate::peers::tokio_dq::TokioDelayQueue::with_capacity(capacity),
-        ))
+        TokioDqLocked(std::sync::Mutex::new(TokioDq::new(capacity)))
     }
 
-    fn queue(&self) -> std::sync::MutexGuard<'_, crate::peers::tokio_dq::TokioDelayQueue> {
+    fn queue(&self) -> std::sync::MutexGuard<'_, TokioDq> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -197,25 +196,23 @@ impl DelayQueueLike for TokioDqLocked {
     type Key = tokio_util::time::delay_queue::Key;
 
     fn push(&mut self, value: u64, delay_ms: u64) -> Self::Key {
-        self.queue()
-            .insert_after(value, Duration::from_millis(delay_ms))
+        self.queue().push(value, delay_ms)
     }
 
     fn remove(&mut self, key: Self::Key) -> Option<u64> {
-        use crate::peers::TimerQueue;
-        self.queue().cancel(key)
+        self.queue().remove(key)
     }
 
     fn advance_clock(&mut self, ms: u64) {
-        self.queue().advance_clock(Duration::from_millis(ms));
+        self.queue().advance_clock(ms);
     }
 
     fn take_due(&mut self) -> Option<u64> {
-        self.queue().poll_one()
+        self.queue().take_due()
     }
 
     fn run<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
-        let rt = self.queue().runtime();
+        let rt = self.queue().0.runtime();
         let _ctx = rt.enter();
         f(self)
     }
