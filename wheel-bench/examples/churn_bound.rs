@@ -1,5 +1,6 @@
 //! The churn workload on three queues, their runs alternated: the lower bound
-//! `peers::calendar::Calendar`, the floor, and our wheel, each as a ratio to
+//! `peers::calendar::Calendar` (pre-sized, `Calendar::presized`), the floor,
+//! and our wheel, each as a ratio to
 //! the floor of the same round. It asks whether a flat ratio from 1M to 10M
 //! pending timers is within reach of any timer (`docs/benchmarks.md`,
 //! "Eighth session").
@@ -97,7 +98,7 @@ fn run(
 ) -> Outcome {
     let p = Churn::new(n, steps, 9_100 + round as u64);
     let o = match name {
-        "calendar" => churn_clocked(Calendar::with_capacity(n), &p, frozen),
+        "calendar" => churn_clocked(Calendar::presized(n), &p, frozen),
         "floor" => churn_clocked(Floor::with_capacity(n), &p, frozen),
         _ => churn_clocked(OurWheel::with_capacity(n), &p, frozen),
     };

@@ -1,5 +1,6 @@
 //! The churn workload on the floor, the lower bound `peers::calendar::Calendar`
-//! and our wheel, their steps interleaved: all three queues are filled first,
+//! (pre-sized, `Calendar::presized`, so that its ring never grows while
+//! timed) and our wheel, their steps interleaved: all three queues are filled first,
 //! then their steps run in parts, in the order floor, calendar, ours, floor,
 //! calendar, ours, ..., floor. Each part of the calendar and of ours is
 //! compared with the mean of the floor's parts just before and just after it.
@@ -60,7 +61,7 @@ fn main() {
             let p = Churn::new(n, parts * part, 9_100 + round as u64);
             let (floor, cal, ours) = (
                 Floor::with_capacity(n),
-                Calendar::with_capacity(n),
+                Calendar::presized(n),
                 OurWheel::with_capacity(n),
             );
             let line = if frozen {

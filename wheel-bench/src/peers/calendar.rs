@@ -50,13 +50,56 @@ pub struct Calendar {
 }
 
 impl Calendar {
-    /// An empty calendar with room for `capacity` entries.
+    /// An empty calendar with room for `capacity` entries; its ring's
+    /// slots start empty and grow as pairs come.
     pub fn with_capacity(capacity: usize) -> Calendar {
         Calendar {
             slab: Floor::with_capacity(capacity),
             ring: (0..RING_SLOTS).map(|_| Vec::new()).collect(),
             now: 0,
         }
+    }
+
+    /// As [`with_capacity`](Calendar::with_capacity), with every ring slot
+    /// also given room for `2 * capacity / RING_SLOTS + 64` pairs, written
+    /// once so that its pages are touched before anything is timed. That is
+    /// room for the churn's fill of `capacity` timers plus 2M steps (about
+    /// 70 more pairs per slot): in a timed run no slot grows.
+    ///
+    /// Why: growing slots cost the unsized calendar about 17 instructions a
+    /// step at 1M timers and none at 10M (the slots that hold a fill of
+    /// 10M timers are large enough already), which made its churn ratio
+    /// look flat from 1M to 10M (`docs/benchmarks.md`, "Eighteenth
+    /// session"). The timing instruments (`examples/churn_bound.rs`,
+    /// `examples/churn_interleaved.rs`) use this one; the memory count
+    /// (`examples/churn_memory.rs`) the unsized one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_bench::peers::calendar::Calendar;
+    /// use wheel_bench::peers::TimerQueue;
+    ///
+    /// let mut c = Calendar::presized(1_000);
+    /// c.insert(3, 7);
+    /// let mut fired = Vec::new();
+    /// c.advance(3, |id| fired.push(id));
+    /// assert_eq!(fired, vec![7]);
+    /// ```
+    pub fn presized(capacity: usize) -> Calendar {
+        let room = 2 * capacity / RING_SLOTS + 64;
+        let mut c = Calendar::with_capacity(capacity);
+        for slot in &mut c.ring {
+            *slot = vec![(0, 0); room];
+            slot.clear();
+        }
+        c
+    }
+
+    /// The fewest pairs any ring slot has room for.
+    #[cfg(test)]
+    fn least_room(&self) -> usize {
+        self.ring.iter().map(Vec::capacity).min().unwrap_or(0)
     }
 }
 
@@ -124,6 +167,22 @@ mod tests {
         assert_eq!(fire_to(&mut c, 1), Vec::<u64>::new());
         assert_eq!(fire_to(&mut c, 2), vec![20]);
         assert_eq!(fire_to(&mut c, 10), vec![30, 31]);
+    }
+
+    #[test]
+    fn presized_has_room_and_fires_alike() {
+        assert_eq!(Calendar::with_capacity(10).least_room(), 0);
+        let n = 200_000;
+        let mut a = Calendar::presized(n);
+        assert!(a.least_room() >= 2 * n / RING_SLOTS + 64);
+        let mut b = Calendar::with_capacity(n);
+        for (i, d) in [(1u64, 9u64), (2, 4), (3, 9), (4, 40_000)] {
+            a.insert(d, i);
+            b.insert(d, i);
+        }
+        for now in [4, 9, 40_000] {
+            assert_eq!(fire_to(&mut a, now), fire_to(&mut b, now));
+        }
     }
 
     #[test]
