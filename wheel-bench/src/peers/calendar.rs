@@ -63,10 +63,12 @@ impl Calendar {
     /// As [`with_capacity`](Calendar::with_capacity), with every ring slot
     /// also given room for `2 * capacity / RING_SLOTS + 64` pairs, written
     /// once so that its pages are touched before anything is timed. That is
-    /// room for the churn's fill of `capacity` timers plus 2M steps (about
-    /// 70 more pairs per slot): in a timed run no slot grows.
+    /// room for the churn's fill of `capacity` timers plus what 2M steps add
+    /// (about 70 pairs per slot on average). At 1M timers callgrind counts
+    /// the same instructions per step as at 10M, so growth no longer shows;
+    /// at much smaller sizes a few of the fullest slots may still grow.
     ///
-    /// Why: growing slots cost the unsized calendar about 17 instructions a
+    /// Why: growing slots cost the unsized calendar about 18 instructions a
     /// step at 1M timers and none at 10M (the slots that hold a fill of
     /// 10M timers are large enough already), which made its churn ratio
     /// look flat from 1M to 10M (`docs/benchmarks.md`, "Eighteenth
