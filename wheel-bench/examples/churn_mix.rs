@@ -1,5 +1,6 @@
-//! What the full comparison's churn asks of a timer at each size, worked out
-//! without a queue (`workloads::single::churn_mix`): timers fired per step,
+//! What the full comparison's churn asks of a timer at each size, counted by
+//! `workloads::single::churn_mix` (the churn's steps run untimed over the
+//! calendar, which any correct timer matches): timers fired per step,
 //! and the share of steps whose connection's timer had already fired, so
 //! that they insert without cancelling (`docs/benchmarks.md`, "Eighteenth
 //! session").
@@ -13,15 +14,14 @@
 //! comparison times). The draws are those of `churn_interleaved`'s first
 //! round (seed 9 100); other seeds give the same figures to two digits.
 
-use wheel_bench::example_args::{count, sizes_and_rounds};
+use wheel_bench::example_args::{count, counts, DEFAULT_SIZES};
 use wheel_bench::workloads::single::{churn_mix, Churn};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    // The second argument is STEPS here, not ROUNDS: only the sizes are used.
-    let (sizes, _) = sizes_and_rounds(&args, 1);
+    let sizes = counts(&args, 0, &DEFAULT_SIZES, "SIZES");
     let steps = count(&args, 1, 2_000_000, "STEPS");
-    println!("churn, {steps} steps: what the steps do (no queue involved)");
+    println!("churn, {steps} steps: what the steps do (run untimed over the calendar)");
     for &n in &sizes {
         let mix = churn_mix(&Churn::new(n, steps, 9_100));
         println!(

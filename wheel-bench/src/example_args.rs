@@ -2,7 +2,8 @@
 //! `examples/churn_pad.rs`, `examples/churn_interleaved.rs`): `SIZES`
 //! (comma-separated pending-timer counts) and `ROUNDS`, which they share, and
 //! the counts that follow them (`examples/churn_memory.rs` reads a second
-//! list, `STEPS`, where the others read `ROUNDS`), and `CLOCK`
+//! list, `STEPS`, where the others read `ROUNDS`; `examples/churn_mix.rs` a
+//! single count there), and `CLOCK`
 //! (`examples/churn_interleaved.rs`, and `examples/churn_bound.rs` after
 //! `ONLY`).
 

@@ -446,29 +446,34 @@ fn churn_steps<Q: TimerQueue>(
     counts.now = now;
 }
 
-/// What the steps of a churn do, worked out without a queue: how many timers
-/// fire and how many steps find their connection's timer already fired (so
-/// they insert without a cancel). [`churn_mix`] computes it.
+/// What the steps of a churn do: how many timers fire and how many steps
+/// find their connection's timer already fired (so they insert without a
+/// cancel). [`churn_mix`] counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChurnMix {
     /// Steps run.
     pub steps: u64,
-    /// Timers that came due (and fire in a real run).
+    /// Timers that fired.
     pub fired: u64,
     /// Steps whose connection had no pending timer: an insert, no cancel.
     pub without_cancel: u64,
 }
 
-/// The mix of a churn's `p.steps` steps: the same draws as [`churn`], in the
-/// same order, on plain per-connection records instead of a queue. A real
-/// run fires exactly `fired` timers (the test
-/// `churn_mix_is_what_a_run_does` checks it against our wheel).
+/// The mix of a churn's `p.steps` steps, counted by running them (untimed)
+/// over the lower bound [`Calendar`](crate::peers::calendar::Calendar), a
+/// checked timer: the draws are the workload's own, so any correct timer
+/// fires the same timers and cancels as often (the test
+/// `churn_mix_is_what_a_run_does` compares it with a run of our wheel).
 ///
 /// It shows what the full comparison's churn asks of a timer at each size
 /// (`docs/benchmarks.md`, "Eighteenth session"): with 10M connections, a
 /// connection whose timer fired is rarely picked again within 2M steps, so
 /// nearly every step cancels and inserts as the floor does, and the firing
 /// comes on top.
+///
+/// # Panics
+///
+/// If the calendar's run fails its check (a bug in the calendar).
 ///
 /// # Examples
 ///
@@ -481,43 +486,38 @@ pub struct ChurnMix {
 /// assert!(mix.without_cancel <= mix.fired);
 /// ```
 pub fn churn_mix(p: &Churn) -> ChurnMix {
-    let mut rng = Rng::new(p.seed);
-    // Per connection: (armed, generation); per tick: the (connection,
-    // generation) pairs due then.
-    let last_tick = p.max_ahead + p.steps as u64 / STEPS_PER_TICK + 1;
-    let mut due: Vec<Vec<(u32, u32)>> = vec![Vec::new(); last_tick as usize + 1];
-    let mut conns: Vec<(bool, u32)> = Vec::with_capacity(p.pending);
-    for c in 0..p.pending {
-        let deadline = rng.range_inclusive(1, p.max_ahead);
-        conns.push((true, 0));
-        due[deadline as usize].push((c as u32, 0));
-    }
-    let (mut now, mut fired, mut without_cancel) = (0u64, 0u64, 0u64);
-    for step in 0..p.steps as u64 {
-        if step % STEPS_PER_TICK == STEPS_PER_TICK - 1 {
-            now += 1;
-            for (c, gen) in std::mem::take(&mut due[now as usize]) {
-                let conn = &mut conns[c as usize];
-                if conn.0 && conn.1 == gen {
-                    conn.0 = false;
-                    fired += 1;
-                }
-            }
-        }
-        let c = rng.below(p.pending as u64) as usize;
-        let conn = &mut conns[c];
-        if !conn.0 {
-            without_cancel += 1;
-        }
-        conn.1 = conn.1.wrapping_add(1);
-        conn.0 = true;
-        let deadline = now + rng.range_inclusive(p.min_ahead, p.max_ahead);
-        due[deadline as usize].push((c as u32, conn.1));
-    }
+    let calendar = crate::peers::calendar::Calendar::with_capacity(p.pending);
+    let mut run = ChurnRun::fill(CountCancels(calendar, 0), p);
+    run.steps(p.steps);
+    let cancels = run.q.1;
+    let (check, fired, _) = run.finish();
+    assert_eq!(check, Check::Passed, "the calendar's churn");
     ChurnMix {
         steps: p.steps as u64,
         fired,
-        without_cancel,
+        without_cancel: p.steps as u64 - cancels,
+    }
+}
+
+/// A queue that counts the cancels it is asked for.
+struct CountCancels<Q>(Q, u64);
+
+impl<Q: TimerQueue> TimerQueue for CountCancels<Q> {
+    type Handle = Q::Handle;
+
+    #[inline]
+    fn insert(&mut self, deadline: u64, id: u64) -> Q::Handle {
+        self.0.insert(deadline, id)
+    }
+
+    #[inline]
+    fn cancel(&mut self, h: Q::Handle) -> Option<u64> {
+        self.1 += 1;
+        self.0.cancel(h)
+    }
+
+    fn advance<F: FnMut(u64)>(&mut self, now: u64, fire: F) {
+        self.0.advance(now, fire);
     }
 }
 
@@ -682,22 +682,6 @@ mod tests {
         let mut short = ChurnRun::fill(wheel::OurWheel::with_capacity(2_000), &p);
         short.steps(10_000);
         assert!(short.finish().1 < fired);
-    }
-
-    /// Counts the cancels it is asked for.
-    struct CountCancels<Q>(Q, u64);
-    impl<Q: TimerQueue> TimerQueue for CountCancels<Q> {
-        type Handle = Q::Handle;
-        fn insert(&mut self, deadline: u64, id: u64) -> Q::Handle {
-            self.0.insert(deadline, id)
-        }
-        fn cancel(&mut self, h: Q::Handle) -> Option<u64> {
-            self.1 += 1;
-            self.0.cancel(h)
-        }
-        fn advance<F: FnMut(u64)>(&mut self, now: u64, fire: F) {
-            self.0.advance(now, fire);
-        }
     }
 
     #[test]

@@ -117,10 +117,7 @@ impl<T> DelayQueueMut<'_, T> {
     }
 
     fn insert(&mut self, value: T, tick: u64) -> Result<DelayKey, Closed<T>> {
-        if self.state.closed {
-            return Err(Closed(value));
-        }
-        let (key, wake) = self.state.add(self.signal, value, tick);
+        let (key, wake) = self.state.add(self.signal, value, tick)?;
         if wake {
             self.signal.notify_taker();
         }

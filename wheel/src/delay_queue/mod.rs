@@ -264,13 +264,21 @@ struct State<T> {
 /// an item due earlier (`add`, `reset`) also return whether a blocked taker
 /// must be woken; the caller wakes it, after releasing the lock.
 impl<T> State<T> {
-    /// Adds an item to an open queue (the caller checked `closed`, and
-    /// hands the value back in [`Closed`] itself).
+    /// Adds an item, or hands the value back in [`Closed`] if the queue
+    /// was closed.
     #[inline]
-    fn add(&mut self, signal: &Arc<Signal>, value: T, tick: u64) -> (DelayKey, bool) {
+    fn add(
+        &mut self,
+        signal: &Arc<Signal>,
+        value: T,
+        tick: u64,
+    ) -> Result<(DelayKey, bool), Closed<T>> {
+        if self.closed {
+            return Err(Closed(value));
+        }
         let key = self.wheel.insert(tick, value);
         let due = tick.max(self.wheel.now());
-        (DelayKey(key), self.came_earlier(signal, due))
+        Ok((DelayKey(key), self.came_earlier(signal, due)))
     }
 
     #[inline]
@@ -495,12 +503,9 @@ impl<T> DelayQueue<T> {
     }
 
     fn insert(&self, value: T, tick: u64) -> Result<DelayKey, Closed<T>> {
-        let mut st = lock(&self.state);
-        if st.closed {
-            return Err(Closed(value));
-        }
-        let (key, wake) = st.add(&self.signal, value, tick);
-        drop(st);
+        // The guard is dropped at the end of the statement: the taker is
+        // woken after the lock is released.
+        let (key, wake) = lock(&self.state).add(&self.signal, value, tick)?;
         if wake {
             self.signal.notify_taker();
         }
@@ -539,9 +544,7 @@ impl<T> DelayQueue<T> {
     /// ```
     pub fn reset(&self, key: DelayKey, delay: Duration) -> bool {
         let tick = self.time.delay_tick(delay);
-        let mut st = lock(&self.state);
-        let (found, wake) = st.reset(&self.signal, key, tick);
-        drop(st);
+        let (found, wake) = lock(&self.state).reset(&self.signal, key, tick);
         if wake {
             self.signal.notify_taker();
         }
