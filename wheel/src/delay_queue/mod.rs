@@ -46,6 +46,8 @@ use crate::error::BuildError;
 use crate::sync::{lock, Arc, Mutex};
 
 mod exclusive;
+#[cfg(any(test, fuzzing))]
+pub(crate) mod fuzz;
 mod signal;
 
 pub use exclusive::DelayQueueMut;

@@ -1,0 +1,594 @@
+//! The `DelayQueue` differential harness: a structure-aware decoder of
+//! queue operations and a harness that drives a `DelayQueue<u64>` on a
+//! [`ManualClock`] (one thread) against the reference model counted in the
+//! queue's ticks, checking every item handed out against the clock in
+//! `Instant`s as well. Every other operation goes through
+//! [`DelayQueue::exclusive`] instead of the shared methods, so both paths
+//! are exercised. Compiled only for tests and `cfg(fuzzing)`; the
+//! `delay_queue_ops` fuzz target and the proptests below feed it the same
+//! bytes.
+
+use std::time::{Duration, Instant};
+
+use arbitrary::{Arbitrary, Unstructured};
+
+use crate::fuzzing::{clamp, ops_until_empty, KeyBook, Model, Pick, MAX_OPS};
+use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock};
+
+/// A tick length for the queue under test (some invalid, to check the
+/// builder's errors).
+#[derive(Debug, Clone, Copy)]
+pub enum TickSpec {
+    /// 1 ns: rounding is exact.
+    Nano,
+    /// 1 µs.
+    Micro,
+    /// 1 ms (the default tick).
+    Milli,
+    /// An odd length `1 + n` ns, so that tick edges fall between round numbers.
+    Odd(u16),
+    /// `1 + n` seconds.
+    Secs(u8),
+    /// Zero: `build` must fail with `BuildError::ZeroTick`.
+    Zero,
+    /// `Duration::MAX`: `build` must fail with `BuildError::TickTooLong`.
+    TooLong,
+}
+
+impl<'a> Arbitrary<'a> for TickSpec {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let sel: u8 = u.arbitrary()?;
+        Ok(match sel {
+            0..=59 => TickSpec::Nano,
+            60..=99 => TickSpec::Micro,
+            100..=159 => TickSpec::Milli,
+            160..=219 => TickSpec::Odd(u.arbitrary()?),
+            220..=249 => TickSpec::Secs(u.arbitrary()?),
+            250..=252 => TickSpec::Zero,
+            _ => TickSpec::TooLong,
+        })
+    }
+}
+
+impl TickSpec {
+    fn duration(self) -> Duration {
+        match self {
+            TickSpec::Nano => Duration::from_nanos(1),
+            TickSpec::Micro => Duration::from_micros(1),
+            TickSpec::Milli => Duration::from_millis(1),
+            TickSpec::Odd(n) => Duration::from_nanos(1 + u64::from(n)),
+            TickSpec::Secs(n) => Duration::from_secs(1 + u64::from(n)),
+            TickSpec::Zero => Duration::ZERO,
+            TickSpec::TooLong => Duration::MAX,
+        }
+    }
+}
+
+/// A delay, relative to the queue's tick where that matters.
+#[derive(Debug, Clone, Copy)]
+pub enum Delay {
+    /// Zero: due at once.
+    Zero,
+    /// `n` nanoseconds (mostly inside one tick).
+    Nanos(u16),
+    /// `ticks` ticks plus `off` nanoseconds: right on and around tick edges.
+    Ticks {
+        /// Whole ticks.
+        ticks: u8,
+        /// Offset in nanoseconds.
+        off: i8,
+    },
+    /// `mantissa << exponent` nanoseconds, up to far past `u64::MAX` ns.
+    Far {
+        /// The significant bits.
+        mantissa: u16,
+        /// The shift (modulo 80).
+        exponent: u8,
+    },
+    /// `Duration::MAX`.
+    Max,
+}
+
+impl<'a> Arbitrary<'a> for Delay {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let sel: u8 = u.arbitrary()?;
+        Ok(match sel {
+            0..=29 => Delay::Zero,
+            30..=79 => Delay::Nanos(u.arbitrary()?),
+            80..=199 => Delay::Ticks {
+                ticks: u.arbitrary::<u8>()? % 16,
+                off: u.arbitrary::<i8>()? % 3,
+            },
+            200..=247 => Delay::Far {
+                mantissa: u.arbitrary()?,
+                exponent: u.arbitrary()?,
+            },
+            _ => Delay::Max,
+        })
+    }
+}
+
+/// One operation on the queue.
+#[derive(Debug, Clone, Copy)]
+pub enum DqOp {
+    /// `push(value, delay)`.
+    Push(Delay),
+    /// `push_at(value, now - n ns)`: at or before now, possibly before the
+    /// queue was built.
+    PushAtPast(u32),
+    /// `push_at(value, now + delay)` (skipped if that overflows `Instant`).
+    PushAt(Delay),
+    /// `remove(key)`.
+    Remove(Pick),
+    /// `reset(key, delay)`.
+    Reset(Pick, Delay),
+    /// One `try_take()`.
+    TryTake,
+    /// `try_take()` until `None`.
+    TakeAll,
+    /// `take_timeout(Duration::ZERO)`: must not block, answers like `try_take`.
+    TakeTimeoutZero,
+    /// `clock.advance(delay)`.
+    Advance(Delay),
+    /// `close()`.
+    Close,
+    /// `drain()`, compared with the model as a set, in deadline order.
+    Drain,
+}
+
+impl<'a> Arbitrary<'a> for DqOp {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let sel: u8 = u.arbitrary()?;
+        Ok(match sel {
+            0..=69 => DqOp::Push(u.arbitrary()?),
+            70..=79 => DqOp::PushAtPast(u.arbitrary()?),
+            80..=94 => DqOp::PushAt(u.arbitrary()?),
+            95..=109 => DqOp::Remove(u.arbitrary()?),
+            110..=129 => DqOp::Reset(u.arbitrary()?, u.arbitrary()?),
+            130..=164 => DqOp::TryTake,
+            165..=179 => DqOp::TakeAll,
+            180..=189 => DqOp::TakeTimeoutZero,
+            190..=249 => DqOp::Advance(u.arbitrary()?),
+            250..=251 => DqOp::Close,
+            _ => DqOp::Drain,
+        })
+    }
+}
+
+/// A whole `delay_queue_ops` input.
+#[derive(Debug, Clone)]
+pub struct DqInput {
+    /// The queue's tick.
+    pub tick: TickSpec,
+    /// The builder's `capacity`.
+    pub capacity: u16,
+    /// The operations (at most [`MAX_OPS`]).
+    pub ops: Vec<DqOp>,
+}
+
+impl<'a> Arbitrary<'a> for DqInput {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(DqInput {
+            tick: u.arbitrary()?,
+            capacity: u.arbitrary()?,
+            ops: ops_until_empty(u)?,
+        })
+    }
+
+    fn arbitrary_take_rest(mut u: Unstructured<'a>) -> arbitrary::Result<Self> {
+        Self::arbitrary(&mut u)
+    }
+}
+
+#[derive(Debug)]
+struct DqItem {
+    /// The instant asked for; `None` if it is past the range of `Instant`
+    /// (the item must never come out of `take`).
+    at: Option<Instant>,
+}
+
+/// A `DelayQueue<u64>` on a `ManualClock`, kept in lock step with the
+/// reference [`Model`] counted in the queue's ticks. Odd steps push, remove,
+/// reset, take and count through [`DelayQueue::exclusive`], even steps
+/// through the shared methods.
+///
+/// The model applies the documented rounding (a deadline in the future
+/// rounds *up* to a tick boundary; a deadline at or before now is due at
+/// the current tick, which is now rounded *down*). Tick `u64::MAX` means
+/// "never": deadlines past the range of `Instant` or of the ticks land
+/// there, and the model's clock stops one tick short of it, because
+/// `Duration::MAX` and far-future instants must simply never fire.
+/// Independently of that arithmetic, every item handed out is checked
+/// against the clock in `Instant`s: never before the instant asked for.
+pub struct DqHarness {
+    queue: DelayQueue<u64>,
+    clock: ManualClock,
+    start: Instant,
+    tick_ns: u128,
+    model: Model<u64>,
+    items: Vec<DqItem>,
+    book: KeyBook<DelayKey>,
+    closed: bool,
+    step: usize,
+}
+
+/// The tick of a queue item that must never come due.
+const NEVER_TICK: u64 = u64::MAX;
+
+/// A duration from nanoseconds, saturating at `Duration::MAX`.
+fn duration_from_nanos(ns: u128) -> Duration {
+    const NANOS_PER_SEC: u128 = 1_000_000_000;
+    match u64::try_from(ns / NANOS_PER_SEC) {
+        Ok(secs) => Duration::new(secs, (ns % NANOS_PER_SEC) as u32),
+        Err(_) => Duration::MAX,
+    }
+}
+
+impl DqHarness {
+    /// Builds the queue; `None` if the tick is invalid (after checking the
+    /// builder reported the right error).
+    pub fn new(tick: TickSpec, capacity: u16) -> Option<DqHarness> {
+        let clock = ManualClock::new();
+        let built = DelayQueue::builder()
+            .tick(tick.duration())
+            .clock(clock.clone())
+            .capacity(usize::from(capacity))
+            .build();
+        let queue = match (tick, built) {
+            (TickSpec::Zero, Err(BuildError::ZeroTick)) => return None,
+            (TickSpec::TooLong, Err(BuildError::TickTooLong)) => return None,
+            (TickSpec::Zero | TickSpec::TooLong, other) => {
+                panic!("DelayQueue builder with tick {tick:?} gave {other:?}, expected an error")
+            }
+            (_, Ok(q)) => q,
+            (_, Err(e)) => panic!("DelayQueue builder rejected tick {tick:?}: {e}"),
+        };
+        Some(DqHarness {
+            queue,
+            start: clock.now(),
+            clock,
+            tick_ns: tick.duration().as_nanos(),
+            model: Model::new(),
+            items: Vec::new(),
+            book: KeyBook::new(),
+            closed: false,
+            step: 0,
+        })
+    }
+
+    fn fail(&self, op: &dyn std::fmt::Debug, what: std::fmt::Arguments<'_>) -> ! {
+        panic!(
+            "DelayQueue diverged from the model at op #{} {:?} (clock +{:?}, tick {} ns, now tick {}, {} pending, closed {}): {}",
+            self.step,
+            op,
+            self.clock.now() - self.start,
+            self.tick_ns,
+            self.now_tick(),
+            self.model.len(),
+            self.closed,
+            what
+        )
+    }
+
+    fn now_ns(&self) -> u128 {
+        (self.clock.now() - self.start).as_nanos()
+    }
+
+    /// The current instant rounded down to a tick, short of `u64::MAX`:
+    /// that tick means "never" (a deadline past the range of `Instant`, or
+    /// one that rounds up past the last tick), so it must never come due.
+    fn now_tick(&self) -> u64 {
+        clamp(self.now_ns() / self.tick_ns).min(NEVER_TICK - 1)
+    }
+
+    /// The tick of an item due at `at` (`None` = past the end of `Instant`).
+    fn tick_of(&self, at: Option<Instant>) -> u64 {
+        let now = self.clock.now();
+        match at {
+            None => NEVER_TICK,
+            Some(at) if at <= now => self.now_tick(),
+            Some(at) => clamp((at - self.start).as_nanos().div_ceil(self.tick_ns)),
+        }
+    }
+
+    fn delay(&self, d: Delay) -> Duration {
+        match d {
+            Delay::Zero => Duration::ZERO,
+            Delay::Nanos(n) => Duration::from_nanos(u64::from(n)),
+            Delay::Ticks { ticks, off } => {
+                let ns = (u128::from(ticks) * self.tick_ns) as i128 + i128::from(off);
+                duration_from_nanos(ns.max(0) as u128)
+            }
+            Delay::Far { mantissa, exponent } => {
+                duration_from_nanos(u128::from(mantissa) << (u32::from(exponent) % 80))
+            }
+            Delay::Max => Duration::MAX,
+        }
+    }
+
+    fn push(
+        &mut self,
+        op: &dyn std::fmt::Debug,
+        at: Option<Instant>,
+        how: Result<Duration, Instant>,
+    ) {
+        let id = self.items.len() as u64;
+        let tick = self.tick_of(at);
+        let res = match (how, self.exclusive()) {
+            (Ok(delay), false) => self.queue.push(id, delay),
+            (Err(at), false) => self.queue.push_at(id, at),
+            (Ok(delay), true) => self.queue.exclusive().push(id, delay),
+            (Err(at), true) => self.queue.exclusive().push_at(id, at),
+        };
+        match (res, self.closed) {
+            (Ok(key), false) => {
+                assert_eq!(self.model.insert(tick, id), id, "model ids are dense");
+                self.items.push(DqItem { at });
+                assert_eq!(self.book.add(key), id, "key ids are dense");
+            }
+            (Err(Closed(v)), true) if v == id => {}
+            (Err(Closed(v)), true) => {
+                self.fail(op, format_args!("push after close gave back {v}, not {id}"))
+            }
+            (Ok(key), true) => self.fail(op, format_args!("push after close accepted ({key:?})")),
+            (Err(Closed(v)), false) => {
+                self.fail(op, format_args!("push refused {v} on an open queue"))
+            }
+        }
+    }
+
+    /// Whether this step goes through [`DelayQueue::exclusive`] (odd steps)
+    /// rather than the shared methods (even steps): both must agree with
+    /// the model alike, and any sequence of operations can put each kind of
+    /// operation on either path.
+    fn exclusive(&self) -> bool {
+        self.step % 2 == 1
+    }
+
+    /// `try_take` on this step's path.
+    fn try_take(&mut self) -> Option<u64> {
+        if self.exclusive() {
+            self.queue.exclusive().try_take()
+        } else {
+            self.queue.try_take()
+        }
+    }
+
+    /// `remove` on this step's path.
+    fn remove(&mut self, key: DelayKey) -> Option<u64> {
+        if self.exclusive() {
+            self.queue.exclusive().remove(key)
+        } else {
+            self.queue.remove(key)
+        }
+    }
+
+    /// `reset` on this step's path.
+    fn reset(&mut self, key: DelayKey, delay: Duration) -> bool {
+        if self.exclusive() {
+            self.queue.exclusive().reset(key, delay)
+        } else {
+            self.queue.reset(key, delay)
+        }
+    }
+
+    /// `len` and `is_empty` on this step's path.
+    fn len_and_empty(&mut self) -> (usize, bool) {
+        if self.exclusive() {
+            let q = self.queue.exclusive();
+            (q.len(), q.is_empty())
+        } else {
+            (self.queue.len(), self.queue.is_empty())
+        }
+    }
+
+    /// One take-like call: `got` is its answer.
+    fn took(&mut self, op: &dyn std::fmt::Debug, got: Option<u64>) -> bool {
+        let want = if self.closed {
+            None
+        } else {
+            self.model.poll(self.now_tick())
+        };
+        match (got, want) {
+            (None, None) => false,
+            (Some(g), Some((id, _, _))) if g == id => {
+                let now = self.clock.now();
+                match self.items[id as usize].at {
+                    Some(at) if at <= now => {}
+                    at => self.fail(
+                        op,
+                        format_args!(
+                            "item #{id} handed out EARLY: asked for {at:?}, clock at {now:?}"
+                        ),
+                    ),
+                }
+                self.book.retire(id);
+                true
+            }
+            (got, want) => {
+                let what = match (got, want) {
+                    (Some(g), None) if (g as usize) < self.items.len() && !self.book.is_live(g) => {
+                        "an item that already left (DOUBLE take)"
+                    }
+                    (Some(_), None) => "an item that is not due (EARLY, or after close)",
+                    (None, Some(_)) => "nothing although an item is due (LOST or late)",
+                    _ => "the wrong item (order: deadline, then FIFO)",
+                };
+                self.fail(
+                    op,
+                    format_args!(
+                        "took {got:?}, model expected {:?}: {what}",
+                        want.map(|w| (w.0, w.1))
+                    ),
+                )
+            }
+        }
+    }
+
+    fn drain(&mut self, op: &dyn std::fmt::Debug) {
+        let got = self.queue.drain();
+        let want = self.model.drain();
+        let mut sorted = got.clone();
+        sorted.sort_unstable();
+        let mut want_ids: Vec<u64> = want.iter().map(|w| w.0).collect();
+        want_ids.sort_unstable();
+        if sorted != want_ids {
+            self.fail(
+                op,
+                format_args!("drain returned {got:?}, model holds {want_ids:?}"),
+            );
+        }
+        // "In deadline order (the order among items due in the same tick is
+        // unspecified)".
+        let eff: std::collections::HashMap<u64, u64> = want.iter().map(|w| (w.0, w.1)).collect();
+        if got.windows(2).any(|w| eff[&w[0]] > eff[&w[1]]) {
+            self.fail(op, format_args!("drain not in deadline order: {got:?}"));
+        }
+        for id in want_ids {
+            self.book.retire(id);
+        }
+    }
+
+    /// Runs one operation and the per-op checks.
+    pub fn apply(&mut self, op: DqOp) {
+        self.step += 1;
+        let dop: &dyn std::fmt::Debug = &op;
+        match op {
+            DqOp::Push(d) => {
+                let delay = self.delay(d);
+                let at = self.clock.now().checked_add(delay);
+                self.push(dop, at, Ok(delay));
+            }
+            DqOp::PushAtPast(n) => {
+                let at = self
+                    .clock
+                    .now()
+                    .checked_sub(Duration::from_nanos(u64::from(n)))
+                    .unwrap_or(self.start);
+                self.push(dop, Some(at), Err(at));
+            }
+            DqOp::PushAt(d) => {
+                if let Some(at) = self.clock.now().checked_add(self.delay(d)) {
+                    self.push(dop, Some(at), Err(at));
+                }
+            }
+            DqOp::Remove(pick) => {
+                if let Some((key, id)) = self.book.pick(pick) {
+                    let got = self.remove(key);
+                    let want = id.and_then(|id| self.model.cancel(id));
+                    if got != want {
+                        self.fail(
+                            dop,
+                            format_args!("remove({key:?}) = {got:?}, expected {want:?}"),
+                        );
+                    }
+                    if let Some(id) = id {
+                        self.book.retire(id);
+                    }
+                }
+            }
+            DqOp::Reset(pick, d) => {
+                if let Some((key, id)) = self.book.pick(pick) {
+                    let delay = self.delay(d);
+                    let at = self.clock.now().checked_add(delay);
+                    let tick = self.tick_of(at);
+                    let got = self.reset(key, delay);
+                    let want = id.is_some_and(|id| self.model.reset(id, tick));
+                    if got != want {
+                        self.fail(dop, format_args!("reset({key:?}) = {got}, expected {want}"));
+                    }
+                    if let (true, Some(id)) = (got, id) {
+                        self.items[id as usize].at = at;
+                    }
+                }
+            }
+            DqOp::TryTake => {
+                let got = self.try_take();
+                self.took(dop, got);
+            }
+            DqOp::TakeAll => {
+                let bound = self.model.len() + 1;
+                let mut n = 0;
+                while {
+                    let got = self.try_take();
+                    self.took(dop, got)
+                } {
+                    n += 1;
+                    assert!(n <= bound, "try_take kept returning items");
+                }
+            }
+            DqOp::TakeTimeoutZero => {
+                let got = self.queue.take_timeout(Duration::ZERO);
+                self.took(dop, got);
+            }
+            DqOp::Advance(d) => self.clock.advance(self.delay(d)),
+            DqOp::Close => {
+                self.queue.close();
+                self.closed = true;
+            }
+            DqOp::Drain => self.drain(dop),
+        }
+        let (len, empty) = self.len_and_empty();
+        if len != self.model.len() || empty != self.model.is_empty() {
+            self.fail(
+                dop,
+                format_args!("len {len} / is_empty {empty}, model {}", self.model.len()),
+            );
+        }
+        if self.queue.is_closed() != self.closed {
+            self.fail(
+                dop,
+                format_args!("is_closed() = {}", self.queue.is_closed()),
+            );
+        }
+    }
+
+    /// Ends a run: everything still inside must come out of `drain`.
+    pub fn finish(mut self) {
+        let op = "final drain";
+        self.drain(&op);
+        if !self.queue.is_empty() {
+            self.fail(&op, format_args!("not empty after drain"));
+        }
+    }
+}
+
+/// Runs a decoded `delay_queue_ops` input. Panics on divergence.
+pub fn run_delay_queue(input: &DqInput) {
+    let Some(mut h) = DqHarness::new(input.tick, input.capacity) else {
+        return;
+    };
+    for &op in input.ops.iter().take(MAX_OPS) {
+        h.apply(op);
+    }
+    h.finish();
+}
+
+/// Decodes and runs a `delay_queue_ops` input. Undecodable input is ignored.
+pub fn run_delay_queue_ops(data: &[u8]) {
+    if let Ok(input) = DqInput::arbitrary_take_rest(Unstructured::new(data)) {
+        run_delay_queue(&input);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn replay_seed_corpus_delay_queue_ops() {
+        for data in crate::fuzzing::seed_corpus("delay_queue_ops") {
+            run_delay_queue_ops(&data);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn delay_queue_ops_from_random_bytes(data in proptest::collection::vec(any::<u8>(), 0..4096)) {
+            run_delay_queue_ops(&data);
+        }
+    }
+}
