@@ -65,6 +65,8 @@
 mod clock;
 mod core;
 mod delay_queue;
+#[cfg(feature = "durable")]
+pub mod durable;
 mod error;
 mod future;
 mod scheduler;

@@ -1,0 +1,387 @@
+//! [`DurableTimersBuilder`]: which store, and how this node fires.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::node::{Handler, NodeConfig};
+use super::store::{Store, StoreClock};
+use super::timers::DurableTimers;
+use super::{DurableError, Fired, Outcome, RetryPolicy, DEFAULT_MAX_PAYLOAD};
+
+/// Where the timers live.
+#[derive(Debug, Clone)]
+enum Choice {
+    Embedded(PathBuf),
+    Redis(String),
+}
+
+/// Configures and opens [`DurableTimers`].
+///
+/// Pick one store: [`embedded`](Self::embedded) (one file, one process) or
+/// [`redis`](Self::redis) (feature `redis`, shared). Without a
+/// [`handler`](Self::handler) the result is a client that adds, cancels and
+/// reads but fires nothing.
+///
+/// Defaults: namespace `"wheel"`, 4 workers, a 5 s lease, the default
+/// [`RetryPolicy`], timers claimed 2 s ahead, a safety poll every 500 ms,
+/// at most 10 000 claimed timers in memory, payloads up to
+/// [`DEFAULT_MAX_PAYLOAD`], and a store that keeps failing for 5 s is
+/// [`Unavailable`](DurableError::Unavailable).
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use wheel::durable::{DurableTimers, Outcome, RetryPolicy};
+///
+/// # fn main() -> Result<(), wheel::durable::DurableError> {
+/// let timers = DurableTimers::builder()
+///     .embedded("/var/lib/orders/timers.redb")
+///     .namespace("orders")
+///     .workers(8)
+///     .lease(Duration::from_secs(10))
+///     .retry(RetryPolicy::new().max_attempts(5))
+///     .handler(|t| if t.payload == b"close" { Outcome::Done } else { Outcome::Retry })
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[must_use]
+#[derive(Clone)]
+pub struct DurableTimersBuilder {
+    choice: Result<Option<Choice>, String>,
+    namespace: String,
+    handler: Option<Handler>,
+    node: NodeConfig,
+    max_payload: usize,
+    unavailable_after: Duration,
+    clock: StoreClock,
+}
+
+impl std::fmt::Debug for DurableTimersBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableTimersBuilder")
+            .field("store", &self.choice)
+            .field("namespace", &self.namespace)
+            .field("handler", &self.handler.is_some())
+            .field("workers", &self.node.workers)
+            .field("lease", &self.node.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for DurableTimersBuilder {
+    fn default() -> Self {
+        DurableTimersBuilder {
+            choice: Ok(None),
+            namespace: "wheel".into(),
+            handler: None,
+            node: NodeConfig {
+                handler: Arc::new(|_: &Fired| Outcome::Done),
+                workers: 4,
+                lease: Duration::from_secs(5),
+                window: Duration::from_secs(2),
+                poll: Duration::from_millis(500),
+                max_held: 10_000,
+                retry: RetryPolicy::default(),
+            },
+            max_payload: DEFAULT_MAX_PAYLOAD,
+            unavailable_after: Duration::from_secs(5),
+            clock: StoreClock::Real,
+        }
+    }
+}
+
+impl DurableTimersBuilder {
+    fn choose(mut self, c: Choice) -> Self {
+        self.choice = match self.choice {
+            Ok(None) => Ok(Some(c)),
+            Ok(Some(_)) | Err(_) => Err("choose one store: embedded or redis".into()),
+        };
+        self
+    }
+
+    /// The embedded store in one file (created if missing; its directory
+    /// must exist). One process at a time may open it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder()
+    ///     .embedded(dir.path().join("timers.redb"))
+    ///     .build()?;
+    /// timers.shutdown()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn embedded(self, path: impl AsRef<Path>) -> Self {
+        self.choose(Choice::Embedded(path.as_ref().to_owned()))
+    }
+
+    /// The Redis store at `url`, e.g. `"redis://127.0.0.1:6379/0"` (feature
+    /// `redis`; without it, `build` fails with
+    /// [`DurableError::Config`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel::durable::DurableTimers::builder().redis("redis://127.0.0.1:6379/0");
+    /// # drop(b);
+    /// ```
+    pub fn redis(self, url: &str) -> Self {
+        self.choose(Choice::Redis(url.to_owned()))
+    }
+
+    /// Keeps these timers apart from other namespaces in the same store
+    /// (for Redis, every key carries the hash tag `{ns}`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel::durable::DurableTimers::builder().namespace("billing");
+    /// # drop(b);
+    /// ```
+    pub fn namespace(mut self, ns: &str) -> Self {
+        self.namespace = ns.to_owned();
+        self
+    }
+
+    /// Makes this node fire due timers with `f`, on worker threads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel::durable::Outcome;
+    /// let b = wheel::durable::DurableTimers::builder().handler(|t| {
+    ///     println!("{} is due", t.key);
+    ///     Outcome::Done
+    /// });
+    /// # drop(b);
+    /// ```
+    pub fn handler<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&Fired) -> Outcome + Send + Sync + 'static,
+    {
+        self.handler = Some(Arc::new(f));
+        self
+    }
+
+    /// Handler threads (at least 1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel::durable::DurableTimers::builder().workers(16);
+    /// # drop(b);
+    /// ```
+    pub fn workers(mut self, n: usize) -> Self {
+        self.node.workers = n;
+        self
+    }
+
+    /// How long a claim or a run stays this node's without news: a node
+    /// that dies or stalls longer has its timers fired by another within
+    /// about `lease` plus the safety poll. Running handlers renew it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel::durable::DurableTimers::builder().lease(Duration::from_secs(30));
+    /// # drop(b);
+    /// ```
+    pub fn lease(mut self, d: Duration) -> Self {
+        self.node.lease = d;
+        self
+    }
+
+    /// The back-off for handlers that ask to retry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel::durable::DurableTimers::builder()
+    ///     .retry(wheel::durable::RetryPolicy::new().max_attempts(3));
+    /// # drop(b);
+    /// ```
+    pub fn retry(mut self, p: RetryPolicy) -> Self {
+        self.node.retry = p;
+        self
+    }
+
+    /// How far ahead of their due time timers are claimed into memory
+    /// (at least the safety poll, so that a timer is held before it is
+    /// due even when a notification is lost).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel::durable::DurableTimers::builder().claim_ahead(Duration::from_secs(5));
+    /// # drop(b);
+    /// ```
+    pub fn claim_ahead(mut self, d: Duration) -> Self {
+        self.node.window = d;
+        self
+    }
+
+    /// The longest a node goes without looking at the store: bounds how late
+    /// a lost notification can make a timer, and how soon a dead node's
+    /// expired leases are taken over.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel::durable::DurableTimers::builder().poll(Duration::from_millis(200));
+    /// # drop(b);
+    /// ```
+    pub fn poll(mut self, d: Duration) -> Self {
+        self.node.poll = d;
+        self
+    }
+
+    /// Claimed timers held in memory at most (at least 1): with millions
+    /// overdue, the node claims more as it fires them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel::durable::DurableTimers::builder().max_claimed(50_000);
+    /// # drop(b);
+    /// ```
+    pub fn max_claimed(mut self, n: usize) -> Self {
+        self.node.max_held = n;
+        self
+    }
+
+    /// The payload limit in bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel::durable::DurableTimers::builder().max_payload(64 * 1024);
+    /// # drop(b);
+    /// ```
+    pub fn max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = bytes;
+        self
+    }
+
+    /// How long a store may keep failing (connection refused, timeouts,
+    /// Redis loading after a restart) before a call reports
+    /// [`Unavailable`](DurableError::Unavailable). Calls retry with
+    /// back-off until then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel::durable::DurableTimers::builder().unavailable_after(Duration::from_secs(1));
+    /// # drop(b);
+    /// ```
+    pub fn unavailable_after(mut self, d: Duration) -> Self {
+        self.unavailable_after = d;
+        self
+    }
+
+    /// Test support: a store clock moved by hand, in milliseconds since the
+    /// epoch (the Redis store passes it to its scripts instead of `TIME`).
+    #[doc(hidden)]
+    pub fn manual_store_clock(mut self, ms: Arc<std::sync::atomic::AtomicU64>) -> Self {
+        self.clock = StoreClock::Manual(ms);
+        self
+    }
+
+    /// Opens the store and, with a handler, starts firing.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Config`] for settings that cannot work (no store or
+    /// two, zero workers or `max_claimed`, a zero lease, a claim window
+    /// shorter than the poll, an empty namespace, `redis` without the
+    /// feature); the store's errors on opening ([`Locked`],
+    /// [`Corrupt`], [`Io`], [`Unavailable`]).
+    ///
+    /// [`Locked`]: DurableError::Locked
+    /// [`Corrupt`]: DurableError::Corrupt
+    /// [`Io`]: DurableError::Io
+    /// [`Unavailable`]: DurableError::Unavailable
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel::durable::{DurableError, DurableTimers};
+    /// let e = DurableTimers::builder().build().unwrap_err();
+    /// assert!(matches!(e, DurableError::Config(_)));
+    /// ```
+    pub fn build(self) -> Result<DurableTimers, DurableError> {
+        self.check()?;
+        let store = self.open_store()?;
+        let node = match &self.handler {
+            None => None,
+            Some(h) => {
+                let mut config = self.node.clone();
+                config.handler = h.clone();
+                Some(config)
+            }
+        };
+        DurableTimers::start(store, node, self.max_payload)
+    }
+
+    fn check(&self) -> Result<(), DurableError> {
+        let bad = |why: &str| Err(DurableError::Config(why.into()));
+        match &self.choice {
+            Err(why) => return bad(why),
+            Ok(None) => return bad("choose a store: embedded(path) or redis(url)"),
+            Ok(Some(_)) => {}
+        }
+        if self.namespace.is_empty() || self.namespace.contains(['{', '}']) {
+            return bad("the namespace must be non-empty, without braces");
+        }
+        if self.node.workers == 0 || self.node.max_held == 0 {
+            return bad("workers and max_claimed must be at least 1");
+        }
+        if self.node.lease < Duration::from_millis(10) {
+            return bad("the lease must be at least 10 ms");
+        }
+        if self.node.window < self.node.poll || self.node.poll.is_zero() {
+            return bad("the poll must be non-zero and no longer than claim_ahead");
+        }
+        Ok(())
+    }
+
+    fn window_ms(&self) -> u64 {
+        u64::try_from(self.node.window.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn open_store(&self) -> Result<Arc<dyn Store>, DurableError> {
+        match self.choice.clone() {
+            Ok(Some(Choice::Embedded(path))) => Ok(Arc::new(
+                super::store::embedded::Embedded::open(&path, self.clock.clone(), self.window_ms())?,
+            )),
+            Ok(Some(Choice::Redis(url))) => self.open_redis(&url),
+            _ => Err(DurableError::Config("no store".into())),
+        }
+    }
+
+    #[cfg(feature = "redis")]
+    fn open_redis(&self, url: &str) -> Result<Arc<dyn Store>, DurableError> {
+        let options = super::store::redis::Options {
+            url: url.to_owned(),
+            namespace: self.namespace.clone(),
+            clock: self.clock.clone(),
+            window: self.window_ms(),
+            unavailable_after: self.unavailable_after,
+        };
+        Ok(Arc::new(super::store::redis::RedisStore::open(options)?))
+    }
+
+    #[cfg(not(feature = "redis"))]
+    fn open_redis(&self, _url: &str) -> Result<Arc<dyn Store>, DurableError> {
+        Err(DurableError::Config(
+            "the Redis store needs the `redis` feature of wheel".into(),
+        ))
+    }
+}

@@ -1,0 +1,65 @@
+//! What a handler is given ([`Fired`]) and what it answers ([`Outcome`]).
+
+use std::time::{Duration, SystemTime};
+
+/// A timer that came due, as handed to the handler.
+///
+/// The handler may be called more than once for one timer only after a
+/// failure (a node died or stalled past its lease while running it, or the
+/// handler asked for a retry); `attempt` counts the runs and `fence` tells
+/// runs apart.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::SystemTime;
+/// use wheel::durable::{Fired, Outcome};
+///
+/// fn handle(t: &Fired) -> Outcome {
+///     if t.payload.is_empty() { Outcome::Fail("empty order".into()) } else { Outcome::Done }
+/// }
+/// let t = Fired { key: "order:17".into(), due: SystemTime::now(), payload: b"close".to_vec(), attempt: 1, fence: 9 };
+/// assert_eq!(handle(&t), Outcome::Done);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fired {
+    /// The timer's key.
+    pub key: String,
+    /// When it was due (store time).
+    pub due: SystemTime,
+    /// The payload given when it was added.
+    pub payload: Vec<u8>,
+    /// Which run this is: 1 for the first, 2 after one retry or one lost
+    /// lease, and so on.
+    pub attempt: u32,
+    /// A number that strictly increases every time any node claims this
+    /// key. A callback target that remembers the highest fence it accepted
+    /// for a key can refuse a stale duplicate.
+    pub fence: u64,
+}
+
+/// What the handler reports back after a run.
+///
+/// A handler that panics counts as [`Outcome::Retry`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use wheel::durable::Outcome;
+///
+/// let busy = Outcome::RetryAfter(Duration::from_secs(30));
+/// assert_ne!(busy, Outcome::Done);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The work is done: the timer is removed.
+    Done,
+    /// Try again later, after the back-off of the node's
+    /// [`RetryPolicy`](crate::durable::RetryPolicy).
+    Retry,
+    /// Try again after this delay (counts as an attempt like `Retry`).
+    RetryAfter(Duration),
+    /// Give up: the timer becomes a dead letter with this reason.
+    Fail(String),
+}

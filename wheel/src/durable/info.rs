@@ -1,0 +1,135 @@
+//! What the durable tier reports: one timer ([`TimerInfo`]), a dead letter
+//! ([`DeadLetter`]) and a node's counters ([`DurableStats`]).
+
+use std::time::{Duration, SystemTime};
+
+/// Where a timer is in its life (see `docs/durable.md` for the state
+/// machine).
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::TimerState;
+/// assert_ne!(TimerState::Pending, TimerState::Running);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimerState {
+    /// Waiting in the store for its due time; no node holds it.
+    Pending,
+    /// A node has claimed it (it is due soon) and holds it in memory until
+    /// it is due; not started.
+    Claimed,
+    /// A node has started its handler.
+    Running,
+    /// Gave up: failed, or ran out of attempts. See [`DeadLetter`].
+    Dead,
+}
+
+/// One timer as the store holds it.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::{Duration, SystemTime};
+/// use wheel::durable::{DurableTimers, TimerState};
+///
+/// # fn main() -> Result<(), wheel::durable::DurableError> {
+/// let timers = DurableTimers::builder().embedded("timers.redb").build()?;
+/// timers.add_after("order:17", Duration::from_secs(1800), b"close")?;
+/// let info = timers.get("order:17")?.expect("just added");
+/// assert_eq!(info.state, TimerState::Pending);
+/// assert!(info.due > SystemTime::now());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TimerInfo {
+    /// The key.
+    pub key: String,
+    /// When it is (or was) due, by the store's clock.
+    pub due: SystemTime,
+    /// Runs started so far.
+    pub attempts: u32,
+    /// Where it is in its life.
+    pub state: TimerState,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+/// A timer that gave up: its handler returned
+/// [`Outcome::Fail`](crate::durable::Outcome::Fail), or it ran out of
+/// attempts. It stays until [`retry_dead`](crate::durable::DurableTimers::retry_dead)
+/// revives it, or `add` or `cancel` of its key replaces or removes it.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::SystemTime;
+/// use wheel::durable::DeadLetter;
+///
+/// let d = DeadLetter {
+///     key: "hook:3".into(), payload: vec![], attempts: 10,
+///     reason: "gave up after 10 attempts".into(), failed_at: SystemTime::now(),
+/// };
+/// assert!(d.reason.starts_with("gave up"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The key.
+    pub key: String,
+    /// The payload.
+    pub payload: Vec<u8>,
+    /// Runs started.
+    pub attempts: u32,
+    /// Why it gave up.
+    pub reason: String,
+    /// When it gave up, by the store's clock.
+    pub failed_at: SystemTime,
+}
+
+/// A snapshot of a node's view: the store's counts (as of the node's last
+/// look, at most a poll interval old; zero for a client without a handler
+/// until the first `stats` call reads them) and this node's own counters.
+///
+/// # Examples
+///
+/// ```no_run
+/// # fn main() -> Result<(), wheel::durable::DurableError> {
+/// let timers = wheel::durable::DurableTimers::builder().embedded("timers.redb").build()?;
+/// let s = timers.stats();
+/// println!("{} pending, p99 lateness {:?}", s.pending, s.lateness_p99);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DurableStats {
+    /// Timers waiting in the store (all nodes).
+    pub pending: u64,
+    /// Timers claimed or running (all nodes).
+    pub claimed: u64,
+    /// Dead letters (all nodes).
+    pub dead: u64,
+    /// How long the earliest pending timer is overdue (zero when none is):
+    /// a growing value means no node is firing.
+    pub oldest_overdue: Duration,
+    /// Timers this node holds in memory, claimed and not yet started.
+    pub held: u64,
+    /// Handler runs this node started.
+    pub fired: u64,
+    /// Runs on this node that ended in a retry.
+    pub retried: u64,
+    /// Timers this node turned into dead letters.
+    pub failed: u64,
+    /// Runs this node did not start because the timer had been cancelled,
+    /// rescheduled or claimed again by then.
+    pub stale: u64,
+    /// Store calls of this node that failed and were retried.
+    pub store_errors: u64,
+    /// Median lateness of this node's runs (start minus due, store clock).
+    pub lateness_p50: Duration,
+    /// 99th percentile of the same.
+    pub lateness_p99: Duration,
+    /// The largest of the same.
+    pub lateness_max: Duration,
+}

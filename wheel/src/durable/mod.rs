@@ -1,0 +1,113 @@
+//! Durable timers: timers that survive a crash or a deploy, and that
+//! several processes share.
+//!
+//! The store is the wheel's outermost, coarsest level: it holds every timer
+//! by due time, durably. Each node (a process with a handler) claims the
+//! timers due within its claim window into its in-memory [`Scheduler`],
+//! which fires each at its millisecond; the store is asked before the
+//! handler starts (so a cancelled or re-claimed timer never starts) and told
+//! after it ends.
+//!
+//! | type | for |
+//! | --- | --- |
+//! | [`DurableTimers`], [`DurableTimersBuilder`] | one node: add, cancel, reschedule, inspect; fire with a handler |
+//! | [`Fired`], [`Outcome`] | what a handler gets and answers |
+//! | [`RetryPolicy`] | back-off and attempts for handlers that ask to retry |
+//! | [`TimerInfo`], [`TimerState`], [`DeadLetter`], [`DurableStats`] | what the store and the node report |
+//! | [`DurableError`] | every failure, typed |
+//!
+//! Stores: the embedded one (feature `durable`, one [redb] file owned by one
+//! process) and Redis (feature `redis`, shared by any number of processes).
+//!
+//! Guarantees (`docs/durable.md` has the protocol and the failure table):
+//! - **Durable on return**: `add*`, `cancel` and `reschedule` return once
+//!   the store holds the change (fsynced for the embedded store;
+//!   acknowledged by Redis, whose own `appendfsync` decides the rest).
+//! - **Never early, one clock**: a handler never starts before `due` by the
+//!   store's clock, whatever the node's clock says.
+//! - **At-least-once, exactly once when nothing fails**, with a `fence`
+//!   that grows with every claim so that a target can refuse a stale
+//!   duplicate.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use wheel::durable::{DurableTimers, Outcome};
+//!
+//! # fn main() -> Result<(), wheel::durable::DurableError> {
+//! let timers = DurableTimers::builder()
+//!     .embedded("timers.redb")
+//!     .handler(|t| {
+//!         println!("closing {} (attempt {})", t.key, t.attempt);
+//!         Outcome::Done
+//!     })
+//!     .build()?;
+//! timers.add_after("order:17", Duration::from_secs(30 * 60), b"close")?;
+//! timers.cancel("order:17")?; // the customer paid
+//! timers.shutdown()?;
+//! # Ok(()) }
+//! ```
+//!
+//! [`Scheduler`]: crate::Scheduler
+//! [redb]: https://docs.rs/redb
+
+mod builder;
+mod error;
+mod fired;
+mod info;
+mod lateness;
+mod node;
+mod retry;
+pub(crate) mod store;
+mod time;
+mod timers;
+
+pub use self::builder::DurableTimersBuilder;
+pub use self::error::DurableError;
+pub use self::fired::{Fired, Outcome};
+pub use self::info::{DeadLetter, DurableStats, TimerInfo, TimerState};
+pub use self::retry::RetryPolicy;
+pub use self::timers::DurableTimers;
+
+/// The longest key, in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
+
+/// The default payload limit, in bytes (1 MiB); see
+/// [`DurableTimersBuilder::max_payload`].
+pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
+
+/// Checks a key and a payload before anything is sent to a store.
+fn check_input(key: &str, payload: &[u8], max_payload: usize) -> Result<(), DurableError> {
+    if key.is_empty() || key.len() > MAX_KEY_LEN {
+        return Err(DurableError::InvalidKey);
+    }
+    if payload.len() > max_payload {
+        return Err(DurableError::PayloadTooLarge {
+            len: payload.len(),
+            max: max_payload,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_payloads_are_checked_at_their_edges() {
+        let long = "k".repeat(MAX_KEY_LEN);
+        assert_eq!(check_input(&long, &[], 0), Ok(()));
+        assert_eq!(
+            check_input(&format!("{long}k"), &[], 0),
+            Err(DurableError::InvalidKey)
+        );
+        assert_eq!(check_input("", &[], 0), Err(DurableError::InvalidKey));
+        assert_eq!(check_input("k", &[0; 4], 4), Ok(()));
+        assert_eq!(
+            check_input("k", &[0; 5], 4),
+            Err(DurableError::PayloadTooLarge { len: 5, max: 4 })
+        );
+    }
+}

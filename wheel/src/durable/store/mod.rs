@@ -1,0 +1,231 @@
+//! The stores: where durable timers live between `add` and their run.
+//!
+//! A store is the wheel's outermost, coarsest level. It holds every timer
+//! with its state, ordered by due time, and answers a small set of
+//! operations, each atomic: the embedded store runs each in one redb write
+//! transaction, the Redis store in one Lua script. Every store implements
+//! the same state machine, which the differential tests compare against the
+//! plain [`model`]:
+//!
+//! ```text
+//!            add / reschedule / retry_dead / release / finish(Retry)
+//!   (none) ───────────────────────────────────────────────▶ PENDING
+//!   PENDING ── claim (due ≤ now + window) ─▶ CLAIMED  (new fence, lease = max(due, now) + lease)
+//!   CLAIMED ── start (fence matches, due ≤ now) ─▶ RUNNING  (attempts += 1, lease = now + lease)
+//!   RUNNING ── finish(Done) ─▶ (none)     finish(Retry) ─▶ PENDING     finish(Dead) ─▶ DEAD
+//!   CLAIMED / RUNNING ── lease passed, at the next claim ─▶ PENDING (or DEAD when a run's
+//!                                                           lease passed on its last attempt)
+//!   PENDING / CLAIMED ── cancel ─▶ (none), answers true
+//!   RUNNING / DEAD    ── cancel ─▶ (none), answers false (a started run finishes; its
+//!                                                         outcome is then ignored)
+//! ```
+//!
+//! Invariants every store keeps:
+//! - A timer is in exactly one index: the due index while `Pending` (by
+//!   `(due, key)`), the lease index while `Claimed` or `Running` (by
+//!   `(lease_until, key)`), the dead index while `Dead`.
+//! - Fences come from one counter per namespace and only grow, so every
+//!   claim of a key carries a fence larger than any earlier one.
+//! - `start`, `renew`, `finish` and `release` act only when the fence
+//!   matches and the state is the one they expect; otherwise they change
+//!   nothing and say so. That is what makes a stale node harmless.
+//! - Time is the store's own clock (`now` inside the operation), never the
+//!   caller's: a node's clock cannot make a timer start early.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub(crate) use super::time::Millis;
+use super::time::system_now;
+use super::{DeadLetter, DurableError, TimerInfo};
+
+#[cfg(feature = "durable")]
+pub(crate) mod embedded;
+#[cfg(test)]
+pub(crate) mod model;
+#[cfg(test)]
+mod tests;
+#[cfg(feature = "redis")]
+pub(crate) mod redis;
+
+/// The result of a store call.
+pub(crate) type StoreResult<T> = Result<T, DurableError>;
+
+/// A due time as the caller gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Due {
+    /// At this store time.
+    At(Millis),
+    /// This many milliseconds after the store's `now`.
+    After(Millis),
+}
+
+impl Due {
+    /// The store time this due time means when the store's clock reads `now`.
+    pub(crate) fn resolve(self, now: Millis) -> Millis {
+        match self {
+            Due::At(at) => at,
+            Due::After(delay) => now.saturating_add(delay),
+        }
+    }
+}
+
+/// One timer to add.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewTimer<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) due: Due,
+    pub(crate) payload: &'a [u8],
+}
+
+/// What `claim` is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClaimRequest {
+    /// Claim pending timers due up to `now + window`.
+    pub(crate) window: Millis,
+    /// A claim expires `lease` after `max(due, now)`.
+    pub(crate) lease: Millis,
+    /// At most this many timers.
+    pub(crate) max: usize,
+    /// A run whose lease passed on this attempt becomes a dead letter
+    /// instead of pending again.
+    pub(crate) max_attempts: u32,
+}
+
+/// One claimed timer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Claimed {
+    pub(crate) key: String,
+    pub(crate) due: Millis,
+    pub(crate) payload: Vec<u8>,
+    /// Runs started before this claim.
+    pub(crate) attempts: u32,
+    pub(crate) fence: u64,
+}
+
+/// What `claim` answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ClaimBatch {
+    /// The store's clock during the claim.
+    pub(crate) now: Millis,
+    /// The claimed timers, earliest due first (ties by key).
+    pub(crate) timers: Vec<Claimed>,
+    /// The earliest due time still pending after the claim.
+    pub(crate) next_due: Option<Millis>,
+    /// The earliest lease end among claimed and running timers.
+    pub(crate) next_lease: Option<Millis>,
+    /// Claims and runs whose lease had passed, put back to pending.
+    pub(crate) reclaimed: u32,
+    /// Runs whose lease passed on their last attempt, made dead letters.
+    pub(crate) expired_dead: u32,
+}
+
+/// What `start` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// Now running; `attempt` counts this run.
+    Started { now: Millis, attempt: u32 },
+    /// Still claimed by this fence but not due by the store's clock.
+    NotYet { now: Millis, due: Millis },
+    /// Cancelled, rescheduled, re-added or claimed again since.
+    Stale,
+}
+
+/// How a run ended, as the store records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Finish {
+    /// Remove the timer.
+    Done,
+    /// Pending again, due `delay` after the store's `now`.
+    Retry { delay: Millis },
+    /// A dead letter with this reason.
+    Dead { reason: String },
+}
+
+/// The store's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub(crate) now: Millis,
+    pub(crate) pending: u64,
+    pub(crate) claimed: u64,
+    pub(crate) dead: u64,
+    /// The earliest pending due time.
+    pub(crate) next_due: Option<Millis>,
+}
+
+/// Called when a timer became pending and due within the notify window, so
+/// that a node claims it without waiting for its next poll.
+pub(crate) type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// The operations every store offers. Each is atomic in the store; see the
+/// module docs for the state machine.
+pub(crate) trait Store: Send + Sync + 'static {
+    /// Adds (or replaces, whatever their state) these timers; returns once
+    /// the store holds them durably.
+    fn add(&self, timers: &[NewTimer<'_>]) -> StoreResult<()>;
+    /// Removes a timer. True iff it was pending or claimed (never started).
+    fn cancel(&self, key: &str) -> StoreResult<bool>;
+    /// Moves a pending or claimed timer to a new due time (pending again).
+    fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool>;
+    /// One timer, in any state.
+    fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>>;
+    /// Takes expired leases back, then claims pending timers due soon.
+    fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch>;
+    /// Starts a claimed timer, if still claimed with this fence and due.
+    fn start(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<Start>;
+    /// Extends the lease of a claimed or running timer held with this fence.
+    fn renew(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<bool>;
+    /// Records the end of a run held with this fence.
+    fn finish(&self, key: &str, fence: u64, how: &Finish) -> StoreResult<bool>;
+    /// Hands a claimed, not started timer back (pending again, same due).
+    fn release(&self, key: &str, fence: u64) -> StoreResult<bool>;
+    /// Up to `limit` dead letters, oldest failure first.
+    fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>>;
+    /// Makes a dead letter pending again with no attempts counted.
+    fn retry_dead(&self, key: &str, due: Due) -> StoreResult<bool>;
+    /// The counts of timers in each state.
+    fn counts(&self) -> StoreResult<Counts>;
+    /// Calls `wake` (from any thread) whenever a timer becomes pending with
+    /// a due time within the notify window.
+    fn watch(&self, wake: Wake) -> StoreResult<()>;
+    /// Makes everything written so far durable and stops background work.
+    fn close(&self) -> StoreResult<()>;
+}
+
+/// The clock a store reads: the real one, or a hand-moved one for the
+/// differential tests (the Redis store passes it into its scripts instead
+/// of reading `TIME`).
+#[derive(Debug, Clone, Default)]
+pub(crate) enum StoreClock {
+    /// The system clock (the embedded store) or the server's `TIME`.
+    #[default]
+    Real,
+    /// Milliseconds set by a test.
+    Manual(Arc<AtomicU64>),
+}
+
+impl StoreClock {
+    /// The manual reading, if this clock is manual.
+    pub(crate) fn manual(&self) -> Option<Millis> {
+        match self {
+            StoreClock::Real => None,
+            StoreClock::Manual(ms) => Some(ms.load(Ordering::SeqCst)),
+        }
+    }
+
+    /// The reading for a store whose real clock is this machine's.
+    pub(crate) fn local_now(&self) -> Millis {
+        self.manual().unwrap_or_else(system_now)
+    }
+}
+
+/// The lease end of a fresh claim: `lease` after the due time, or after
+/// now for a timer already overdue.
+pub(crate) fn claim_lease_end(due: Millis, now: Millis, lease: Millis) -> Millis {
+    due.max(now).saturating_add(lease)
+}
+
+/// The reason recorded when a run's lease passed on its last attempt.
+pub(crate) fn lease_lost_reason(attempts: u32) -> String {
+    format!("lease expired during attempt {attempts}, the last allowed")
+}

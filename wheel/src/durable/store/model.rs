@@ -1,0 +1,328 @@
+//! The reference model of a store: the state machine of the module docs in
+//! plain maps, with nothing durable and nothing clever, for the
+//! differential tests to compare the real stores against.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use super::{
+    claim_lease_end, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Due, Finish,
+    Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
+};
+use crate::durable::time::system_time_of;
+use crate::durable::{DeadLetter, TimerInfo, TimerState};
+
+#[derive(Debug, Clone)]
+struct Timer {
+    due: Millis,
+    payload: Vec<u8>,
+    attempts: u32,
+    fence: u64,
+    state: TimerState,
+    lease_until: Millis,
+}
+
+#[derive(Debug, Clone)]
+struct Dead {
+    payload: Vec<u8>,
+    attempts: u32,
+    reason: String,
+    failed_at: Millis,
+    due: Millis,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    timers: HashMap<String, Timer>,
+    dead: HashMap<String, Dead>,
+    fence: u64,
+}
+
+/// The model store; its clock is manual.
+pub(crate) struct Model {
+    clock: StoreClock,
+    state: Mutex<State>,
+}
+
+impl Model {
+    pub(crate) fn new(clock: StoreClock) -> Model {
+        Model {
+            clock,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn now(&self) -> Millis {
+        self.clock.local_now()
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State, Millis) -> R) -> R {
+        let now = self.now();
+        f(&mut self.state.lock().unwrap(), now)
+    }
+}
+
+impl State {
+    fn pending(&mut self, key: &str, due: Millis, payload: Vec<u8>, attempts: u32) {
+        self.dead.remove(key);
+        let t = Timer {
+            due,
+            payload,
+            attempts,
+            fence: 0,
+            state: TimerState::Pending,
+            lease_until: 0,
+        };
+        self.timers.insert(key.to_owned(), t);
+    }
+
+    fn held(&mut self, key: &str, fence: u64, state: TimerState) -> Option<&mut Timer> {
+        self.timers
+            .get_mut(key)
+            .filter(|t| t.fence == fence && t.state == state)
+    }
+
+    fn make_dead(&mut self, key: &str, reason: String, now: Millis) {
+        if let Some(t) = self.timers.remove(key) {
+            let d = Dead {
+                payload: t.payload,
+                attempts: t.attempts,
+                reason,
+                failed_at: now,
+                due: t.due,
+            };
+            self.dead.insert(key.to_owned(), d);
+        }
+    }
+
+    fn expire_leases(&mut self, now: Millis, max_attempts: u32, batch: &mut ClaimBatch) {
+        let expired: Vec<String> = self
+            .timers
+            .iter()
+            .filter(|(_, t)| t.state != TimerState::Pending && t.lease_until <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in expired {
+            let t = self.timers.get_mut(&key).unwrap();
+            if t.state == TimerState::Running && t.attempts >= max_attempts {
+                let reason = lease_lost_reason(t.attempts);
+                self.make_dead(&key, reason, now);
+                batch.expired_dead += 1;
+            } else {
+                t.state = TimerState::Pending;
+                batch.reclaimed += 1;
+            }
+        }
+    }
+
+    fn by_due(&self, state: TimerState) -> BTreeSet<(Millis, &str)> {
+        self.timers
+            .iter()
+            .filter(|(_, t)| t.state == state)
+            .map(|(k, t)| (t.due, k.as_str()))
+            .collect()
+    }
+}
+
+impl Store for Model {
+    fn add(&self, timers: &[NewTimer<'_>]) -> StoreResult<()> {
+        self.with(|s, now| {
+            for t in timers {
+                s.pending(t.key, t.due.resolve(now), t.payload.to_vec(), 0);
+            }
+        });
+        Ok(())
+    }
+
+    fn cancel(&self, key: &str) -> StoreResult<bool> {
+        Ok(self.with(|s, _| {
+            if s.dead.remove(key).is_some() {
+                return false;
+            }
+            match s.timers.remove(key) {
+                Some(t) => t.state != TimerState::Running,
+                None => false,
+            }
+        }))
+    }
+
+    fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool> {
+        Ok(self.with(|s, now| match s.timers.get_mut(key) {
+            Some(t) if t.state != TimerState::Running => {
+                t.due = due.resolve(now);
+                t.state = TimerState::Pending;
+                true
+            }
+            _ => false,
+        }))
+    }
+
+    fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
+        Ok(self.with(|s, _| {
+            if let Some(t) = s.timers.get(key) {
+                return Some(TimerInfo {
+                    key: key.to_owned(),
+                    due: system_time_of(t.due),
+                    attempts: t.attempts,
+                    state: t.state,
+                    payload: t.payload.clone(),
+                });
+            }
+            s.dead.get(key).map(|d| TimerInfo {
+                key: key.to_owned(),
+                due: system_time_of(d.due),
+                attempts: d.attempts,
+                state: TimerState::Dead,
+                payload: d.payload.clone(),
+            })
+        }))
+    }
+
+    fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
+        Ok(self.with(|s, now| {
+            let mut batch = ClaimBatch {
+                now,
+                timers: Vec::new(),
+                next_due: None,
+                next_lease: None,
+                reclaimed: 0,
+                expired_dead: 0,
+            };
+            s.expire_leases(now, req.max_attempts, &mut batch);
+            let horizon = now.saturating_add(req.window);
+            let due: Vec<(Millis, String)> = s
+                .by_due(TimerState::Pending)
+                .into_iter()
+                .take_while(|(due, _)| *due <= horizon)
+                .take(req.max)
+                .map(|(d, k)| (d, k.to_owned()))
+                .collect();
+            for (due, key) in due {
+                s.fence += 1;
+                let t = s.timers.get_mut(&key).unwrap();
+                t.fence = s.fence;
+                t.state = TimerState::Claimed;
+                t.lease_until = claim_lease_end(due, now, req.lease);
+                batch.timers.push(Claimed {
+                    key,
+                    due,
+                    payload: t.payload.clone(),
+                    attempts: t.attempts,
+                    fence: t.fence,
+                });
+            }
+            batch.next_due = s.by_due(TimerState::Pending).first().map(|(d, _)| *d);
+            batch.next_lease = s
+                .timers
+                .values()
+                .filter(|t| t.state != TimerState::Pending)
+                .map(|t| t.lease_until)
+                .min();
+            batch
+        }))
+    }
+
+    fn start(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<Start> {
+        Ok(self.with(|s, now| match s.held(key, fence, TimerState::Claimed) {
+            None => Start::Stale,
+            Some(t) if t.due > now => Start::NotYet { now, due: t.due },
+            Some(t) => {
+                t.state = TimerState::Running;
+                t.attempts += 1;
+                t.lease_until = now.saturating_add(lease);
+                Start::Started {
+                    now,
+                    attempt: t.attempts,
+                }
+            }
+        }))
+    }
+
+    fn renew(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<bool> {
+        Ok(self.with(|s, now| match s.timers.get_mut(key) {
+            Some(t) if t.fence == fence && t.state != TimerState::Pending => {
+                t.lease_until = t.lease_until.max(now.saturating_add(lease));
+                true
+            }
+            _ => false,
+        }))
+    }
+
+    fn finish(&self, key: &str, fence: u64, how: &Finish) -> StoreResult<bool> {
+        Ok(self.with(|s, now| {
+            let Some(t) = s.held(key, fence, TimerState::Running) else {
+                return false;
+            };
+            match how {
+                Finish::Done => {
+                    s.timers.remove(key);
+                }
+                Finish::Retry { delay } => {
+                    t.state = TimerState::Pending;
+                    t.due = now.saturating_add(*delay);
+                }
+                Finish::Dead { reason } => s.make_dead(key, reason.clone(), now),
+            }
+            true
+        }))
+    }
+
+    fn release(&self, key: &str, fence: u64) -> StoreResult<bool> {
+        Ok(self.with(|s, _| match s.held(key, fence, TimerState::Claimed) {
+            Some(t) => {
+                t.state = TimerState::Pending;
+                true
+            }
+            None => false,
+        }))
+    }
+
+    fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
+        Ok(self.with(|s, _| {
+            let order: BTreeMap<(Millis, &str), &Dead> =
+                s.dead.iter().map(|(k, d)| ((d.failed_at, k.as_str()), d)).collect();
+            order
+                .into_iter()
+                .take(limit)
+                .map(|((at, key), d)| DeadLetter {
+                    key: key.to_owned(),
+                    payload: d.payload.clone(),
+                    attempts: d.attempts,
+                    reason: d.reason.clone(),
+                    failed_at: system_time_of(at),
+                })
+                .collect()
+        }))
+    }
+
+    fn retry_dead(&self, key: &str, due: Due) -> StoreResult<bool> {
+        Ok(self.with(|s, now| match s.dead.remove(key) {
+            Some(d) => {
+                s.pending(key, due.resolve(now), d.payload, 0);
+                true
+            }
+            None => false,
+        }))
+    }
+
+    fn counts(&self) -> StoreResult<Counts> {
+        Ok(self.with(|s, now| {
+            let pending = s.by_due(TimerState::Pending);
+            Counts {
+                now,
+                pending: pending.len() as u64,
+                claimed: (s.timers.len() - pending.len()) as u64,
+                dead: s.dead.len() as u64,
+                next_due: pending.first().map(|(d, _)| *d),
+            }
+        }))
+    }
+
+    fn watch(&self, _wake: Wake) -> StoreResult<()> {
+        Ok(())
+    }
+
+    fn close(&self) -> StoreResult<()> {
+        Ok(())
+    }
+}

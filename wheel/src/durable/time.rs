@@ -1,0 +1,72 @@
+//! Store time: whole milliseconds since the Unix epoch.
+//!
+//! Every due time, lease and failure time in a store is such a count, read
+//! off the store's clock (Redis `TIME`, or this machine's system clock for
+//! the embedded store). `SystemTime`s from callers are rounded *up* to the
+//! millisecond, so that rounding can only make a timer later, never early.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::DurableError;
+
+/// Milliseconds since the Unix epoch, by the store's clock.
+pub(crate) type Millis = u64;
+
+/// `at` as store time, rounded up to the next whole millisecond.
+pub(crate) fn millis_of(at: SystemTime) -> Result<Millis, DurableError> {
+    let since = at
+        .duration_since(UNIX_EPOCH)
+        .map_err(|_| DurableError::InvalidTime)?;
+    millis_ceil(since).ok_or(DurableError::InvalidTime)
+}
+
+/// A delay in whole milliseconds, rounded up; `None` past `u64::MAX` ms.
+pub(crate) fn millis_ceil(d: Duration) -> Option<Millis> {
+    let ms = d.as_nanos().div_ceil(1_000_000);
+    u64::try_from(ms).ok()
+}
+
+/// The `SystemTime` of a store time (saturating at the far end of
+/// `SystemTime`'s range).
+pub(crate) fn system_time_of(ms: Millis) -> SystemTime {
+    UNIX_EPOCH
+        .checked_add(Duration::from_millis(ms))
+        .unwrap_or(UNIX_EPOCH + Duration::from_secs(i64::MAX as u64 / 2))
+}
+
+/// This machine's system clock as store time (rounded down: a clock read
+/// that runs behind can only make a timer later).
+pub(crate) fn system_now() -> Millis {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_is_up_for_due_times() {
+        let at = UNIX_EPOCH + Duration::from_micros(1_500);
+        assert_eq!(millis_of(at), Ok(2));
+        assert_eq!(millis_of(UNIX_EPOCH + Duration::from_millis(7)), Ok(7));
+        assert_eq!(millis_of(UNIX_EPOCH), Ok(0));
+        assert_eq!(millis_ceil(Duration::from_nanos(1)), Some(1));
+        assert_eq!(millis_ceil(Duration::ZERO), Some(0));
+    }
+
+    #[test]
+    fn out_of_range_times_are_refused() {
+        let before = UNIX_EPOCH - Duration::from_millis(1);
+        assert_eq!(millis_of(before), Err(DurableError::InvalidTime));
+        assert_eq!(millis_ceil(Duration::MAX), None);
+    }
+
+    #[test]
+    fn round_trip_keeps_whole_milliseconds() {
+        for ms in [0, 1, 1_700_000_000_123, u64::from(u32::MAX) * 1_000] {
+            assert_eq!(millis_of(system_time_of(ms)), Ok(ms));
+        }
+    }
+}

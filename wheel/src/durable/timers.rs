@@ -1,0 +1,361 @@
+//! [`DurableTimers`]: one node's handle on a store.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use super::node::{Node, NodeConfig};
+use super::store::{Counts, Due, NewTimer, Store};
+use super::time::{millis_ceil, millis_of};
+use super::{
+    check_input, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo,
+};
+
+/// Durable timers: one node's handle on a store (`Send + Sync`; share it
+/// behind an `Arc`).
+///
+/// With a handler ([`DurableTimersBuilder::handler`]) the node fires due
+/// timers until [`shutdown`](Self::shutdown) (or drop, which does the same
+/// and ignores its errors); without one it is a client.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::mpsc;
+/// use std::time::Duration;
+/// use wheel::durable::{DurableTimers, Outcome};
+///
+/// # fn main() -> Result<(), wheel::durable::DurableError> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let (tx, rx) = mpsc::channel();
+/// let tx = std::sync::Mutex::new(tx);
+/// let timers = DurableTimers::builder()
+///     .embedded(dir.path().join("timers.redb"))
+///     .handler(move |t| {
+///         tx.lock().unwrap().send(t.key.clone()).unwrap();
+///         Outcome::Done
+///     })
+///     .build()?;
+/// timers.add_after("reminder:1", Duration::from_millis(20), b"")?;
+/// assert_eq!(rx.recv().unwrap(), "reminder:1");
+/// timers.shutdown()?;
+/// # Ok(()) }
+/// ```
+pub struct DurableTimers {
+    store: Arc<dyn Store>,
+    node: Option<Node>,
+    max_payload: usize,
+    /// The store's counts as last read, for `stats` when a read fails.
+    last_counts: Mutex<Counts>,
+}
+
+impl std::fmt::Debug for DurableTimers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableTimers")
+            .field("fires", &self.node.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DurableTimers {
+    /// A builder with the defaults of [`DurableTimersBuilder`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel::durable::DurableTimers::builder();
+    /// # drop(b);
+    /// ```
+    pub fn builder() -> DurableTimersBuilder {
+        DurableTimersBuilder::default()
+    }
+
+    pub(crate) fn start(
+        store: Arc<dyn Store>,
+        node: Option<NodeConfig>,
+        max_payload: usize,
+    ) -> Result<DurableTimers, DurableError> {
+        let node = match node {
+            Some(config) => Some(Node::start(store.clone(), config)?),
+            None => None,
+        };
+        Ok(DurableTimers {
+            store,
+            node,
+            max_payload,
+            last_counts: Mutex::new(Counts::default()),
+        })
+    }
+
+    /// Adds a timer due at `due` (by the store's clock), or replaces the
+    /// timer with this key, whatever its state. Returns once the store
+    /// holds it durably.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidKey`](DurableError::InvalidKey),
+    /// [`PayloadTooLarge`](DurableError::PayloadTooLarge),
+    /// [`InvalidTime`](DurableError::InvalidTime), or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let tomorrow = SystemTime::now() + Duration::from_secs(24 * 3600);
+    /// timers.add("rate:order:17", tomorrow, b"auto-rate")?;
+    /// assert!(timers.get("rate:order:17")?.is_some());
+    /// # Ok(()) }
+    /// ```
+    pub fn add(&self, key: &str, due: SystemTime, payload: &[u8]) -> Result<(), DurableError> {
+        check_input(key, payload, self.max_payload)?;
+        let due = Due::At(millis_of(due)?);
+        self.store.add(&[NewTimer { key, due, payload }])
+    }
+
+    /// Adds a timer due `delay` from now, measured on the store's clock.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](Self::add).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// timers.add_after("heartbeat:7", Duration::from_secs(30), b"")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn add_after(&self, key: &str, delay: Duration, payload: &[u8]) -> Result<(), DurableError> {
+        check_input(key, payload, self.max_payload)?;
+        let due = Due::After(millis_ceil(delay).ok_or(DurableError::InvalidTime)?);
+        self.store.add(&[NewTimer { key, due, payload }])
+    }
+
+    /// Adds (or replaces) many timers in one store call. Every input is
+    /// checked before anything is written; the embedded store commits them
+    /// in one transaction, Redis in one `MULTI` block.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](Self::add), for the first bad timer (nothing added).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(60);
+    /// timers.add_many(&[("a", at, b"1".as_slice()), ("b", at, b"2".as_slice())])?;
+    /// assert_eq!(timers.stats().pending, 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn add_many(&self, timers: &[(&str, SystemTime, &[u8])]) -> Result<(), DurableError> {
+        let mut batch = Vec::with_capacity(timers.len());
+        for &(key, due, payload) in timers {
+            check_input(key, payload, self.max_payload)?;
+            let due = Due::At(millis_of(due)?);
+            batch.push(NewTimer { key, due, payload });
+        }
+        self.store.add(&batch)
+    }
+
+    /// Cancels a timer. True iff it was pending or claimed and had not
+    /// started: then it never starts, on any node. A timer whose handler
+    /// has started is removed too (false): the run finishes, and its
+    /// outcome, even a retry, is ignored. A dead letter is removed (false).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidKey`](DurableError::InvalidKey) or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// timers.add_after("order:17", Duration::from_secs(1800), b"close")?;
+    /// assert!(timers.cancel("order:17")?);
+    /// assert!(!timers.cancel("order:17")?);
+    /// # Ok(()) }
+    /// ```
+    pub fn cancel(&self, key: &str) -> Result<bool, DurableError> {
+        check_input(key, &[], 0)?;
+        self.store.cancel(key)
+    }
+
+    /// Moves a pending or claimed timer to `due` (keeping its payload and
+    /// attempts). False if there is no such timer or it has started.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](Self::add).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// timers.add_after("session:9", Duration::from_secs(60), b"")?;
+    /// let later = SystemTime::now() + Duration::from_secs(600);
+    /// assert!(timers.reschedule("session:9", later)?);
+    /// # Ok(()) }
+    /// ```
+    pub fn reschedule(&self, key: &str, due: SystemTime) -> Result<bool, DurableError> {
+        check_input(key, &[], 0)?;
+        self.store.reschedule(key, Due::At(millis_of(due)?))
+    }
+
+    /// One timer, whatever its state (dead letters included).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidKey`](DurableError::InvalidKey) or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// assert_eq!(timers.get("nothing")?, None);
+    /// # Ok(()) }
+    /// ```
+    pub fn get(&self, key: &str) -> Result<Option<TimerInfo>, DurableError> {
+        check_input(key, &[], 0)?;
+        self.store.get(key)
+    }
+
+    /// Up to `limit` dead letters, oldest failure first.
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// for d in timers.dead_letters(100)? {
+    ///     println!("{}: {}", d.key, d.reason);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn dead_letters(&self, limit: usize) -> Result<Vec<DeadLetter>, DurableError> {
+        self.store.dead_letters(limit)
+    }
+
+    /// Makes a dead letter pending again, due at `due`, with its attempts
+    /// reset. False if there is no dead letter with this key.
+    ///
+    /// # Errors
+    ///
+    /// As for [`reschedule`](Self::reschedule).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// assert!(!timers.retry_dead("hook:3", SystemTime::now())?);
+    /// # Ok(()) }
+    /// ```
+    pub fn retry_dead(&self, key: &str, due: SystemTime) -> Result<bool, DurableError> {
+        check_input(key, &[], 0)?;
+        self.store.retry_dead(key, Due::At(millis_of(due)?))
+    }
+
+    /// The store's counts and this node's counters. Never fails: when the
+    /// store cannot be read, the counts are the last ones read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// assert_eq!(timers.stats().pending, 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn stats(&self) -> DurableStats {
+        let counts = {
+            let mut last = self.last_counts.lock().unwrap();
+            if let Ok(c) = self.store.counts() {
+                *last = c;
+            }
+            *last
+        };
+        let overdue = counts
+            .next_due
+            .map_or(0, |due| counts.now.saturating_sub(due));
+        let mut s = DurableStats {
+            pending: counts.pending,
+            claimed: counts.claimed,
+            dead: counts.dead,
+            oldest_overdue: Duration::from_millis(overdue),
+            ..DurableStats::default()
+        };
+        if let Some(node) = &self.node {
+            let n = node.shared();
+            let c = &n.counters;
+            s.held = n.held_count() as u64;
+            s.fired = c.fired.load(Ordering::Relaxed);
+            s.retried = c.retried.load(Ordering::Relaxed);
+            s.failed = c.failed.load(Ordering::Relaxed);
+            s.stale = c.stale.load(Ordering::Relaxed);
+            s.store_errors = c.store_errors.load(Ordering::Relaxed);
+            (s.lateness_p50, s.lateness_p99, s.lateness_max) = n.lateness();
+        }
+        s
+    }
+
+    /// Stops firing: hands claimed timers that have not started back to
+    /// the store (other nodes fire them on time), waits for running
+    /// handlers to finish and report, and closes the store (the embedded
+    /// store's last commits become durable).
+    ///
+    /// # Errors
+    ///
+    /// The store's error on closing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// timers.shutdown()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn shutdown(mut self) -> Result<(), DurableError> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<(), DurableError> {
+        if let Some(node) = self.node.take() {
+            node.shutdown();
+        }
+        self.store.close()
+    }
+}
+
+impl Drop for DurableTimers {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
