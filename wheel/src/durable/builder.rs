@@ -358,9 +358,13 @@ impl DurableTimersBuilder {
 
     fn open_store(&self) -> Result<Arc<dyn Store>, DurableError> {
         match self.choice.clone() {
-            Ok(Some(Choice::Embedded(path))) => Ok(Arc::new(
-                super::store::embedded::Embedded::open(&path, self.clock.clone(), self.window_ms())?,
-            )),
+            Ok(Some(Choice::Embedded(path))) => {
+                Ok(Arc::new(super::store::embedded::Embedded::open(
+                    &path,
+                    self.clock.clone(),
+                    self.window_ms(),
+                )?))
+            }
             Ok(Some(Choice::Redis(url))) => self.open_redis(&url),
             _ => Err(DurableError::Config("no store".into())),
         }

@@ -30,7 +30,7 @@ pub enum DurableError {
         max: usize,
     },
     /// The due time cannot be stored: before the Unix epoch, or more than
-    /// `u64::MAX` milliseconds after it.
+    /// 2^53 - 1 milliseconds (about 285 000 years) after it.
     InvalidTime,
     /// The store could not be reached, or kept failing, within the
     /// configured bound (see `DurableTimersBuilder::unavailable_after`).

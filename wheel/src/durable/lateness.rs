@@ -86,7 +86,20 @@ mod tests {
 
     #[test]
     fn buckets_cover_every_value_in_order() {
-        let edges = [0, 1, 15, 16, 17, 31, 32, 33, 1000, 1 << 40, u64::MAX - 1, u64::MAX];
+        let edges = [
+            0,
+            1,
+            15,
+            16,
+            17,
+            31,
+            32,
+            33,
+            1000,
+            1 << 40,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
         for v in edges {
             let b = bucket_of(v);
             assert!(b < BUCKETS, "{v}");

@@ -58,6 +58,9 @@ mod fired;
 mod info;
 mod lateness;
 mod node;
+#[cfg(feature = "redis")]
+#[doc(hidden)]
+pub mod redis_server;
 mod retry;
 pub(crate) mod store;
 mod time;

@@ -202,7 +202,9 @@ mod tests {
 
     #[test]
     fn jitter_stays_within_its_share_and_spreads() {
-        let p = RetryPolicy::new().initial(Duration::from_secs(1)).jitter(0.5);
+        let p = RetryPolicy::new()
+            .initial(Duration::from_secs(1))
+            .jitter(0.5);
         let waits: Vec<_> = (0..200).map(|_| p.delay(1).unwrap()).collect();
         assert!(waits
             .iter()

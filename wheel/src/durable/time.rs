@@ -12,12 +12,23 @@ use super::DurableError;
 /// Milliseconds since the Unix epoch, by the store's clock.
 pub(crate) type Millis = u64;
 
+/// The latest store time: 2^53 - 1 ms (about the year 287 000), the largest
+/// count a Redis score (a double) holds exactly.
+pub(crate) const MAX_MILLIS: Millis = (1 << 53) - 1;
+
+/// `ms` after `now`, saturating at [`MAX_MILLIS`].
+pub(crate) fn later(now: Millis, ms: Millis) -> Millis {
+    now.saturating_add(ms).min(MAX_MILLIS)
+}
+
 /// `at` as store time, rounded up to the next whole millisecond.
 pub(crate) fn millis_of(at: SystemTime) -> Result<Millis, DurableError> {
     let since = at
         .duration_since(UNIX_EPOCH)
         .map_err(|_| DurableError::InvalidTime)?;
-    millis_ceil(since).ok_or(DurableError::InvalidTime)
+    millis_ceil(since)
+        .filter(|ms| *ms <= MAX_MILLIS)
+        .ok_or(DurableError::InvalidTime)
 }
 
 /// A delay in whole milliseconds, rounded up; `None` past `u64::MAX` ms.
@@ -60,12 +71,20 @@ mod tests {
     fn out_of_range_times_are_refused() {
         let before = UNIX_EPOCH - Duration::from_millis(1);
         assert_eq!(millis_of(before), Err(DurableError::InvalidTime));
+        let last = UNIX_EPOCH + Duration::from_millis(MAX_MILLIS);
+        assert_eq!(millis_of(last), Ok(MAX_MILLIS));
+        assert_eq!(
+            millis_of(last + Duration::from_nanos(1)),
+            Err(DurableError::InvalidTime)
+        );
+        assert_eq!(later(MAX_MILLIS - 1, 5), MAX_MILLIS);
+        assert_eq!(later(u64::MAX, 5), MAX_MILLIS);
         assert_eq!(millis_ceil(Duration::MAX), None);
     }
 
     #[test]
     fn round_trip_keeps_whole_milliseconds() {
-        for ms in [0, 1, 1_700_000_000_123, u64::from(u32::MAX) * 1_000] {
+        for ms in [0, 1, 1_700_000_000_123, MAX_MILLIS] {
             assert_eq!(millis_of(system_time_of(ms)), Ok(ms));
         }
     }

@@ -7,9 +7,7 @@ use std::time::{Duration, SystemTime};
 use super::node::{Node, NodeConfig};
 use super::store::{Counts, Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
-use super::{
-    check_input, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo,
-};
+use super::{check_input, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo};
 
 /// Durable timers: one node's handle on a store (`Send + Sync`; share it
 /// behind an `Arc`).
@@ -131,7 +129,12 @@ impl DurableTimers {
     /// timers.add_after("heartbeat:7", Duration::from_secs(30), b"")?;
     /// # Ok(()) }
     /// ```
-    pub fn add_after(&self, key: &str, delay: Duration, payload: &[u8]) -> Result<(), DurableError> {
+    pub fn add_after(
+        &self,
+        key: &str,
+        delay: Duration,
+        payload: &[u8],
+    ) -> Result<(), DurableError> {
         check_input(key, payload, self.max_payload)?;
         let due = Due::After(millis_ceil(delay).ok_or(DurableError::InvalidTime)?);
         self.store.add(&[NewTimer { key, due, payload }])

@@ -106,7 +106,11 @@ fn run(shared: &NodeShared, c: Claimed, now: Millis, attempt: u32) {
         fence: c.fence,
         renewed: Instant::now(),
     };
-    shared.running.lock().unwrap().insert(c.key.clone(), running);
+    shared
+        .running
+        .lock()
+        .unwrap()
+        .insert(c.key.clone(), running);
     let fired = Fired {
         key: c.key,
         due: system_time_of(c.due),
@@ -119,7 +123,10 @@ fn run(shared: &NodeShared, c: Claimed, now: Millis, attempt: u32) {
     let finish = settle(shared, attempt, outcome);
     report(shared, &fired, &finish);
     let mut running = shared.running.lock().unwrap();
-    if running.get(&fired.key).is_some_and(|r| r.fence == fired.fence) {
+    if running
+        .get(&fired.key)
+        .is_some_and(|r| r.fence == fired.fence)
+    {
         running.remove(&fired.key);
     }
 }
@@ -160,7 +167,11 @@ fn settle(shared: &NodeShared, attempt: u32, outcome: Outcome) -> Finish {
 fn report(shared: &NodeShared, fired: &Fired, finish: &Finish) {
     let give_up = Instant::now() + shared.config.lease;
     let mut wait = Duration::from_millis(10);
-    while shared.store.finish(&fired.key, fired.fence, finish).is_err() {
+    while shared
+        .store
+        .finish(&fired.key, fired.fence, finish)
+        .is_err()
+    {
         shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
         if Instant::now() + wait >= give_up {
             return;

@@ -35,18 +35,19 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub(crate) use super::time::Millis;
 use super::time::system_now;
+pub(crate) use super::time::{later, Millis};
 use super::{DeadLetter, DurableError, TimerInfo};
 
 #[cfg(feature = "durable")]
 pub(crate) mod embedded;
 #[cfg(test)]
 pub(crate) mod model;
-#[cfg(test)]
-mod tests;
+pub(crate) mod record;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
+#[cfg(test)]
+mod tests;
 
 /// The result of a store call.
 pub(crate) type StoreResult<T> = Result<T, DurableError>;
@@ -65,7 +66,7 @@ impl Due {
     pub(crate) fn resolve(self, now: Millis) -> Millis {
         match self {
             Due::At(at) => at,
-            Due::After(delay) => now.saturating_add(delay),
+            Due::After(delay) => later(now, delay),
         }
     }
 }
@@ -222,7 +223,7 @@ impl StoreClock {
 /// The lease end of a fresh claim: `lease` after the due time, or after
 /// now for a timer already overdue.
 pub(crate) fn claim_lease_end(due: Millis, now: Millis, lease: Millis) -> Millis {
-    due.max(now).saturating_add(lease)
+    later(due.max(now), lease)
 }
 
 /// The reason recorded when a run's lease passed on its last attempt.

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use super::{
-    claim_lease_end, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Due, Finish,
-    Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
+    claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Due,
+    Finish, Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::system_time_of;
 use crate::durable::{DeadLetter, TimerInfo, TimerState};
@@ -223,25 +223,27 @@ impl Store for Model {
     }
 
     fn start(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<Start> {
-        Ok(self.with(|s, now| match s.held(key, fence, TimerState::Claimed) {
-            None => Start::Stale,
-            Some(t) if t.due > now => Start::NotYet { now, due: t.due },
-            Some(t) => {
-                t.state = TimerState::Running;
-                t.attempts += 1;
-                t.lease_until = now.saturating_add(lease);
-                Start::Started {
-                    now,
-                    attempt: t.attempts,
+        Ok(
+            self.with(|s, now| match s.held(key, fence, TimerState::Claimed) {
+                None => Start::Stale,
+                Some(t) if t.due > now => Start::NotYet { now, due: t.due },
+                Some(t) => {
+                    t.state = TimerState::Running;
+                    t.attempts += 1;
+                    t.lease_until = later(now, lease);
+                    Start::Started {
+                        now,
+                        attempt: t.attempts,
+                    }
                 }
-            }
-        }))
+            }),
+        )
     }
 
     fn renew(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<bool> {
         Ok(self.with(|s, now| match s.timers.get_mut(key) {
             Some(t) if t.fence == fence && t.state != TimerState::Pending => {
-                t.lease_until = t.lease_until.max(now.saturating_add(lease));
+                t.lease_until = t.lease_until.max(later(now, lease));
                 true
             }
             _ => false,
@@ -259,7 +261,7 @@ impl Store for Model {
                 }
                 Finish::Retry { delay } => {
                     t.state = TimerState::Pending;
-                    t.due = now.saturating_add(*delay);
+                    t.due = later(now, *delay);
                 }
                 Finish::Dead { reason } => s.make_dead(key, reason.clone(), now),
             }
@@ -268,19 +270,24 @@ impl Store for Model {
     }
 
     fn release(&self, key: &str, fence: u64) -> StoreResult<bool> {
-        Ok(self.with(|s, _| match s.held(key, fence, TimerState::Claimed) {
-            Some(t) => {
-                t.state = TimerState::Pending;
-                true
-            }
-            None => false,
-        }))
+        Ok(
+            self.with(|s, _| match s.held(key, fence, TimerState::Claimed) {
+                Some(t) => {
+                    t.state = TimerState::Pending;
+                    true
+                }
+                None => false,
+            }),
+        )
     }
 
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
         Ok(self.with(|s, _| {
-            let order: BTreeMap<(Millis, &str), &Dead> =
-                s.dead.iter().map(|(k, d)| ((d.failed_at, k.as_str()), d)).collect();
+            let order: BTreeMap<(Millis, &str), &Dead> = s
+                .dead
+                .iter()
+                .map(|(k, d)| ((d.failed_at, k.as_str()), d))
+                .collect();
             order
                 .into_iter()
                 .take(limit)

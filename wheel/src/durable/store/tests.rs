@@ -17,18 +17,50 @@ const KEYS: [&str; 6] = ["a", "b", "order:17", "é", "k|x", "z"];
 
 #[derive(Debug, Clone)]
 enum Op {
-    Add { key: usize, at: i64, after: bool, payload: u8 },
+    Add {
+        key: usize,
+        at: i64,
+        after: bool,
+        payload: u8,
+    },
     AddMany(Vec<(usize, i64)>),
     Cancel(usize),
-    Reschedule { key: usize, at: i64 },
+    Reschedule {
+        key: usize,
+        at: i64,
+    },
     Get(usize),
-    Claim { window: u64, lease: u64, max: usize, max_attempts: u32 },
-    Start { key: usize, stale: bool, lease: u64 },
-    Renew { key: usize, stale: bool, lease: u64 },
-    Finish { key: usize, stale: bool, how: u8, delay: u64 },
-    Release { key: usize, stale: bool },
+    Claim {
+        window: u64,
+        lease: u64,
+        max: usize,
+        max_attempts: u32,
+    },
+    Start {
+        key: usize,
+        stale: bool,
+        lease: u64,
+    },
+    Renew {
+        key: usize,
+        stale: bool,
+        lease: u64,
+    },
+    Finish {
+        key: usize,
+        stale: bool,
+        how: u8,
+        delay: u64,
+    },
+    Release {
+        key: usize,
+        stale: bool,
+    },
     DeadLetters(usize),
-    RetryDead { key: usize, at: i64 },
+    RetryDead {
+        key: usize,
+        at: i64,
+    },
     Counts,
     Advance(u64),
 }
@@ -80,6 +112,8 @@ struct Bench {
     /// The last fence a claim handed out for each key (by the model).
     fences: Vec<u64>,
     _dir: tempfile::TempDir,
+    #[cfg(feature = "redis")]
+    _server: Option<crate::durable::redis_server::RedisServer>,
 }
 
 impl Bench {
@@ -90,17 +124,22 @@ impl Bench {
         let embedded = embedded::Embedded::open(&dir.path().join("t.redb"), manual.clone(), 10)
             .expect("open the embedded store");
         #[allow(unused_mut)]
-        let mut stores: Vec<(&'static str, Box<dyn Store>)> = vec![("embedded", Box::new(embedded))];
+        let mut stores: Vec<(&'static str, Box<dyn Store>)> =
+            vec![("embedded", Box::new(embedded))];
         #[cfg(feature = "redis")]
-        if let Some(redis) = super::redis::tests::store_for_differential(manual.clone()) {
-            stores.push(("redis", redis));
-        }
+        let server =
+            super::redis::tests::store_for_differential(manual.clone()).map(|(server, store)| {
+                stores.push(("redis", store));
+                server
+            });
         Bench {
             clock,
             model: Model::new(manual),
             stores,
             fences: vec![0; KEYS.len()],
             _dir: dir,
+            #[cfg(feature = "redis")]
+            _server: server,
         }
     }
 
@@ -115,28 +154,48 @@ impl Bench {
 
     fn ask(&self, store: &dyn Store, op: &Op) -> StoreResult<Answer> {
         Ok(match op {
-            Op::Add { key, at, after, payload } => {
+            Op::Add {
+                key,
+                at,
+                after,
+                payload,
+            } => {
                 let due = if *after {
                     Due::After(at.unsigned_abs())
                 } else {
                     self.due(*at)
                 };
                 let payload = vec![*payload; usize::from(*payload % 5)];
-                store.add(&[NewTimer { key: KEYS[*key], due, payload: &payload }])?;
+                store.add(&[NewTimer {
+                    key: KEYS[*key],
+                    due,
+                    payload: &payload,
+                }])?;
                 Answer::Unit
             }
             Op::AddMany(list) => {
                 let batch: Vec<NewTimer<'_>> = list
                     .iter()
-                    .map(|(k, at)| NewTimer { key: KEYS[*k], due: self.due(*at), payload: b"m" })
+                    .map(|(k, at)| NewTimer {
+                        key: KEYS[*k],
+                        due: self.due(*at),
+                        payload: b"m",
+                    })
                     .collect();
                 store.add(&batch)?;
                 Answer::Unit
             }
             Op::Cancel(k) => Answer::Bool(store.cancel(KEYS[*k])?),
-            Op::Reschedule { key, at } => Answer::Bool(store.reschedule(KEYS[*key], self.due(*at))?),
+            Op::Reschedule { key, at } => {
+                Answer::Bool(store.reschedule(KEYS[*key], self.due(*at))?)
+            }
             Op::Get(k) => Answer::Info(store.get(KEYS[*k])?),
-            Op::Claim { window, lease, max, max_attempts } => {
+            Op::Claim {
+                window,
+                lease,
+                max,
+                max_attempts,
+            } => {
                 let req = ClaimRequest {
                     window: *window,
                     lease: *lease,
@@ -151,11 +210,18 @@ impl Bench {
             Op::Renew { key, stale, lease } => {
                 Answer::Bool(store.renew(KEYS[*key], self.fence(*key, *stale), *lease)?)
             }
-            Op::Finish { key, stale, how, delay } => {
+            Op::Finish {
+                key,
+                stale,
+                how,
+                delay,
+            } => {
                 let how = match how {
                     0 => Finish::Done,
                     1 => Finish::Retry { delay: *delay },
-                    _ => Finish::Dead { reason: format!("failed after {delay}") },
+                    _ => Finish::Dead {
+                        reason: format!("failed after {delay}"),
+                    },
                 };
                 Answer::Bool(store.finish(KEYS[*key], self.fence(*key, *stale), &how)?)
             }
@@ -176,7 +242,9 @@ impl Bench {
         }
         let want = self.ask(&self.model, op).expect("the model never fails");
         for (name, store) in &self.stores {
-            let got = self.ask(store.as_ref(), op).unwrap_or_else(|e| panic!("{name}: {op:?}: {e}"));
+            let got = self
+                .ask(store.as_ref(), op)
+                .unwrap_or_else(|e| panic!("{name}: {op:?}: {e}"));
             assert_eq!(got, want, "{name} differs from the model on {op:?}");
         }
         if let Answer::Claim(batch) = &want {
@@ -207,37 +275,103 @@ proptest! {
 #[test]
 fn every_transition_agrees_with_the_model() {
     use Op::*;
-    let claim = |max| Claim { window: 10, lease: 20, max, max_attempts: 2 };
+    let claim = |max| Claim {
+        window: 10,
+        lease: 20,
+        max,
+        max_attempts: 2,
+    };
     let script = [
-        Add { key: 0, at: 5, after: false, payload: 1 },
-        Add { key: 1, at: 5, after: true, payload: 2 },
-        Add { key: 2, at: 500, after: false, payload: 3 },
+        Add {
+            key: 0,
+            at: 5,
+            after: false,
+            payload: 1,
+        },
+        Add {
+            key: 1,
+            at: 5,
+            after: true,
+            payload: 2,
+        },
+        Add {
+            key: 2,
+            at: 500,
+            after: false,
+            payload: 3,
+        },
         claim(10),
-        Start { key: 0, stale: false, lease: 30 }, // not yet due
+        Start {
+            key: 0,
+            stale: false,
+            lease: 30,
+        }, // not yet due
         Advance(5),
-        Start { key: 0, stale: true, lease: 30 }, // stale fence
-        Start { key: 0, stale: false, lease: 30 },
-        Finish { key: 0, stale: false, how: 1, delay: 3 }, // retry
-        Cancel(1),                                         // claimed: true
+        Start {
+            key: 0,
+            stale: true,
+            lease: 30,
+        }, // stale fence
+        Start {
+            key: 0,
+            stale: false,
+            lease: 30,
+        },
+        Finish {
+            key: 0,
+            stale: false,
+            how: 1,
+            delay: 3,
+        }, // retry
+        Cancel(1), // claimed: true
         Advance(3),
         claim(10),
-        Start { key: 0, stale: false, lease: 30 },
+        Start {
+            key: 0,
+            stale: false,
+            lease: 30,
+        },
         Cancel(0), // running: false, and removed
-        Finish { key: 0, stale: false, how: 0, delay: 0 },
-        Add { key: 3, at: 0, after: false, payload: 4 },
+        Finish {
+            key: 0,
+            stale: false,
+            how: 0,
+            delay: 0,
+        },
+        Add {
+            key: 3,
+            at: 0,
+            after: false,
+            payload: 4,
+        },
         claim(1),
-        Start { key: 3, stale: false, lease: 5 },
+        Start {
+            key: 3,
+            stale: false,
+            lease: 5,
+        },
         Advance(6), // the run's lease passes
         claim(1),   // reclaimed: pending again, then claimed again
-        Start { key: 3, stale: false, lease: 5 },
+        Start {
+            key: 3,
+            stale: false,
+            lease: 5,
+        },
         Advance(6), // passes again, on the last attempt: dead
         claim(1),
         DeadLetters(10),
         Get(3),
         RetryDead { key: 3, at: 0 },
         claim(1),
-        Release { key: 3, stale: false },
-        Renew { key: 3, stale: false, lease: 9 },
+        Release {
+            key: 3,
+            stale: false,
+        },
+        Renew {
+            key: 3,
+            stale: false,
+            lease: 9,
+        },
         Reschedule { key: 3, at: 100 },
         Counts,
     ];

@@ -9,7 +9,6 @@
 //! only belong to this process: [`Embedded::open`] turns every claimed or
 //! running timer back into a pending one, which fires at once if overdue.
 
-mod codec;
 mod tables;
 mod writer;
 
@@ -20,9 +19,9 @@ use std::thread::JoinHandle;
 
 use redb::{Database, ReadTransaction, ReadableDatabase};
 
-use self::codec::{DeadRecord, Record};
 use self::tables::{count, first_keys, Tables, DEAD, DEAD_ORDER, DUE, LEASES, TIMERS};
 use self::writer::{call, Job, Reply, Step, Writer};
+use super::record::{DeadRecord, Record};
 use super::{
     ClaimBatch, ClaimRequest, Counts, Due, Finish, Millis, NewTimer, Start, Store, StoreClock,
     StoreResult, Wake,
@@ -216,7 +215,10 @@ impl Store for Embedded {
 
     fn release(&self, key: &str, fence: u64) -> StoreResult<bool> {
         let key = key.to_owned();
-        self.bool(true, Box::new(move |t| t.release(&key, fence).map(Reply::Bool)))
+        self.bool(
+            true,
+            Box::new(move |t| t.release(&key, fence).map(Reply::Bool)),
+        )
     }
 
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {

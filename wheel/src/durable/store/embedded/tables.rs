@@ -9,11 +9,11 @@
 
 use redb::{ReadableTable, ReadableTableMetadata, Table, TableDefinition, WriteTransaction};
 
-use super::codec::{DeadRecord, Record};
 use super::db_err;
+use crate::durable::store::record::{DeadRecord, Record};
 use crate::durable::store::{
-    claim_lease_end, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Finish, Millis, Start,
-    StoreResult,
+    claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Finish, Millis,
+    Start, StoreResult,
 };
 use crate::durable::{DurableError, TimerState};
 
@@ -50,7 +50,11 @@ pub(super) struct Tables<'t> {
 }
 
 impl<'t> Tables<'t> {
-    pub(super) fn open(txn: &'t WriteTransaction, now: Millis, window: Millis) -> StoreResult<Self> {
+    pub(super) fn open(
+        txn: &'t WriteTransaction,
+        now: Millis,
+        window: Millis,
+    ) -> StoreResult<Self> {
         Ok(Tables {
             timers: txn.open_table(TIMERS).map_err(db_err)?,
             due: txn.open_table(DUE).map_err(db_err)?,
@@ -67,20 +71,26 @@ impl<'t> Tables<'t> {
     fn record(&self, key: &str) -> StoreResult<Option<Record>> {
         match self.timers.get(key).map_err(db_err)? {
             None => Ok(None),
-            Some(v) => Record::decode(v.value()).map(Some).ok_or_else(|| corrupt("timer")),
+            Some(v) => Record::decode(v.value())
+                .map(Some)
+                .ok_or_else(|| corrupt("timer")),
         }
     }
 
     /// Writes `r` and its index entry (the old entry must be gone already).
     fn put(&mut self, key: &str, r: &Record) -> StoreResult<()> {
-        self.timers.insert(key, r.encode().as_slice()).map_err(db_err)?;
+        self.timers
+            .insert(key, r.encode().as_slice())
+            .map_err(db_err)?;
         match r.state {
             TimerState::Pending => {
                 self.due.insert((r.due, key), ()).map_err(db_err)?;
                 self.wake |= r.due <= self.wake_before;
             }
             _ => {
-                self.leases.insert((r.lease_until, key), ()).map_err(db_err)?;
+                self.leases
+                    .insert((r.lease_until, key), ())
+                    .map_err(db_err)?;
             }
         }
         Ok(())
@@ -171,7 +181,12 @@ impl<'t> Tables<'t> {
         for (due, key) in due {
             let mut r = self.record(&key)?.ok_or_else(|| corrupt("due index"))?;
             self.unindex(&key, &r, false)?;
-            let fence = self.meta.get(FENCE).map_err(db_err)?.map_or(0, |v| v.value()) + 1;
+            let fence = self
+                .meta
+                .get(FENCE)
+                .map_err(db_err)?
+                .map_or(0, |v| v.value())
+                + 1;
             self.meta.insert(FENCE, fence).map_err(db_err)?;
             r.fence = fence;
             r.state = TimerState::Claimed;
@@ -186,7 +201,9 @@ impl<'t> Tables<'t> {
             });
         }
         batch.next_due = first_keys(&self.due, 1, u64::MAX)?.first().map(|(d, _)| *d);
-        batch.next_lease = first_keys(&self.leases, 1, u64::MAX)?.first().map(|(d, _)| *d);
+        batch.next_lease = first_keys(&self.leases, 1, u64::MAX)?
+            .first()
+            .map(|(d, _)| *d);
         Ok(batch)
     }
 
@@ -217,8 +234,12 @@ impl<'t> Tables<'t> {
             reason,
             payload: r.payload,
         };
-        self.dead.insert(key, d.encode().as_slice()).map_err(db_err)?;
-        self.dead_order.insert((d.failed_at, key), ()).map_err(db_err)?;
+        self.dead
+            .insert(key, d.encode().as_slice())
+            .map_err(db_err)?;
+        self.dead_order
+            .insert((d.failed_at, key), ())
+            .map_err(db_err)?;
         Ok(())
     }
 
@@ -235,7 +256,7 @@ impl<'t> Tables<'t> {
         self.unindex(key, &r, false)?;
         r.state = TimerState::Running;
         r.attempts = r.attempts.saturating_add(1);
-        r.lease_until = self.now.saturating_add(lease);
+        r.lease_until = later(self.now, lease);
         self.put(key, &r)?;
         Ok(Start::Started {
             now: self.now,
@@ -246,7 +267,7 @@ impl<'t> Tables<'t> {
     pub(super) fn renew(&mut self, key: &str, fence: u64, lease: Millis) -> StoreResult<bool> {
         match self.record(key)? {
             Some(mut r) if r.fence == fence && r.state != TimerState::Pending => {
-                let until = r.lease_until.max(self.now.saturating_add(lease));
+                let until = r.lease_until.max(later(self.now, lease));
                 self.unindex(key, &r, false)?;
                 r.lease_until = until;
                 self.put(key, &r)?;
@@ -265,7 +286,7 @@ impl<'t> Tables<'t> {
             Finish::Retry { delay } => {
                 self.unindex(key, &r, false)?;
                 r.state = TimerState::Pending;
-                r.due = self.now.saturating_add(*delay);
+                r.due = later(self.now, *delay);
                 self.put(key, &r)?;
             }
             Finish::Dead { reason } => self.make_dead(key, r, reason.clone())?,
@@ -303,9 +324,15 @@ impl<'t> Tables<'t> {
             r.state = TimerState::Pending;
             self.put(key, &r)?;
         }
-        let fence = self.meta.get(FENCE).map_err(db_err)?.map_or(0, |v| v.value());
+        let fence = self
+            .meta
+            .get(FENCE)
+            .map_err(db_err)?
+            .map_or(0, |v| v.value());
         if fence > 0 {
-            self.meta.insert(FENCE, fence.saturating_add(1 << 32)).map_err(db_err)?;
+            self.meta
+                .insert(FENCE, fence.saturating_add(1 << 32))
+                .map_err(db_err)?;
         }
         Ok(held.len() as u64)
     }

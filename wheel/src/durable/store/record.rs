@@ -1,4 +1,6 @@
-//! The byte layout of the embedded store's records.
+//! The byte layout of a timer and of a dead letter, shared by the
+//! embedded store (its table values) and the Redis store (its hash values,
+//! written by the Lua scripts with `struct.pack` in the same layout).
 //!
 //! A timer: `due`, `lease_until`, `fence` (u64 each), `attempts` (u32),
 //! `state` (u8), then the payload to the end. A dead letter: `failed_at`,
@@ -6,28 +8,28 @@
 //! then the payload to the end. All integers little-endian. A record that
 //! does not parse is reported as corruption, never trusted.
 
-use crate::durable::store::Millis;
+use super::Millis;
 use crate::durable::TimerState;
 
-/// A timer as the `timers` table holds it.
+/// A timer as a store holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Record {
-    pub(super) due: Millis,
-    pub(super) lease_until: Millis,
-    pub(super) fence: u64,
-    pub(super) attempts: u32,
-    pub(super) state: TimerState,
-    pub(super) payload: Vec<u8>,
+pub(crate) struct Record {
+    pub(crate) due: Millis,
+    pub(crate) lease_until: Millis,
+    pub(crate) fence: u64,
+    pub(crate) attempts: u32,
+    pub(crate) state: TimerState,
+    pub(crate) payload: Vec<u8>,
 }
 
-/// A dead letter as the `dead` table holds it.
+/// A dead letter as a store holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct DeadRecord {
-    pub(super) failed_at: Millis,
-    pub(super) due: Millis,
-    pub(super) attempts: u32,
-    pub(super) reason: String,
-    pub(super) payload: Vec<u8>,
+pub(crate) struct DeadRecord {
+    pub(crate) failed_at: Millis,
+    pub(crate) due: Millis,
+    pub(crate) attempts: u32,
+    pub(crate) reason: String,
+    pub(crate) payload: Vec<u8>,
 }
 
 const HEADER: usize = 8 + 8 + 8 + 4 + 1;
@@ -64,7 +66,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 impl Record {
-    pub(super) fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(HEADER + self.payload.len());
         b.extend_from_slice(&self.due.to_le_bytes());
         b.extend_from_slice(&self.lease_until.to_le_bytes());
@@ -75,7 +77,7 @@ impl Record {
         b
     }
 
-    pub(super) fn decode(b: &[u8]) -> Option<Record> {
+    pub(crate) fn decode(b: &[u8]) -> Option<Record> {
         if b.len() < HEADER {
             return None;
         }
@@ -91,7 +93,7 @@ impl Record {
 }
 
 impl DeadRecord {
-    pub(super) fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let reason = self.reason.as_bytes();
         let mut b = Vec::with_capacity(DEAD_HEADER + reason.len() + self.payload.len());
         b.extend_from_slice(&self.failed_at.to_le_bytes());
@@ -104,7 +106,7 @@ impl DeadRecord {
         b
     }
 
-    pub(super) fn decode(b: &[u8]) -> Option<DeadRecord> {
+    pub(crate) fn decode(b: &[u8]) -> Option<DeadRecord> {
         if b.len() < DEAD_HEADER {
             return None;
         }
@@ -126,7 +128,11 @@ mod tests {
 
     #[test]
     fn records_round_trip() {
-        for state in [TimerState::Pending, TimerState::Claimed, TimerState::Running] {
+        for state in [
+            TimerState::Pending,
+            TimerState::Claimed,
+            TimerState::Running,
+        ] {
             let r = Record {
                 due: u64::MAX,
                 lease_until: 7,

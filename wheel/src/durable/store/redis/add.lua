@@ -1,0 +1,9 @@
+-- ARGV 4..: (key, kind 'a'|'r', due or delay, payload) for each timer.
+for i = 4, #ARGV, 4 do
+  local key = ARGV[i]
+  local old = load(key)
+  if old then unindex(key, old, true) end
+  bury(key)
+  pending(key, due_of(ARGV[i + 1], ARGV[i + 2]), ARGV[i + 3], 0)
+end
+return done(1)

@@ -1,0 +1,8 @@
+-- ARGV 4: key. 1 iff a pending or claimed timer was removed.
+local key = ARGV[4]
+if bury(key) then return done(0) end
+local x = load(key)
+if not x then return done(0) end
+unindex(key, x, true)
+if x.state == RUNNING then return done(0) end
+return done(1)

@@ -1,0 +1,39 @@
+-- ARGV 4: window, 5: lease, 6: max, 7: max attempts, 8: expired leases per call.
+-- Returns {now, reclaimed, expired_dead, next_due, next_lease,
+--          then key, due, attempts, fence, payload for each claimed timer}
+-- (-1: none).
+local window, lease, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local max_attempts = tonumber(ARGV[7])
+local reclaimed, expired_dead = 0, 0
+for _, key in ipairs(redis.call('ZRANGEBYSCORE', LEASE, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[8]))) do
+  local x = load(key)
+  if x.state == RUNNING and x.attempts >= max_attempts then
+    make_dead(key, x, 'lease expired during attempt ' .. x.attempts .. ', the last allowed')
+    expired_dead = expired_dead + 1
+  else
+    unindex(key, x, false)
+    x.state = PENDING
+    put(key, x)
+    reclaimed = reclaimed + 1
+  end
+end
+local out = { NOW, reclaimed, expired_dead, 0, 0 }
+if max > 0 then
+  local due = redis.call('ZRANGEBYSCORE', DUE, '-inf', NOW + window, 'LIMIT', 0, max)
+  for _, key in ipairs(due) do
+    local x = load(key)
+    unindex(key, x, false)
+    x.fence = redis.call('INCR', FENCE)
+    x.state = CLAIMED
+    x.lease = math.min(math.max(x.due, NOW) + lease, MAX_MS)
+    put(key, x)
+    out[#out + 1] = key
+    out[#out + 1] = x.due
+    out[#out + 1] = x.attempts
+    out[#out + 1] = x.fence
+    out[#out + 1] = x.payload
+  end
+end
+out[4] = first_score(DUE)
+out[5] = first_score(LEASE)
+return done(out)

@@ -1,0 +1,3 @@
+-- {now, pending, claimed, dead, next due (-1: none)}.
+return { NOW, redis.call('ZCARD', DUE), redis.call('ZCARD', LEASE),
+         redis.call('HLEN', DEAD), first_score(DUE) }
