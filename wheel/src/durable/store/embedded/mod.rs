@@ -39,6 +39,9 @@ pub(super) fn db_err(e: impl Into<redb::Error>) -> DurableError {
         redb::Error::UpgradeRequired(v) => {
             DurableError::Corrupt(format!("file format {v} needs an upgrade"))
         }
+        redb::Error::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            DurableError::Corrupt(e.to_string())
+        }
         redb::Error::Io(e) => DurableError::Io(e.to_string()),
         redb::Error::ValueTooLarge(n) => DurableError::Store(format!("value of {n} bytes")),
         other => DurableError::Store(other.to_string()),

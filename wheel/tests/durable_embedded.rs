@@ -1,0 +1,262 @@
+//! Durable timers on the embedded store, end to end: firing, cancel and
+//! reschedule, retries and dead letters, restart, shutdown, bad input.
+#![cfg(feature = "durable")]
+
+mod durable_common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use durable_common::{assert_none_early, eventually, Recorder};
+use wheel::durable::{DurableError, DurableTimers, Outcome, RetryPolicy, TimerState};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn path(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    dir.path().join("timers.redb")
+}
+
+#[test]
+fn every_timer_fires_once_and_never_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Recorder::new();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .handler(rec.handler(0, |_| Outcome::Done))
+        .build()
+        .unwrap();
+    let start = SystemTime::now();
+    for i in 0..200u64 {
+        let due = start + ms(5 * i % 700);
+        timers.add(&format!("t{i}"), due, &i.to_le_bytes()).unwrap();
+    }
+    timers.add_after("soon", ms(50), b"").unwrap();
+    let runs = rec.wait_for(201);
+    assert_none_early(&runs);
+    let by_key = rec.by_key();
+    assert_eq!(by_key.len(), 201);
+    assert!(by_key.values().all(|r| r.len() == 1 && r[0].attempt == 1));
+    assert_eq!(by_key["t7"][0].payload, 7u64.to_le_bytes());
+    eventually("the store to be empty", || {
+        let s = timers.stats();
+        s.pending == 0 && s.claimed == 0
+    });
+    let s = timers.stats();
+    assert_eq!((s.fired, s.retried, s.failed), (201, 0, 0));
+    assert!(s.lateness_max >= s.lateness_p99 && s.lateness_p99 >= s.lateness_p50);
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn cancel_and_reschedule_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Recorder::new();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .claim_ahead(ms(1_000))
+        .handler(rec.handler(0, |_| Outcome::Done))
+        .build()
+        .unwrap();
+    timers.add_after("cancelled", ms(300), b"").unwrap();
+    timers.add_after("moved", ms(300), b"").unwrap();
+    timers.add_after("marker", ms(600), b"").unwrap();
+    // Both are claimed into memory at once (due within the claim window).
+    eventually("the node to hold the timers", || timers.stats().held == 3);
+    assert!(timers.cancel("cancelled").unwrap());
+    assert!(!timers.cancel("cancelled").unwrap());
+    let later = SystemTime::now() + ms(900);
+    assert!(timers.reschedule("moved", later).unwrap());
+    assert_eq!(timers.get("moved").unwrap().unwrap().state, TimerState::Pending);
+    let runs = rec.wait_for(2);
+    assert_eq!(runs[0].key, "marker");
+    assert_eq!(runs[1].key, "moved");
+    assert!(runs[1].at >= later);
+    assert_eq!(timers.get("cancelled").unwrap(), None);
+    // The cancelled claim's start is refused; the moved one's old claim was
+    // replaced in memory by its new claim, or refused the same way.
+    eventually("the stale claim to be refused", || timers.stats().stale >= 1);
+    timers.shutdown().unwrap();
+    assert_eq!(rec.runs().len(), 2);
+}
+
+#[test]
+fn retries_back_off_then_dead_letter_and_revive() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Recorder::new();
+    let healed = Arc::new(AtomicU32::new(0));
+    let h = healed.clone();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .retry(RetryPolicy::new().initial(ms(20)).jitter(0.0).max_attempts(3))
+        .handler(rec.handler(0, move |f| match f.key.as_str() {
+            "flaky" if h.load(Ordering::SeqCst) == 0 => Outcome::Retry,
+            "later" if f.attempt == 1 => Outcome::RetryAfter(ms(150)),
+            "bad" => Outcome::Fail("the order does not exist".into()),
+            "panics" if f.attempt == 1 => panic!("a handler bug"),
+            _ => Outcome::Done,
+        }))
+        .build()
+        .unwrap();
+    for key in ["flaky", "later", "bad", "panics"] {
+        timers.add_after(key, ms(10), key.as_bytes()).unwrap();
+    }
+    eventually("two dead letters", || timers.dead_letters(10).unwrap().len() == 2);
+    let dead = timers.dead_letters(10).unwrap();
+    let bad = dead.iter().find(|d| d.key == "bad").unwrap();
+    assert_eq!((bad.attempts, bad.reason.as_str()), (1, "the order does not exist"));
+    let flaky = dead.iter().find(|d| d.key == "flaky").unwrap();
+    assert_eq!(flaky.attempts, 3);
+    assert!(flaky.reason.starts_with("gave up after 3 attempts"), "{}", flaky.reason);
+    assert_eq!(flaky.payload, b"flaky");
+    assert_eq!(timers.get("flaky").unwrap().unwrap().state, TimerState::Dead);
+    let runs = rec.by_key();
+    // Back-off: 20 ms after the first run, 40 ms after the second.
+    let f = &runs["flaky"];
+    assert!(f[1].at.duration_since(f[0].at).unwrap() >= ms(20));
+    assert!(f[2].at.duration_since(f[1].at).unwrap() >= ms(40));
+    let l = &runs["later"];
+    eventually("the retried timer", || rec.by_key()["later"].len() == 2);
+    let l2 = &rec.by_key()["later"];
+    assert!(l2[1].at.duration_since(l[0].at).unwrap() >= ms(150));
+    eventually("the panicking timer's second run", || {
+        rec.by_key().get("panics").is_some_and(|r| r.len() == 2)
+    });
+    // Revived, it runs again from attempt 1 and succeeds.
+    healed.store(1, Ordering::SeqCst);
+    assert!(timers.retry_dead("flaky", SystemTime::now()).unwrap());
+    assert!(!timers.retry_dead("flaky", SystemTime::now()).unwrap());
+    eventually("the revived timer", || rec.by_key()["flaky"].len() == 4);
+    assert_eq!(rec.by_key()["flaky"][3].attempt, 1);
+    eventually("one dead letter left", || timers.dead_letters(10).unwrap().len() == 1);
+    assert!(!timers.cancel("bad").unwrap());
+    assert!(timers.dead_letters(10).unwrap().is_empty());
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn overdue_timers_fire_at_once_after_a_restart_earliest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = DurableTimers::builder().embedded(path(&dir)).build().unwrap();
+    let base = SystemTime::now() - Duration::from_secs(60);
+    let keys: Vec<String> = (0..100).map(|i| format!("k{i:03}")).collect();
+    // Added in reverse order: the run order must follow the due times.
+    for (i, k) in keys.iter().enumerate().rev() {
+        client.add(k, base + ms(i as u64), b"").unwrap();
+    }
+    client.shutdown().unwrap();
+    let rec = Recorder::new();
+    let node = DurableTimers::builder()
+        .embedded(path(&dir))
+        .workers(1)
+        .handler(rec.handler(0, |_| Outcome::Done))
+        .build()
+        .unwrap();
+    let runs = rec.wait_for(100);
+    let order: Vec<&str> = runs.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(order, keys.iter().map(String::as_str).collect::<Vec<_>>());
+    node.shutdown().unwrap();
+}
+
+#[test]
+fn shutdown_hands_back_claimed_timers() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Recorder::new();
+    let node = DurableTimers::builder()
+        .embedded(path(&dir))
+        .claim_ahead(ms(5_000))
+        .lease(ms(60_000))
+        .handler(rec.handler(0, |_| Outcome::Done))
+        .build()
+        .unwrap();
+    node.add_after("held", ms(1_500), b"").unwrap();
+    eventually("the claim", || node.stats().held == 1);
+    assert_eq!(node.get("held").unwrap().unwrap().state, TimerState::Claimed);
+    node.shutdown().unwrap();
+    assert!(rec.runs().is_empty());
+    // Pending again, not waiting out the 60 s lease: a new node fires it.
+    let node = DurableTimers::builder()
+        .embedded(path(&dir))
+        .handler(rec.handler(1, |_| Outcome::Done))
+        .build()
+        .unwrap();
+    assert_eq!(node.get("held").unwrap().unwrap().state, TimerState::Pending);
+    let runs = rec.wait_for(1);
+    assert_eq!((runs[0].key.as_str(), runs[0].node), ("held", 1));
+    assert_none_early(&runs);
+    node.shutdown().unwrap();
+}
+
+#[test]
+fn bad_input_gets_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .max_payload(8)
+        .build()
+        .unwrap();
+    let now = SystemTime::now();
+    assert_eq!(timers.add("", now, b""), Err(DurableError::InvalidKey));
+    let long = "k".repeat(wheel::durable::MAX_KEY_LEN + 1);
+    assert_eq!(timers.add(&long, now, b""), Err(DurableError::InvalidKey));
+    assert_eq!(timers.cancel(""), Err(DurableError::InvalidKey));
+    assert_eq!(
+        timers.add("k", now, &[0; 9]),
+        Err(DurableError::PayloadTooLarge { len: 9, max: 8 })
+    );
+    let before_epoch = UNIX_EPOCH - ms(1);
+    assert_eq!(timers.add("k", before_epoch, b""), Err(DurableError::InvalidTime));
+    let far = UNIX_EPOCH + Duration::from_secs(u64::MAX / 1_000);
+    assert_eq!(timers.reschedule("k", far), Err(DurableError::InvalidTime));
+    assert_eq!(timers.add_after("k", Duration::MAX, b""), Err(DurableError::InvalidTime));
+    // One bad timer in a batch: nothing is added.
+    let batch = [("a", now, b"".as_slice()), ("", now, b"".as_slice())];
+    assert_eq!(timers.add_many(&batch), Err(DurableError::InvalidKey));
+    assert_eq!(timers.get("a").unwrap(), None);
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn a_missing_directory_or_a_corrupt_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/t.redb");
+    let e = DurableTimers::builder().embedded(&missing).build().unwrap_err();
+    assert!(matches!(e, DurableError::Io(_)), "{e:?}");
+    let junk = dir.path().join("junk.redb");
+    std::fs::write(&junk, vec![0x5a; 64 * 1024]).unwrap();
+    let e = DurableTimers::builder().embedded(&junk).build().unwrap_err();
+    assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
+    // A real store whose pages were overwritten in the middle.
+    let good = path(&dir);
+    let t = DurableTimers::builder().embedded(&good).build().unwrap();
+    for i in 0..2_000 {
+        t.add_after(&format!("k{i}"), Duration::from_secs(60), &[7; 100]).unwrap();
+    }
+    t.shutdown().unwrap();
+    let mut bytes = std::fs::read(&good).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid..mid + 8192].fill(0xa5);
+    std::fs::write(&good, bytes).unwrap();
+    let e = DurableTimers::builder().embedded(&good).build().unwrap_err();
+    assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
+}
+
+#[test]
+fn settings_that_cannot_work_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |b: wheel::durable::DurableTimersBuilder| {
+        matches!(b.build().unwrap_err(), DurableError::Config(_))
+    };
+    let b = || DurableTimers::builder().embedded(path(&dir));
+    assert!(config(DurableTimers::builder()));
+    assert!(config(b().redis("redis://127.0.0.1:1/0")));
+    assert!(config(b().workers(0)));
+    assert!(config(b().max_claimed(0)));
+    assert!(config(b().lease(Duration::ZERO)));
+    assert!(config(b().poll(ms(500)).claim_ahead(ms(100))));
+    assert!(config(b().namespace("")));
+    assert!(config(b().namespace("{x}")));
+    assert!(config(DurableTimers::builder().redis("not a url")));
+}
