@@ -69,7 +69,10 @@ fn cancel_and_reschedule_before_the_run() {
     assert!(!timers.cancel("cancelled").unwrap());
     let later = SystemTime::now() + ms(900);
     assert!(timers.reschedule("moved", later).unwrap());
-    assert_eq!(timers.get("moved").unwrap().unwrap().state, TimerState::Pending);
+    assert_eq!(
+        timers.get("moved").unwrap().unwrap().state,
+        TimerState::Pending
+    );
     let runs = rec.wait_for(2);
     assert_eq!(runs[0].key, "marker");
     assert_eq!(runs[1].key, "moved");
@@ -77,7 +80,9 @@ fn cancel_and_reschedule_before_the_run() {
     assert_eq!(timers.get("cancelled").unwrap(), None);
     // The cancelled claim's start is refused; the moved one's old claim was
     // replaced in memory by its new claim, or refused the same way.
-    eventually("the stale claim to be refused", || timers.stats().stale >= 1);
+    eventually("the stale claim to be refused", || {
+        timers.stats().stale >= 1
+    });
     timers.shutdown().unwrap();
     assert_eq!(rec.runs().len(), 2);
 }
@@ -90,7 +95,12 @@ fn retries_back_off_then_dead_letter_and_revive() {
     let h = healed.clone();
     let timers = DurableTimers::builder()
         .embedded(path(&dir))
-        .retry(RetryPolicy::new().initial(ms(20)).jitter(0.0).max_attempts(3))
+        .retry(
+            RetryPolicy::new()
+                .initial(ms(20))
+                .jitter(0.0)
+                .max_attempts(3),
+        )
         .handler(rec.handler(0, move |f| match f.key.as_str() {
             "flaky" if h.load(Ordering::SeqCst) == 0 => Outcome::Retry,
             "later" if f.attempt == 1 => Outcome::RetryAfter(ms(150)),
@@ -103,15 +113,27 @@ fn retries_back_off_then_dead_letter_and_revive() {
     for key in ["flaky", "later", "bad", "panics"] {
         timers.add_after(key, ms(10), key.as_bytes()).unwrap();
     }
-    eventually("two dead letters", || timers.dead_letters(10).unwrap().len() == 2);
+    eventually("two dead letters", || {
+        timers.dead_letters(10).unwrap().len() == 2
+    });
     let dead = timers.dead_letters(10).unwrap();
     let bad = dead.iter().find(|d| d.key == "bad").unwrap();
-    assert_eq!((bad.attempts, bad.reason.as_str()), (1, "the order does not exist"));
+    assert_eq!(
+        (bad.attempts, bad.reason.as_str()),
+        (1, "the order does not exist")
+    );
     let flaky = dead.iter().find(|d| d.key == "flaky").unwrap();
     assert_eq!(flaky.attempts, 3);
-    assert!(flaky.reason.starts_with("gave up after 3 attempts"), "{}", flaky.reason);
+    assert!(
+        flaky.reason.starts_with("gave up after 3 attempts"),
+        "{}",
+        flaky.reason
+    );
     assert_eq!(flaky.payload, b"flaky");
-    assert_eq!(timers.get("flaky").unwrap().unwrap().state, TimerState::Dead);
+    assert_eq!(
+        timers.get("flaky").unwrap().unwrap().state,
+        TimerState::Dead
+    );
     let runs = rec.by_key();
     // Back-off: 20 ms after the first run, 40 ms after the second.
     let f = &runs["flaky"];
@@ -130,7 +152,9 @@ fn retries_back_off_then_dead_letter_and_revive() {
     assert!(!timers.retry_dead("flaky", SystemTime::now()).unwrap());
     eventually("the revived timer", || rec.by_key()["flaky"].len() == 4);
     assert_eq!(rec.by_key()["flaky"][3].attempt, 1);
-    eventually("one dead letter left", || timers.dead_letters(10).unwrap().len() == 1);
+    eventually("one dead letter left", || {
+        timers.dead_letters(10).unwrap().len() == 1
+    });
     assert!(!timers.cancel("bad").unwrap());
     assert!(timers.dead_letters(10).unwrap().is_empty());
     timers.shutdown().unwrap();
@@ -139,7 +163,10 @@ fn retries_back_off_then_dead_letter_and_revive() {
 #[test]
 fn overdue_timers_fire_at_once_after_a_restart_earliest_first() {
     let dir = tempfile::tempdir().unwrap();
-    let client = DurableTimers::builder().embedded(path(&dir)).build().unwrap();
+    let client = DurableTimers::builder()
+        .embedded(path(&dir))
+        .build()
+        .unwrap();
     let base = SystemTime::now() - Duration::from_secs(60);
     let keys: Vec<String> = (0..100).map(|i| format!("k{i:03}")).collect();
     // Added in reverse order: the run order must follow the due times.
@@ -173,7 +200,10 @@ fn shutdown_hands_back_claimed_timers() {
         .unwrap();
     node.add_after("held", ms(1_500), b"").unwrap();
     eventually("the claim", || node.stats().held == 1);
-    assert_eq!(node.get("held").unwrap().unwrap().state, TimerState::Claimed);
+    assert_eq!(
+        node.get("held").unwrap().unwrap().state,
+        TimerState::Claimed
+    );
     node.shutdown().unwrap();
     assert!(rec.runs().is_empty());
     // Pending again, not waiting out the 60 s lease: a new node fires it.
@@ -182,7 +212,10 @@ fn shutdown_hands_back_claimed_timers() {
         .handler(rec.handler(1, |_| Outcome::Done))
         .build()
         .unwrap();
-    assert_eq!(node.get("held").unwrap().unwrap().state, TimerState::Pending);
+    assert_eq!(
+        node.get("held").unwrap().unwrap().state,
+        TimerState::Pending
+    );
     let runs = rec.wait_for(1);
     assert_eq!((runs[0].key.as_str(), runs[0].node), ("held", 1));
     assert_none_early(&runs);
@@ -207,10 +240,16 @@ fn bad_input_gets_a_typed_error() {
         Err(DurableError::PayloadTooLarge { len: 9, max: 8 })
     );
     let before_epoch = UNIX_EPOCH - ms(1);
-    assert_eq!(timers.add("k", before_epoch, b""), Err(DurableError::InvalidTime));
+    assert_eq!(
+        timers.add("k", before_epoch, b""),
+        Err(DurableError::InvalidTime)
+    );
     let far = UNIX_EPOCH + Duration::from_secs(u64::MAX / 1_000);
     assert_eq!(timers.reschedule("k", far), Err(DurableError::InvalidTime));
-    assert_eq!(timers.add_after("k", Duration::MAX, b""), Err(DurableError::InvalidTime));
+    assert_eq!(
+        timers.add_after("k", Duration::MAX, b""),
+        Err(DurableError::InvalidTime)
+    );
     // One bad timer in a batch: nothing is added.
     let batch = [("a", now, b"".as_slice()), ("", now, b"".as_slice())];
     assert_eq!(timers.add_many(&batch), Err(DurableError::InvalidKey));
@@ -222,24 +261,34 @@ fn bad_input_gets_a_typed_error() {
 fn a_missing_directory_or_a_corrupt_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no/such/dir/t.redb");
-    let e = DurableTimers::builder().embedded(&missing).build().unwrap_err();
+    let e = DurableTimers::builder()
+        .embedded(&missing)
+        .build()
+        .unwrap_err();
     assert!(matches!(e, DurableError::Io(_)), "{e:?}");
     let junk = dir.path().join("junk.redb");
     std::fs::write(&junk, vec![0x5a; 64 * 1024]).unwrap();
-    let e = DurableTimers::builder().embedded(&junk).build().unwrap_err();
+    let e = DurableTimers::builder()
+        .embedded(&junk)
+        .build()
+        .unwrap_err();
     assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
     // A real store whose pages were overwritten in the middle.
     let good = path(&dir);
     let t = DurableTimers::builder().embedded(&good).build().unwrap();
     for i in 0..2_000 {
-        t.add_after(&format!("k{i}"), Duration::from_secs(60), &[7; 100]).unwrap();
+        t.add_after(&format!("k{i}"), Duration::from_secs(60), &[7; 100])
+            .unwrap();
     }
     t.shutdown().unwrap();
     let mut bytes = std::fs::read(&good).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid..mid + 8192].fill(0xa5);
     std::fs::write(&good, bytes).unwrap();
-    let e = DurableTimers::builder().embedded(&good).build().unwrap_err();
+    let e = DurableTimers::builder()
+        .embedded(&good)
+        .build()
+        .unwrap_err();
     assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
 }
 

@@ -286,8 +286,10 @@ impl DurableTimersBuilder {
         self
     }
 
-    /// Test support: a store clock moved by hand, in milliseconds since the
-    /// epoch (the Redis store passes it to its scripts instead of `TIME`).
+    /// Test support: the store reads this clock (milliseconds since the
+    /// epoch) instead of its own; the Redis store passes it to its scripts
+    /// instead of `TIME`. Every node and client of a namespace must share
+    /// it, as they share a server's clock.
     #[doc(hidden)]
     pub fn manual_store_clock(mut self, ms: Arc<std::sync::atomic::AtomicU64>) -> Self {
         self.clock = StoreClock::Manual(ms);

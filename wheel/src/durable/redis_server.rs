@@ -17,12 +17,10 @@ use std::time::{Duration, Instant};
 /// How a server is started.
 #[derive(Debug, Clone, Default)]
 pub struct ServerOptions {
-    /// Append-only file on, fsynced every second (Redis's default policy
-    /// when AOF is on); off means nothing survives a restart.
+    /// Append-only file on, fsynced before each write is acknowledged
+    /// (`appendfsync always`, so a killed server loses nothing acked); off
+    /// means nothing survives a restart.
     pub aof: bool,
-    /// Run the server under `faketime` with its clock this many seconds
-    /// ahead (negative: behind) of the machine's.
-    pub clock_offset_secs: i64,
 }
 
 /// A running `redis-server` owned by this process.
@@ -94,8 +92,8 @@ impl RedisServer {
     ///
     /// # Errors
     ///
-    /// When `redis-server` (or `faketime`, for a clock offset) cannot be
-    /// started or does not answer within 10 s.
+    /// When `redis-server` cannot be started or does not answer within
+    /// 10 s.
     pub fn start(options: ServerOptions) -> io::Result<RedisServer> {
         let mut server = RedisServer {
             child: None,
@@ -108,19 +106,11 @@ impl RedisServer {
     }
 
     fn launch(&mut self) -> io::Result<()> {
-        let mut cmd = if self.options.clock_offset_secs != 0 {
-            let mut c = Command::new("faketime");
-            c.arg("-f")
-                .arg(format!("{:+}s", self.options.clock_offset_secs))
-                .arg("redis-server")
-                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
-            c
-        } else {
-            Command::new("redis-server")
-        };
+        let mut cmd = Command::new("redis-server");
         cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--daemonize", "no", "--protected-mode", "yes"])
             .args(["--appendonly", if self.options.aof { "yes" } else { "no" }])
+            .args(["--appendfsync", "always"])
             .arg("--dir")
             .arg(&self.dir)
             .stdout(Stdio::null())

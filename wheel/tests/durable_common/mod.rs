@@ -79,7 +79,11 @@ impl Recorder {
         let mut guard = runs.lock().unwrap();
         while guard.len() < n {
             let now = Instant::now();
-            assert!(now < until, "only {} of {n} runs after {LIVENESS:?}", guard.len());
+            assert!(
+                now < until,
+                "only {} of {n} runs after {LIVENESS:?}",
+                guard.len()
+            );
             guard = cond.wait_timeout(guard, until - now).unwrap().0;
         }
         guard.clone()
@@ -99,7 +103,12 @@ impl Recorder {
 /// (the store's clock, for the embedded store and a local Redis).
 pub fn assert_none_early(runs: &[Run]) {
     for r in runs {
-        assert!(r.at >= r.due, "{} started {:?} early", r.key, r.due.duration_since(r.at).unwrap());
+        assert!(
+            r.at >= r.due,
+            "{} started {:?} early",
+            r.key,
+            r.due.duration_since(r.at).unwrap()
+        );
     }
 }
 
@@ -120,7 +129,15 @@ pub fn node_binary() -> PathBuf {
     if !bin.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "wheel", "--example", "durable_node", "--features", "redis"]);
+        cmd.args([
+            "build",
+            "-p",
+            "wheel",
+            "--example",
+            "durable_node",
+            "--features",
+            "redis",
+        ]);
         if profile_dir.ends_with("release") {
             cmd.arg("--release");
         }

@@ -1,0 +1,127 @@
+//! One durable-timer node as a process of its own: the multi-process tests
+//! start it as a child and kill it with SIGKILL; it also shows how a
+//! service runs a node.
+//!
+//! ```text
+//! durable_node (--embedded PATH | --redis URL) [--namespace NS]
+//!              [--lease-ms N] [--claim-ahead-ms N] [--poll-ms N]
+//!              (--fire | --add N [--due-in-ms M])
+//! ```
+//!
+//! `--fire` runs a handler that prints `fired KEY FENCE ATTEMPT UNIX_MS`
+//! for each run (flushed at once) until its standard input closes, then
+//! shuts down cleanly. `--add N` adds timers `k0`..`k{N-1}` due M ms from
+//! now (default 1000), one `add` each, printing `acked KEY` after each
+//! returns, then exits.
+
+use std::io::{BufRead, Write};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use wheel::durable::{DurableTimers, DurableTimersBuilder, Outcome};
+
+enum Mode {
+    Fire,
+    Add { n: u64, due_in: u64 },
+}
+
+fn parse() -> Result<(DurableTimersBuilder, Mode), lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut b = DurableTimers::builder();
+    let mut mode = None;
+    let mut due_in = 1_000;
+    let mut p = lexopt::Parser::from_env();
+    let millis = |p: &mut lexopt::Parser| -> Result<Duration, lexopt::Error> {
+        Ok(Duration::from_millis(p.value()?.parse()?))
+    };
+    while let Some(arg) = p.next()? {
+        match arg {
+            Long("embedded") => b = b.embedded(p.value()?.string()?),
+            Long("redis") => b = b.redis(&p.value()?.string()?),
+            Long("namespace") => b = b.namespace(&p.value()?.string()?),
+            Long("lease-ms") => b = b.lease(millis(&mut p)?),
+            Long("claim-ahead-ms") => b = b.claim_ahead(millis(&mut p)?),
+            Long("poll-ms") => b = b.poll(millis(&mut p)?),
+            Long("fire") => mode = Some(Mode::Fire),
+            Long("add") => {
+                mode = Some(Mode::Add {
+                    n: p.value()?.parse()?,
+                    due_in: 0,
+                })
+            }
+            Long("due-in-ms") => due_in = p.value()?.parse()?,
+            _ => return Err(arg.unexpected()),
+        }
+    }
+    let mode = match mode {
+        Some(Mode::Add { n, .. }) => Mode::Add { n, due_in },
+        Some(m) => m,
+        None => return Err("choose --fire or --add N".into()),
+    };
+    Ok((b, mode))
+}
+
+fn unix_ms(t: SystemTime) -> u128 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis())
+}
+
+fn main() {
+    let (builder, mode) = match parse() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("durable_node: {e}");
+            std::process::exit(2);
+        }
+    };
+    let result = match mode {
+        Mode::Fire => fire(builder),
+        Mode::Add { n, due_in } => add(builder, n, due_in),
+    };
+    if let Err(e) = result {
+        eprintln!("durable_node: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn fire(builder: DurableTimersBuilder) -> Result<(), wheel::durable::DurableError> {
+    let timers = builder
+        .handler(|t| {
+            let line = format!(
+                "fired {} {} {} {}\n",
+                t.key,
+                t.fence,
+                t.attempt,
+                unix_ms(SystemTime::now())
+            );
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
+            Outcome::Done
+        })
+        .build()?;
+    println!("ready");
+    // Runs until the parent closes our standard input (or kills us).
+    for line in std::io::stdin().lock().lines() {
+        if line.is_err() {
+            break;
+        }
+    }
+    timers.shutdown()
+}
+
+fn add(
+    builder: DurableTimersBuilder,
+    n: u64,
+    due_in: u64,
+) -> Result<(), wheel::durable::DurableError> {
+    let timers = builder.build()?;
+    let due = SystemTime::now() + Duration::from_millis(due_in);
+    let mut out = std::io::stdout().lock();
+    for i in 0..n {
+        let key = format!("k{i}");
+        timers.add(&key, due, key.as_bytes())?;
+        let _ = writeln!(out, "acked {key}");
+        let _ = out.flush();
+    }
+    drop(out);
+    timers.shutdown()
+}

@@ -1,0 +1,293 @@
+//! Durable timers on Redis with several nodes in one process: exactly once
+//! without faults, cancel and reschedule across nodes, a Redis restart, a
+//! skewed server clock, long handlers. Each test starts its own
+//! `redis-server` (see `wheel::durable::redis_server`).
+#![cfg(feature = "redis")]
+
+mod durable_common;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use durable_common::{assert_none_early, eventually, Recorder};
+use wheel::durable::redis_server::{RedisServer, ServerOptions};
+use wheel::durable::{DurableError, DurableTimers, DurableTimersBuilder, Outcome, TimerState};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn node(url: &str, ns: &str) -> DurableTimersBuilder {
+    DurableTimers::builder().redis(url).namespace(ns)
+}
+
+#[test]
+fn three_nodes_fire_each_of_20_000_timers_exactly_once_never_early() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let rec = Recorder::new();
+    let nodes: Vec<DurableTimers> = (0..3)
+        .map(|i| {
+            node(&server.url(), "x3")
+                .handler(rec.handler(i, |_| Outcome::Done))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let client = Arc::new(node(&server.url(), "x3").build().unwrap());
+    let start = SystemTime::now() + ms(1_000);
+    let adders: Vec<_> = (0..4u64)
+        .map(|t| {
+            let client = client.clone();
+            std::thread::spawn(move || {
+                for i in (t..20_000).step_by(4) {
+                    let due = start + Duration::from_micros(i * 150); // over 3 s
+                    client.add(&format!("t{i}"), due, b"x").unwrap();
+                }
+            })
+        })
+        .collect();
+    for a in adders {
+        a.join().unwrap();
+    }
+    let runs = rec.wait_for(20_000);
+    assert_none_early(&runs);
+    let keys: HashSet<&str> = runs.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys.len(), 20_000, "a timer ran twice");
+    let per_node: Vec<usize> = (0..3)
+        .map(|n| runs.iter().filter(|r| r.node == n).count())
+        .collect();
+    eprintln!("runs per node: {per_node:?}");
+    std::thread::sleep(ms(300));
+    assert_eq!(rec.runs().len(), 20_000, "a timer ran twice");
+    let fired: u64 = nodes.iter().map(|n| n.stats().fired).sum();
+    assert_eq!(fired, 20_000);
+    for n in nodes {
+        n.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn a_claimed_timer_is_cancelled_or_moved_from_another_node() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let rec = Recorder::new();
+    let a = node(&server.url(), "ab")
+        .claim_ahead(ms(5_000))
+        .handler(rec.handler(0, |_| Outcome::Done))
+        .build()
+        .unwrap();
+    let b = node(&server.url(), "ab").build().unwrap();
+    b.add_after("cancel-me", ms(800), b"").unwrap();
+    b.add_after("move-me", ms(800), b"").unwrap();
+    b.add_after("keep-me", ms(1_000), b"").unwrap();
+    eventually("node A to hold all three", || a.stats().held == 3);
+    assert_eq!(
+        b.get("cancel-me").unwrap().unwrap().state,
+        TimerState::Claimed
+    );
+    assert!(b.cancel("cancel-me").unwrap());
+    let later = SystemTime::now() + ms(1_500);
+    assert!(b.reschedule("move-me", later).unwrap());
+    let runs = rec.wait_for(2);
+    assert_eq!(runs[0].key, "keep-me");
+    assert_eq!(runs[1].key, "move-me");
+    assert!(runs[1].at >= later);
+    std::thread::sleep(ms(200));
+    assert_eq!(rec.runs().len(), 2, "the cancelled timer ran");
+    a.shutdown().unwrap();
+}
+
+#[test]
+fn nodes_reconnect_after_a_redis_restart_and_nothing_acked_is_lost() {
+    let Some(mut server) = RedisServer::for_test(ServerOptions {
+        aof: true,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let rec = Recorder::new();
+    let nodes: Vec<DurableTimers> = (0..2)
+        .map(|i| {
+            node(&server.url(), "rs")
+                .unavailable_after(ms(10_000))
+                .handler(rec.handler(i, |_| Outcome::Done))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let client = node(&server.url(), "rs")
+        .unavailable_after(ms(10_000))
+        .build()
+        .unwrap();
+    let start = SystemTime::now();
+    for i in 0..500u64 {
+        client
+            .add(&format!("r{i}"), start + ms(500 + i * 6), b"")
+            .unwrap();
+    }
+    std::thread::sleep(ms(700));
+    server.restart().unwrap(); // SIGKILL, then start again on the same AOF
+    for i in 500..600u64 {
+        client
+            .add(&format!("r{i}"), SystemTime::now() + ms(200), b"")
+            .unwrap();
+    }
+    rec.wait_for(600);
+    let by_key = rec.by_key();
+    assert_eq!(by_key.len(), 600, "a timer was lost");
+    let dup = by_key.values().filter(|r| r.len() > 1).count();
+    eprintln!("runs repeated across the restart: {dup}");
+    assert_none_early(&rec.runs());
+    for n in nodes {
+        n.shutdown().unwrap();
+    }
+}
+
+/// A store clock 2 s ahead of this machine's, then 2 s behind it, in a
+/// thread that keeps it moving; all nodes and clients read it (as they
+/// read a server's `TIME`), the nodes' own clocks stay the machine's.
+struct SkewedClock {
+    ms: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+impl SkewedClock {
+    fn new(offset_ms: i64) -> SkewedClock {
+        let ms = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let read = move || unix_ms(SystemTime::now()).saturating_add_signed(offset_ms);
+        ms.store(read(), Ordering::SeqCst);
+        let (m, s) = (ms.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                m.store(read(), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        });
+        SkewedClock {
+            ms,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for SkewedClock {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+/// The store's clock is ahead of (or behind) the nodes' by 2 s: due times
+/// and delays are read on the store's clock, so nothing starts before its
+/// due time by that clock, whatever the nodes' clocks say.
+#[test]
+fn a_store_clock_off_by_two_seconds_decides_and_nothing_starts_early_by_it() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    for offset in [2_000i64, -2_000] {
+        let clock = SkewedClock::new(offset);
+        let ns = format!("skew{offset}");
+        let rec = Recorder::new();
+        let n = node(&server.url(), &ns)
+            .manual_store_clock(clock.ms.clone())
+            .handler(rec.handler(0, |_| Outcome::Done))
+            .build()
+            .unwrap();
+        let added = SystemTime::now();
+        // Due 1 s after the machine's now: by the store's clock 3 s ahead,
+        // or already 1 s ago.
+        n.add("absolute", added + ms(1_000), b"").unwrap();
+        // 500 ms after the store's now, whatever the machine's clock says.
+        n.add_after("relative", ms(500), b"").unwrap();
+        let runs = rec.wait_for(2);
+        for r in &runs {
+            let by_store = unix_ms(r.at).saturating_add_signed(offset);
+            assert!(
+                by_store >= unix_ms(r.due),
+                "{} started early by the store's clock",
+                r.key
+            );
+        }
+        let rel = runs.iter().find(|r| r.key == "relative").unwrap();
+        assert!(
+            rel.at.duration_since(added).unwrap() >= ms(500),
+            "the delay ran on a node clock"
+        );
+        let abs = runs.iter().find(|r| r.key == "absolute").unwrap();
+        if offset > 0 {
+            assert!(
+                abs.at.duration_since(added).unwrap() < ms(1_000),
+                "store time decides"
+            );
+        } else {
+            assert!(
+                abs.at.duration_since(added).unwrap() >= ms(3_000),
+                "store time decides"
+            );
+        }
+        n.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn a_handler_longer_than_its_lease_is_not_run_twice() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let rec = Recorder::new();
+    let nodes: Vec<DurableTimers> = (0..2)
+        .map(|i| {
+            node(&server.url(), "long")
+                .lease(ms(300))
+                .poll(ms(100))
+                .claim_ahead(ms(200))
+                .handler(rec.handler(i, |_| {
+                    std::thread::sleep(ms(1_200)); // four leases
+                    Outcome::Done
+                }))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    nodes[0].add_after("slow", ms(50), b"").unwrap();
+    rec.wait_for(1);
+    eventually("the run to finish", || {
+        nodes[0].get("slow").unwrap().is_none()
+    });
+    assert_eq!(rec.runs().len(), 1, "renewals should keep the lease");
+    for n in nodes {
+        n.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_reported_within_the_bound() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = std::time::Instant::now();
+    let e = DurableTimers::builder()
+        .redis(&format!("redis://127.0.0.1:{port}/0"))
+        .unavailable_after(ms(500))
+        .build()
+        .unwrap_err();
+    assert!(matches!(e, DurableError::Unavailable(_)), "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
