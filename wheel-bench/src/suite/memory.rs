@@ -80,11 +80,13 @@ fn intro(s: &Settings) -> String {
         "Bytes allocated minus bytes freed while the structure was built and filled, divided by the \
          number of timers (counting global allocator). Caller-side handles are not counted. Structures \
          that can be pre-sized were (`with_capacity`); `BTreeMap` and hhwt cannot be. \"After a long \
-         churn\": the same count over building, filling and then {} steps of the churn workload below \
-         ({} ticks; a re-armed timer is due up to {CHURN_MAX} ticks ahead), the workload's own \
-         connection records left out, divided by the timers pending at the end; what cancelled timers \
-         leave behind shows there. \"vs ours\" compares with our wheel in the same state.",
+         churn\": the same count over building, filling and then {} steps of the churn workload (below) \
+         with as many connections, {} ticks of its clock against the {CHURN_MAX} ticks a re-armed timer \
+         may wait; the workload's own connection records are left out, and the bytes are divided by the \
+         timers pending at the end. Cancelled timers a structure has not cleared yet show there. Only \
+         ours and the floor are counted after the churn: the peers' churn steps are too slow for that \
+         many. \"vs ours\" compares with our wheel in the same state.",
         fmt_count(s.churn_memory_steps),
-        fmt_count(s.churn_memory_steps / STEPS_PER_TICK as usize),
+        s.churn_memory_steps / STEPS_PER_TICK as usize,
     )
 }
