@@ -29,7 +29,7 @@ use std::task::Waker;
 use std::time::Instant;
 
 use super::{Time, NEVER};
-use crate::sync::{lock, thread, Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{lock, thread, wait, Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
 /// Name of the helper thread that times `take_async` wake-ups.
 const HELPER_NAME: &str = "wheel-delay-queue";
@@ -61,11 +61,6 @@ enum Helper {
     Running(thread::JoinHandle<()>),
     /// Joined, or exited because the queue was closed.
     Done,
-}
-
-/// Waits on `cv`, recovering from poisoning like [`lock`].
-fn wait<'a, T>(cv: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-    cv.wait(guard).unwrap_or_else(|e| e.into_inner())
 }
 
 /// Waits on `cv` until notified or until `until` (system time) has passed.
