@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use arbitrary::{Arbitrary, Unstructured};
 
+use crate::clock::NEVER;
 use crate::fuzzing::{clamp, ops_until_empty, KeyBook, Model, Pick, MAX_OPS};
 use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock};
 
@@ -194,7 +195,7 @@ struct DqItem {
 ///
 /// The model applies the documented rounding (a deadline in the future
 /// rounds *up* to a tick boundary; a deadline at or before now is due at
-/// the current tick, which is now rounded *down*). Tick `u64::MAX` means
+/// the current tick, which is now rounded *down*). Tick [`NEVER`] means
 /// "never": deadlines past the range of `Instant` or of the ticks land
 /// there, and the model's clock stops one tick short of it, because
 /// `Duration::MAX` and far-future instants must simply never fire.
@@ -211,9 +212,6 @@ pub struct DqHarness {
     closed: bool,
     step: usize,
 }
-
-/// The tick of a queue item that must never come due.
-const NEVER_TICK: u64 = u64::MAX;
 
 /// A duration from nanoseconds, saturating at `Duration::MAX`.
 fn duration_from_nanos(ns: u128) -> Duration {
@@ -278,14 +276,14 @@ impl DqHarness {
     /// that tick means "never" (a deadline past the range of `Instant`, or
     /// one that rounds up past the last tick), so it must never come due.
     fn now_tick(&self) -> u64 {
-        clamp(self.now_ns() / self.tick_ns).min(NEVER_TICK - 1)
+        clamp(self.now_ns() / self.tick_ns).min(NEVER - 1)
     }
 
     /// The tick of an item due at `at` (`None` = past the end of `Instant`).
     fn tick_of(&self, at: Option<Instant>) -> u64 {
         let now = self.clock.now();
         match at {
-            None => NEVER_TICK,
+            None => NEVER,
             Some(at) if at <= now => self.now_tick(),
             Some(at) => clamp((at - self.start).as_nanos().div_ceil(self.tick_ns)),
         }

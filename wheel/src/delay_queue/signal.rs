@@ -28,7 +28,7 @@
 use std::task::Waker;
 use std::time::Instant;
 
-use super::{Time, NEVER};
+use crate::clock::{TimeBase, NEVER};
 use crate::sync::{lock, thread, wait, Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
 /// Name of the helper thread that times `take_async` wake-ups.
@@ -176,7 +176,7 @@ impl Signal {
         id: &mut u64,
         waker: &Waker,
         deadline: u64,
-        time: &Time,
+        time: &TimeBase,
     ) -> Option<u64> {
         let mut s = lock(&this.inner);
         if matches!(s.helper, Helper::NotStarted) {
@@ -248,7 +248,7 @@ fn wake_all(wakers: Vec<(u64, Waker)>) {
 }
 
 /// The helper thread: sleeps until the async takers' deadline, wakes them.
-fn helper_loop(sig: &Signal, time: &Time) {
+fn helper_loop(sig: &Signal, time: &TimeBase) {
     let mut s = lock(&sig.inner);
     loop {
         if s.closed {
@@ -266,7 +266,7 @@ fn helper_loop(sig: &Signal, time: &Time) {
             s = lock(&sig.inner);
             continue;
         }
-        s = match time.instant_of(s.deadline) {
+        s = match time.conv().instant_of(s.deadline) {
             Some(at) if !time.is_manual() => wait_until(&sig.helper, s, at),
             _ => wait(&sig.helper, s),
         };

@@ -42,7 +42,7 @@ use std::time::Duration;
 
 pub use self::handle::TimerHandle;
 
-use crate::clock::{Clock, ManualClock, TickConv};
+use crate::clock::{check_tick, Clock, ManualClock, TimeBase};
 use crate::core::{Wheel, WheelConfig};
 use crate::error::BuildError;
 use crate::sync::{
@@ -154,8 +154,8 @@ pub(crate) struct Shared {
     pub(crate) wake: WakePlan,
     pub(crate) pool: Pool,
     pub(crate) counters: Counters,
-    pub(crate) clock: Clock,
-    pub(crate) conv: TickConv,
+    /// The clock, the origin and the tick: due times and ticks.
+    pub(crate) time: TimeBase,
     pub(crate) max_pending: usize,
     /// Set once by `shutdown`; never cleared.
     pub(crate) shutdown: AtomicBool,
@@ -460,12 +460,7 @@ impl SchedulerBuilder {
     /// assert!(matches!(err, BuildError::ZeroTick));
     /// ```
     pub fn build(self) -> Result<Scheduler, BuildError> {
-        if self.tick.is_zero() {
-            return Err(BuildError::ZeroTick);
-        }
-        if !TickConv::validate(self.tick) {
-            return Err(BuildError::TickTooLong);
-        }
+        check_tick(self.tick)?;
         let workers = match self.workers {
             Some(0) => return Err(BuildError::ZeroWorkers),
             Some(n) => n,
@@ -476,7 +471,7 @@ impl SchedulerBuilder {
             Some(n) => n,
             None => usize::MAX,
         };
-        let conv = TickConv::new(self.clock.now(), self.tick);
+        let time = TimeBase::new(self.clock, self.tick);
         let parker = Parker::new();
         let lanes = lane_count(std::thread::available_parallelism().map_or(1, |n| n.get()));
         let shared = Arc::new(Shared {
@@ -495,8 +490,7 @@ impl SchedulerBuilder {
                 max_lateness: AtomicU64::new(0),
                 reached_tick: AtomicU64::new(0),
             },
-            clock: self.clock,
-            conv,
+            time,
             max_pending,
             shutdown: AtomicBool::new(false),
             ticker_done: AtomicBool::new(false),
@@ -646,10 +640,10 @@ impl Scheduler {
         let s = &self.outer.shared;
         let c = &s.counters;
         let reached = c.reached_tick.load(Ordering::Acquire);
-        let elapsed = s
-            .conv
+        let conv = s.time.conv();
+        let elapsed = conv
             .instant_of(reached)
-            .map_or(Duration::MAX, |at| at - s.conv.origin());
+            .map_or(Duration::MAX, |at| at - conv.origin());
         let sum = |f: fn(&LaneCounts) -> &AtomicU64| -> u64 {
             s.lanes
                 .iter()
@@ -670,7 +664,7 @@ impl Scheduler {
             max_lateness: Duration::from_nanos(c.max_lateness.load(Ordering::Relaxed)),
             queued: s.pool.queued(),
             elapsed,
-            tick: s.conv.tick(),
+            tick: conv.tick_len(),
             workers: s.workers,
         }
     }

@@ -35,13 +35,14 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::clock::NEVER;
 use crate::core::{Expired, TimerKey, Wheel};
 use crate::sync::{Arc, Backoff, Ordering, Parker};
 
 use super::handle::{
     gen_of, is_repeat, seq_of, state_of, Claim, CANCELLED, PENDING, QUEUED, RUNNING,
 };
-use super::submit::{Command, Entry, Task, NEVER};
+use super::submit::{Command, Entry, Task};
 use super::Shared;
 
 /// Upper bound on the sleep of a tick thread that is receiving commands:
@@ -118,9 +119,6 @@ const DRAIN_BATCH: usize = 4096;
 /// Slots the tick thread retires before it hands them to the free lists
 /// in one go (also at the end of every round).
 const RECYCLE_BATCH: usize = 256;
-
-/// The last tick the wheel may be advanced to (`NEVER` stays in the future).
-const LAST_TICK: u64 = NEVER - 1;
 
 /// Timer slack requested for the tick thread (Linux), in nanoseconds. The
 /// default 50 µs slack would be added to every timed wake-up.
@@ -200,7 +198,8 @@ pub(crate) struct Ticker {
 impl Ticker {
     pub(crate) fn new(shared: Arc<Shared>, wheel: Wheel<u64>, parker: Parker) -> Ticker {
         let flush_ticks = shared
-            .conv
+            .time
+            .conv()
             .tick_of_nanos(FLUSH_INTERVAL.as_nanos() as u64)
             .max(1);
         Ticker {
@@ -220,26 +219,26 @@ impl Ticker {
     pub(crate) fn run(mut self) {
         let me = self.parker.unparker().clone();
         // Held for the thread's lifetime; the clock keeps it weakly.
-        let _listener = self.shared.clock.manual().map(|clock| {
+        let _listener = self.shared.time.manual().map(|clock| {
             let wake: std::sync::Arc<dyn Fn() + Send + Sync> =
                 std::sync::Arc::new(move || me.unpark());
             clock.on_advance(&wake);
             wake
         });
         #[cfg(all(target_os = "linux", not(loom)))]
-        if self.shared.clock.manual().is_none() {
+        if !self.shared.time.is_manual() {
             // Best effort: fails harmlessly on kernels that do not allow it.
             let _ = std::fs::write("/proc/thread-self/timerslack_ns", TIMER_SLACK_NS);
         }
-        let manual = self.shared.clock.manual().is_some();
+        let manual = self.shared.time.is_manual();
         loop {
             if self.shared.shutdown.load(Ordering::SeqCst) {
                 break;
             }
             self.shared.wake.awake();
-            let now = self.shared.clock.now();
+            let now = self.shared.time.now();
             let applied = self.drain();
-            let now_tick = self.shared.conv.now_tick(now).min(LAST_TICK);
+            let now_tick = self.shared.time.conv().now_tick(now);
             self.fire(now_tick);
             self.recycle();
             self.shared
@@ -283,7 +282,7 @@ impl Ticker {
             self.parker.park();
             return;
         }
-        let Some(at) = self.shared.conv.instant_of(wake_tick) else {
+        let Some(at) = self.shared.time.conv().instant_of(wake_tick) else {
             self.shared.pool.relax();
             self.parker.park();
             return;
@@ -372,7 +371,7 @@ impl Ticker {
     }
 
     fn arm(&mut self, entry: Entry) {
-        let tick = self.shared.tick_of(entry.due);
+        let tick = self.shared.time.tick_of_due(entry.due);
         self.arm_at(entry, tick);
     }
 
@@ -389,12 +388,6 @@ impl Ticker {
         let key = self.wheel.insert(tick, pack_armed(index, seq));
         let old = self.held.slot(index).replace(Held { task, key });
         debug_assert!(old.is_none(), "slot {index} armed twice");
-    }
-
-    /// Nanoseconds after the origin of the start of `tick`.
-    fn nanos_of_tick(&self, tick: u64) -> u64 {
-        let tick_nanos = u64::try_from(self.shared.conv.tick().as_nanos()).unwrap_or(u64::MAX);
-        tick.saturating_mul(tick_nanos)
     }
 
     fn apply(&mut self, lane: usize, cmd: Command) {
@@ -466,7 +459,7 @@ impl Ticker {
                 if gen_of(w) != gen || seq_of(w) != seq || !live {
                     return; // superseded, cancelled or over
                 }
-                let tick = self.shared.tick_of(due);
+                let tick = self.shared.time.tick_of_due(due);
                 match self.held.slot(index) {
                     Some(held) => {
                         held.task.set_due(due);
@@ -496,7 +489,7 @@ impl Ticker {
         let due = held
             .task
             .due()
-            .unwrap_or_else(|| self.nanos_of_tick(expired.deadline));
+            .unwrap_or_else(|| self.shared.time.conv().nanos_of_tick(expired.deadline));
         Entry {
             task: held.task,
             index,

@@ -254,8 +254,8 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
         shared.timer_ended(lane);
     }
     counts.fired.fetch_add(1, Ordering::Relaxed);
-    let started = shared.clock.now();
-    if let Some(at) = shared.conv.instant_of_nanos(entry.due) {
+    let started = shared.time.now();
+    if let Some(at) = shared.time.conv().instant_of_nanos(entry.due) {
         let late = started.saturating_duration_since(at);
         let late = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
         counters.max_lateness.fetch_max(late, Ordering::Relaxed);
@@ -296,8 +296,8 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
     // the run the deadline is the reset's (the tick thread has it): wake
     // regardless.
     let earliest = if seq == entry.seq {
-        entry.due = next_fixed_rate(entry.due, period, shared.conv.nanos_of(started));
-        shared.tick_of(entry.due)
+        entry.due = next_fixed_rate(entry.due, period, shared.time.due_at(started));
+        shared.time.tick_of_due(entry.due)
     } else {
         0
     };
