@@ -51,7 +51,7 @@ impl TickConv {
 
     /// The largest nanosecond count after the origin that is an `Instant`
     /// (capped below [`NEVER`]).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn limit(&self) -> u64 {
         self.limit
     }

@@ -470,51 +470,13 @@ impl DqHarness {
                     self.push(dop, Some(at), Err(at));
                 }
             }
-            DqOp::Remove(pick) => {
-                if let Some((key, id)) = self.book.pick(pick) {
-                    let got = self.remove(key);
-                    let want = id.and_then(|id| self.model.cancel(id));
-                    if got != want {
-                        self.fail(
-                            dop,
-                            format_args!("remove({key:?}) = {got:?}, expected {want:?}"),
-                        );
-                    }
-                    if let Some(id) = id {
-                        self.book.retire(id);
-                    }
-                }
-            }
-            DqOp::Reset(pick, d) => {
-                if let Some((key, id)) = self.book.pick(pick) {
-                    let delay = self.delay(d);
-                    let at = self.clock.now().checked_add(delay);
-                    let tick = self.tick_of(at);
-                    let got = self.reset(key, delay);
-                    let want = id.is_some_and(|id| self.model.reset(id, tick));
-                    if got != want {
-                        self.fail(dop, format_args!("reset({key:?}) = {got}, expected {want}"));
-                    }
-                    if let (true, Some(id)) = (got, id) {
-                        self.items[id as usize].at = at;
-                    }
-                }
-            }
+            DqOp::Remove(pick) => self.remove_picked(dop, pick),
+            DqOp::Reset(pick, d) => self.reset_picked(dop, pick, d),
             DqOp::TryTake => {
                 let got = self.try_take();
                 self.took(dop, got);
             }
-            DqOp::TakeAll => {
-                let bound = self.model.len() + 1;
-                let mut n = 0;
-                while {
-                    let got = self.try_take();
-                    self.took(dop, got)
-                } {
-                    n += 1;
-                    assert!(n <= bound, "try_take kept returning items");
-                }
-            }
+            DqOp::TakeAll => self.take_all(dop),
             DqOp::TakeTimeoutZero => {
                 let got = self.queue.take_timeout(Duration::ZERO);
                 self.took(dop, got);
@@ -526,18 +488,70 @@ impl DqHarness {
             }
             DqOp::Drain => self.drain(dop),
         }
+        self.check_len_and_closed(dop);
+    }
+
+    /// `remove` of a picked key (live or stale), against the model.
+    fn remove_picked(&mut self, op: &dyn std::fmt::Debug, pick: Pick) {
+        let Some((key, id)) = self.book.pick(pick) else {
+            return;
+        };
+        let got = self.remove(key);
+        let want = id.and_then(|id| self.model.cancel(id));
+        if got != want {
+            self.fail(
+                op,
+                format_args!("remove({key:?}) = {got:?}, expected {want:?}"),
+            );
+        }
+        if let Some(id) = id {
+            self.book.retire(id);
+        }
+    }
+
+    /// `reset` of a picked key (live or stale) to `d`, against the model.
+    fn reset_picked(&mut self, op: &dyn std::fmt::Debug, pick: Pick, d: Delay) {
+        let Some((key, id)) = self.book.pick(pick) else {
+            return;
+        };
+        let delay = self.delay(d);
+        let at = self.clock.now().checked_add(delay);
+        let tick = self.tick_of(at);
+        let got = self.reset(key, delay);
+        let want = id.is_some_and(|id| self.model.reset(id, tick));
+        if got != want {
+            self.fail(op, format_args!("reset({key:?}) = {got}, expected {want}"));
+        }
+        if let (true, Some(id)) = (got, id) {
+            self.items[id as usize].at = at;
+        }
+    }
+
+    /// `try_take` until it answers `None`, each answer against the model.
+    fn take_all(&mut self, op: &dyn std::fmt::Debug) {
+        let bound = self.model.len() + 1;
+        let mut n = 0;
+        while {
+            let got = self.try_take();
+            self.took(op, got)
+        } {
+            n += 1;
+            assert!(n <= bound, "try_take kept returning items");
+        }
+    }
+
+    /// After every operation: `len`, `is_empty` and `is_closed` agree
+    /// with the model.
+    fn check_len_and_closed(&mut self, op: &dyn std::fmt::Debug) {
         let (len, empty) = self.len_and_empty();
         if len != self.model.len() || empty != self.model.is_empty() {
             self.fail(
-                dop,
+                op,
                 format_args!("len {len} / is_empty {empty}, model {}", self.model.len()),
             );
         }
         if self.queue.is_closed() != self.closed {
-            self.fail(
-                dop,
-                format_args!("is_closed() = {}", self.queue.is_closed()),
-            );
+            self.fail(op, format_args!("is_closed() = {}", self.queue.is_closed()));
         }
     }
 

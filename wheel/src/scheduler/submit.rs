@@ -48,7 +48,8 @@ use crate::error::ScheduleError;
 use crate::sync::{fence, thread_stripe, Arc, AtomicBool, AtomicU64, Ordering};
 
 use super::handle::TimerHandle;
-use super::{LaneRef, Scheduler, Shared};
+use super::lanes::LaneRef;
+use super::{Scheduler, Shared};
 
 /// `planned` value while the tick thread is awake (no producer wakes it).
 const AWAKE: u64 = 0;
@@ -218,7 +219,7 @@ impl Shared {
 
     /// Unparks the tick thread.
     pub(crate) fn unpark_ticker(&self) {
-        self.ticker.unpark();
+        self.ticker_unparker.unpark();
     }
 
     /// Reserves a pending place (bounded `max_pending` only), with
@@ -286,7 +287,7 @@ impl Shared {
             .scheduled
             .fetch_add(1, Ordering::Relaxed);
         Ok(TimerHandle {
-            lane: lane_ref.clone(),
+            lane_ref: lane_ref.clone(),
             index,
             gen,
         })

@@ -38,7 +38,7 @@ use crate::sync::{
     RingQueue,
 };
 
-use super::handle::Start;
+use super::slots::Start;
 use super::submit::{next_fixed_rate, Command, Entry};
 use super::Shared;
 
