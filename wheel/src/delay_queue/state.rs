@@ -49,8 +49,8 @@ pub(super) struct State<T> {
     pub(super) async_at: u64,
 }
 
-/// The operations that [`DelayQueue`] runs under its lock and
-/// [`DelayQueueMut`] runs with no lock (its `&mut` borrow excludes every
+/// The operations that [`DelayQueue`](super::DelayQueue) runs under its
+/// lock and [`DelayQueueMut`](super::DelayQueueMut) runs with no lock (its `&mut` borrow excludes every
 /// other user), written once so that both behave alike. Those that can make
 /// an item due earlier (`add`, `reset`) also return whether a blocked taker
 /// must be woken; the caller wakes it, after releasing the lock.

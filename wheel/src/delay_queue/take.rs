@@ -44,7 +44,7 @@ impl<T> DelayQueue<T> {
     }
 
     /// Like [`take`](Self::take), but gives up and returns `None` once
-    /// `timeout` has passed on the queue's clock (with a [`ManualClock`],
+    /// `timeout` has passed on the queue's clock (with a [`ManualClock`](crate::ManualClock),
     /// once the clock has been advanced by `timeout`).
     ///
     /// # Examples

@@ -19,7 +19,7 @@ use super::Shared;
 /// [`lane_count`]); a handle sends its commands to the lane its timer was
 /// scheduled on. Lanes exist so that producers on different cores never
 /// write the same cache line: each has its own queue tail, free list
-/// (in [`SlotTable`]), counters and handle reference count ([`LaneRef`]).
+/// (in [`SlotTable`](super::slots::SlotTable)), counters and handle reference count ([`LaneRef`]).
 pub(crate) struct Lane {
     pub(crate) commands: Queue<Command>,
     pub(crate) counts: CachePadded<LaneCounts>,
@@ -62,7 +62,7 @@ impl LaneCounts {
     }
 }
 
-/// What a [`TimerHandle`] points to: the engine and the lane its commands
+/// What a [`TimerHandle`](super::TimerHandle) points to: the engine and the lane its commands
 /// go to. Each lane has one `Arc<LaneRef>` (kept by the `Scheduler`), so
 /// the reference count touched by every handle clone and drop is per lane,
 /// not one line shared by all producers.

@@ -62,11 +62,11 @@ pub(crate) fn worker_spin(lead: Duration) -> u64 {
 
 /// Jobs the worker queue holds without allocating (a ring, allocated on
 /// first use; more spill into a growable overflow). The tick thread then
-/// allocates nothing per job while it fires: with a segment queue it
-/// allocated a block every few dozen jobs, which the workers freed: with
-/// glibc's allocator and a fragmented heap such cross-thread traffic was
-/// seen to stall firing by milliseconds (`docs/scheduler.md`). The ring
-/// costs 40 KiB per scheduler.
+/// allocates nothing per job while it fires: a segment queue allocates a
+/// block every few dozen jobs, which the workers free, and with glibc's
+/// allocator and a fragmented heap such cross-thread traffic can stall
+/// firing by milliseconds (`docs/scheduler.md`). The ring costs 40 KiB per
+/// scheduler.
 const JOB_RING: usize = 1024;
 
 /// The job queue and the sleeping workers.
