@@ -429,7 +429,7 @@ impl<T> fmt::Debug for DelayQueue<T> {
 
 impl<T> Drop for DelayQueue<T> {
     fn drop(&mut self) {
-        self.signal.shutdown();
+        self.signal.stop_helper();
     }
 }
 

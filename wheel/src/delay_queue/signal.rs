@@ -34,14 +34,16 @@ use crate::sync::{lock, thread, wait, Arc, AtomicU64, Condvar, Mutex, MutexGuard
 /// Name of the helper thread that times `take_async` wake-ups.
 const HELPER_NAME: &str = "wheel-delay-queue";
 
+/// The wake-up side of one queue (see the module docs).
 pub(super) struct Signal {
     /// Bumped on every event a blocked taker must not miss.
     epoch: AtomicU64,
+    /// The *signal lock*.
     inner: Mutex<Inner>,
-    /// Blocked `take`/`take_timeout`/`iter` callers.
-    takers: Condvar,
-    /// The helper thread.
-    helper: Condvar,
+    /// Where blocked `take`/`take_timeout`/`iter` callers sleep.
+    takers_cv: Condvar,
+    /// Where the helper thread sleeps.
+    helper_cv: Condvar,
 }
 
 struct Inner {
@@ -86,8 +88,8 @@ impl Signal {
                 closed: false,
                 helper: Helper::NotStarted,
             }),
-            takers: Condvar::new(),
-            helper: Condvar::new(),
+            takers_cv: Condvar::new(),
+            helper_cv: Condvar::new(),
         }
     }
 
@@ -112,23 +114,23 @@ impl Signal {
             return;
         }
         let _guard = match until {
-            Some(at) if !manual => wait_until(&self.takers, guard, at),
-            _ => wait(&self.takers, guard),
+            Some(at) if !manual => wait_until(&self.takers_cv, guard, at),
+            _ => wait(&self.takers_cv, guard),
         };
     }
 
     /// Wakes one blocked taker (after a `bump`).
     pub(super) fn notify_taker(&self) {
         let _g = lock(&self.inner);
-        self.takers.notify_one();
+        self.takers_cv.notify_one();
     }
 
     /// The manual clock moved: every waiter re-reads it.
     pub(super) fn on_advance(&self) {
         self.bump();
         let _g = lock(&self.inner);
-        self.takers.notify_all();
-        self.helper.notify_one();
+        self.takers_cv.notify_all();
+        self.helper_cv.notify_one();
     }
 
     /// The queue was closed: wake every taker and async taker, stop the
@@ -138,19 +140,19 @@ impl Signal {
             let mut s = lock(&self.inner);
             s.closed = true;
             s.deadline = NEVER;
-            self.takers.notify_all();
-            self.helper.notify_one();
+            self.takers_cv.notify_all();
+            self.helper_cv.notify_one();
             std::mem::take(&mut s.wakers)
         };
         wake_all(wakers);
     }
 
     /// Stops and joins the helper thread (on drop of the queue).
-    pub(super) fn shutdown(&self) {
+    pub(super) fn stop_helper(&self) {
         let handle = {
             let mut s = lock(&self.inner);
             s.closed = true;
-            self.helper.notify_one();
+            self.helper_cv.notify_one();
             match std::mem::replace(&mut s.helper, Helper::Done) {
                 Helper::Running(h) => Some(h),
                 _ => None,
@@ -208,7 +210,7 @@ impl Signal {
         } else {
             s.deadline.min(deadline)
         };
-        this.helper.notify_one();
+        this.helper_cv.notify_one();
         Some(s.deadline)
     }
 
@@ -233,7 +235,7 @@ impl Signal {
         }
         if tick < s.deadline {
             s.deadline = tick;
-            self.helper.notify_one();
+            self.helper_cv.notify_one();
         }
         Some(s.deadline)
     }
@@ -255,7 +257,7 @@ fn helper_loop(sig: &Signal, time: &TimeBase) {
             return;
         }
         if s.wakers.is_empty() {
-            s = wait(&sig.helper, s);
+            s = wait(&sig.helper_cv, s);
             continue;
         }
         if s.deadline <= time.now_tick() {
@@ -267,8 +269,8 @@ fn helper_loop(sig: &Signal, time: &TimeBase) {
             continue;
         }
         s = match time.conv().instant_of(s.deadline) {
-            Some(at) if !time.is_manual() => wait_until(&sig.helper, s, at),
-            _ => wait(&sig.helper, s),
+            Some(at) if !time.is_manual() => wait_until(&sig.helper_cv, s, at),
+            _ => wait(&sig.helper_cv, s),
         };
     }
 }

@@ -87,7 +87,7 @@ pub(crate) struct Counters {
 pub(crate) struct Shared {
     pub(crate) slots: SlotTable,
     pub(crate) lanes: Box<[Lane]>,
-    pub(crate) wake: WakePlan,
+    pub(crate) wake_plan: WakePlan,
     pub(crate) pool: Pool,
     pub(crate) counters: Counters,
     /// The clock, the origin and the tick: due times and ticks.
@@ -118,7 +118,7 @@ impl Shared {
         Shared {
             slots: SlotTable::new(lanes),
             lanes: (0..lanes).map(|_| Lane::new()).collect(),
-            wake: WakePlan::new(),
+            wake_plan: WakePlan::new(),
             pool: Pool::new(),
             counters: Counters {
                 pending: AtomicUsize::new(0),

@@ -212,7 +212,7 @@ impl Shared {
     /// so.
     pub(crate) fn submit(&self, lane: usize, cmd: Command, tick: u64) {
         self.lanes[lane].commands.push(cmd);
-        if self.wake.needs_wake(tick) {
+        if self.wake_plan.needs_wake(tick) {
             self.unpark_ticker();
         }
     }
@@ -279,7 +279,7 @@ impl Shared {
                 s.unpark_ticker();
                 return Err(ScheduleError::Shutdown);
             }
-        } else if s.wake.needs_wake_fenced(tick) {
+        } else if s.wake_plan.needs_wake_fenced(tick) {
             s.unpark_ticker();
         }
         s.lanes[lane]

@@ -174,7 +174,7 @@ impl Ticker {
             if self.shared.shutdown.load(Ordering::SeqCst) {
                 break;
             }
-            self.shared.wake.awake();
+            self.shared.wake_plan.awake();
             let now = self.shared.time.now();
             let applied = self.apply_commands();
             let now_tick = self.shared.time.conv().now_tick(now);
@@ -198,7 +198,7 @@ impl Ticker {
             } else {
                 (next, next - now_tick > self.flush_ticks)
             };
-            self.shared.wake.publish(wake_tick, arm);
+            self.shared.wake_plan.publish(wake_tick, arm);
             if !self.shared.commands_empty() || self.shared.shutdown.load(Ordering::SeqCst) {
                 continue;
             }

@@ -82,7 +82,9 @@ pub(crate) struct Pool {
     expecting: AtomicBool,
     /// How long a polling worker polls, in nanoseconds (set by `prepare`).
     spin_nanos: AtomicU64,
-    lock: Mutex<()>,
+    /// Held by a worker between re-checking the job queue and waiting, and
+    /// by whoever notifies `cv` (see the protocol above).
+    mutex: Mutex<()>,
     cv: Condvar,
 }
 
@@ -94,7 +96,7 @@ impl Pool {
             spinning: AtomicUsize::new(0),
             expecting: AtomicBool::new(false),
             spin_nanos: AtomicU64::new(WORKER_SPIN_MIN.as_nanos() as u64),
-            lock: Mutex::new(()),
+            mutex: Mutex::new(()),
             cv: Condvar::new(),
         }
     }
@@ -113,7 +115,7 @@ impl Pool {
         if sleeping == 0 {
             return;
         }
-        let _guard = lock(&self.lock);
+        let _guard = lock(&self.mutex);
         if n >= sleeping {
             self.cv.notify_all();
         } else {
@@ -139,7 +141,7 @@ impl Pool {
         if self.spinning.load(Ordering::Relaxed) > 0 || self.sleepers.load(Ordering::Relaxed) == 0 {
             return;
         }
-        let _guard = lock(&self.lock);
+        let _guard = lock(&self.mutex);
         self.cv.notify_one();
     }
 
@@ -187,7 +189,7 @@ impl Pool {
 
     /// Wakes every worker (shutdown).
     pub(crate) fn wake_all(&self) {
-        let _guard = lock(&self.lock);
+        let _guard = lock(&self.mutex);
         self.cv.notify_all();
     }
 
@@ -217,7 +219,7 @@ pub(crate) fn worker_main(shared: Arc<Shared>) {
         }
         pool.sleepers.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let mut guard = lock(&pool.lock);
+        let mut guard = lock(&pool.mutex);
         while pool.jobs.is_empty() && !shared.ticker_done.load(Ordering::SeqCst) {
             guard = wait(&pool.cv, guard);
         }
@@ -302,7 +304,7 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
         0
     };
     // `send_back` issued the fence after its push.
-    if send_back(shared, lane, entry) && shared.wake.needs_wake_fenced(earliest) {
+    if send_back(shared, lane, entry) && shared.wake_plan.needs_wake_fenced(earliest) {
         shared.unpark_ticker();
     }
 }
