@@ -76,6 +76,8 @@ pub(crate) struct Counters {
     /// is bounded (it is the admission check). Unbounded schedulers derive
     /// `Stats::pending` from the lane counters instead.
     pub(crate) pending: AtomicUsize,
+    /// Timers that shutdown dropped without running them (added by the
+    /// tick thread once, after its final drain).
     pub(crate) dropped: AtomicU64,
     /// Nanoseconds.
     pub(crate) max_lateness: AtomicU64,
@@ -85,13 +87,20 @@ pub(crate) struct Counters {
 
 /// State shared by callers, handles, the tick thread and the workers.
 pub(crate) struct Shared {
+    /// One state word per timer: every cancel, reset, claim and start is a
+    /// CAS on it (`slots/`).
     pub(crate) slots: SlotTable,
+    /// The command queues and counter stripes, one per lane (`lanes.rs`).
     pub(crate) lanes: Box<[Lane]>,
+    /// When the tick thread will wake: written by it, read by every
+    /// producer after its push (`submit.rs`).
     pub(crate) wake_plan: WakePlan,
+    /// The job queue and the sleeping workers (`workers.rs`).
     pub(crate) pool: Pool,
     pub(crate) counters: Counters,
     /// The clock, the origin and the tick: due times and ticks.
     pub(crate) time: TimeBase,
+    /// The cap on pending timers; `usize::MAX` for none.
     pub(crate) max_pending: usize,
     /// Set once by `shutdown`; never cleared.
     pub(crate) shutdown: AtomicBool,
