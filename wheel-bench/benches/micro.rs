@@ -3,8 +3,8 @@
 //! ratio shows), `DelayQueue` push+take, the cost of one uncontended
 //! `Mutex` lock and unlock (a floor for any `&self` queue: push and remove
 //! take the lock once each), and the producer floor: the work that any
-//! thread-safe scheduler must do per schedule+cancel pair under issue 3's
-//! rules (see `producer_floor`).
+//! thread-safe scheduler with our scheduler's guarantees must do per
+//! schedule+cancel pair (see `producer_floor`).
 //!
 //! `cargo bench -p wheel-bench --bench micro` (add a filter such as `churn` to
 //! run one group). Each iteration runs one whole workload and only its timed
@@ -224,8 +224,9 @@ fn push<T>(queue: &ArrayQueue<T>, mut value: T) {
     }
 }
 
-/// The least a producer thread must do per schedule+cancel pair under the
-/// rules of issue 3 (so a lower bound for any design, ours included):
+/// The least a producer thread must do per schedule+cancel pair with our
+/// scheduler's guarantees (so a lower bound for any design that gives
+/// them, ours included):
 /// - `schedule(delay, f)` reads the clock once (the deadline must not be
 ///   before the caller's now plus `delay`: a clock kept by another thread
 ///   lags, so it would fire early), boxes the closure (safe Rust erases a

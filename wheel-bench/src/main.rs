@@ -1,104 +1,94 @@
-//! `cargo run --release -p wheel-bench -- [--quick] [--out PATH.md] [--no-write]
-//! [--only single,memory,threaded,dq] [--layouts]`
+//! `cargo run --release -p wheel-bench -- [OPTIONS]` (`--help` lists them).
 //!
 //! Runs our timers and their peers on the same seeded workloads, prints a table
 //! per workload and writes them (with the machine's facts) into
 //! `docs/benchmarks.md`, plus a chart `docs/benchmarks.svg`. See
 //! `docs/benchmarks.md` for what each workload does.
 
+use clap::{Parser, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use wheel_bench::report::{self, Meta};
+use wheel_bench::report::{self, Meta, Table};
 use wheel_bench::suite::{self, Progress, Results, Sections, Settings};
 
-const USAGE: &str = "\
-usage: wheel-bench [--quick] [--out PATH.md] [--no-write] [--only LIST] [--layouts]
-                   [--sizes LIST] [--runs N]
-
-  --quick        small sizes (well under a minute on 2 cores); the default is the
-                 full run (N up to 10M; tens of minutes)
-  --out PATH.md  write the results into PATH.md (between generated-section
-                 markers, keeping the rest of the file) and the chart next to
-                 it as PATH.svg; default: docs/benchmarks.md of this workspace
-  --no-write     print only
-  --only LIST    comma-separated subset of: single, memory, threaded, dq
-  --layouts      compare candidate wheel layouts instead (N=1M; 100K with
-                 --quick); written into its own section of the same file
-  --sizes LIST   comma-separated timer counts for the single-threaded
-                 workloads (e.g. 1000000,10000000), overriding the mode's
-  --runs N       runs per single-threaded and DelayQueue measurement
-";
-
+/// The comparison of wheel's timers with the timer implementations a user
+/// would otherwise pick.
+///
+/// Runs them all on the same seeded workloads, prints a table per workload and
+/// writes the tables, with the machine's facts, into a Markdown file, and a
+/// chart beside it.
+#[derive(Debug, Parser)]
+#[command(name = "wheel-bench")]
 struct Args {
+    /// Small sizes (about a minute on 2 cores); without it, the full run (N up
+    /// to 10M; tens of minutes)
+    #[arg(long)]
     quick: bool,
-    sizes: Option<Vec<usize>>,
-    runs: Option<usize>,
+    /// Write the results into PATH.md (between generated-section markers,
+    /// keeping the rest of the file) and the chart beside it as PATH.svg
+    /// [default: docs/benchmarks.md of this workspace]
+    #[arg(long, value_name = "PATH.md")]
     out: Option<PathBuf>,
-    write: bool,
-    only: Option<Sections>,
+    /// Print only
+    #[arg(long)]
+    no_write: bool,
+    /// Run only these sections (comma-separated); memory runs whenever single
+    /// does, since its figures decide which large runs fit
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    only: Option<Vec<Section>>,
+    /// Compare candidate wheel layouts instead (N=1M; 100K with --quick),
+    /// written into their own section of the same file
+    #[arg(long, conflicts_with_all = ["only", "sizes", "runs"])]
     layouts: bool,
+    /// Timer counts for the single-threaded workloads (comma-separated, e.g.
+    /// 1000000,10000000), instead of the mode's
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive)]
+    sizes: Option<Vec<usize>>,
+    /// Runs per single-threaded and DelayQueue measurement, instead of the
+    /// mode's
+    #[arg(long, value_name = "N", value_parser = positive)]
+    runs: Option<usize>,
 }
 
-fn parse(args: &[String]) -> Result<Args, String> {
-    let mut a = Args {
-        quick: false,
-        sizes: None,
-        runs: None,
-        out: None,
-        write: true,
-        only: None,
-        layouts: false,
+/// A section of the comparison, for `--only`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Section {
+    /// insert+cancel, insert+expire, churn
+    Single,
+    /// bytes per pending timer
+    Memory,
+    /// schedule+cancel, lateness, idle
+    Threaded,
+    /// DelayQueue push+take and push+remove
+    Dq,
+}
+
+/// A count of at least 1; `_` may group its digits.
+fn positive(s: &str) -> Result<usize, String> {
+    match s.trim().replace('_', "").parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The sections named by `--only`.
+fn sections(only: &[Section]) -> Sections {
+    let mut s = Sections {
+        single: false,
+        memory: false,
+        threaded: false,
+        delay_queue: false,
     };
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--quick" => a.quick = true,
-            "--no-write" => a.write = false,
-            "--layouts" => a.layouts = true,
-            "--sizes" => {
-                let list = it.next().ok_or("--sizes needs a list")?;
-                let sizes = list
-                    .split(',')
-                    .map(|n| n.trim().replace('_', "").parse::<usize>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| format!("--sizes {list:?}: {e}"))?;
-                if sizes.is_empty() || sizes.contains(&0) {
-                    return Err("--sizes needs positive counts".into());
-                }
-                a.sizes = Some(sizes);
-            }
-            "--runs" => {
-                let n = it.next().ok_or("--runs needs a number")?;
-                let n: usize = n.parse().map_err(|e| format!("--runs {n:?}: {e}"))?;
-                if n == 0 {
-                    return Err("--runs needs at least 1".into());
-                }
-                a.runs = Some(n);
-            }
-            "--out" => a.out = Some(PathBuf::from(it.next().ok_or("--out needs a path")?)),
-            "--only" => {
-                let mut s = Sections {
-                    single: false,
-                    memory: false,
-                    threaded: false,
-                    delay_queue: false,
-                };
-                for part in it.next().ok_or("--only needs a list")?.split(',') {
-                    match part.trim() {
-                        "single" => s.single = true,
-                        "memory" => s.memory = true,
-                        "threaded" => s.threaded = true,
-                        "dq" => s.delay_queue = true,
-                        other => return Err(format!("unknown section {other:?}")),
-                    }
-                }
-                a.only = Some(s);
-            }
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
+    for section in only {
+        match section {
+            Section::Single => s.single = true,
+            Section::Memory => s.memory = true,
+            Section::Threaded => s.threaded = true,
+            Section::Dq => s.delay_queue = true,
         }
     }
-    Ok(a)
+    s
 }
 
 fn default_out() -> PathBuf {
@@ -110,133 +100,216 @@ fn default_out() -> PathBuf {
 }
 
 fn main() -> ExitCode {
+    let args = Args::parse();
     let raw: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse(&raw) {
-        Ok(a) => a,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("error: {e}\n");
-            }
-            eprint!("{USAGE}");
-            return if e.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(2)
-            };
-        }
-    };
     let command = format!("cargo run --release -p wheel-bench -- {}", raw.join(" "))
         .trim_end()
         .to_string();
-    let mut meta = Meta::collect(command);
+    let meta = Meta::collect(command);
     let progress = Progress::new();
-    let out = args.out.clone().unwrap_or_else(default_out);
-
-    if args.layouts {
-        let (n, runs, steps) = if args.quick {
-            (100_000, 3, 200_000)
-        } else {
-            (1_000_000, 5, 1_000_000)
-        };
-        let table = suite::run_layouts(n, runs, steps, &progress);
-        meta.elapsed_s = progress_secs(&progress);
-        println!("{}", table.to_text());
-        if args.write {
-            let section = format!(
-                "## Layouts\n\n{}\n{}",
-                meta.to_markdown(),
-                table.to_markdown()
-            );
-            if let Err(e) = report::write_markdown(&out, "layouts", &section) {
-                eprintln!("error: writing {}: {e}", out.display());
-                return ExitCode::FAILURE;
-            }
-            eprintln!("wrote {}", out.display());
+    let done = if args.layouts {
+        layouts(&args, meta, &progress)
+    } else {
+        comparison(&args, meta, &progress)
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
         }
-        return ExitCode::SUCCESS;
     }
+}
 
+/// `--layouts`: the layout table, printed and written into its section.
+fn layouts(args: &Args, mut meta: Meta, progress: &Progress) -> Result<(), String> {
+    let (n, runs, steps) = if args.quick {
+        (100_000, 3, 200_000)
+    } else {
+        (1_000_000, 5, 1_000_000)
+    };
+    let table = suite::run_layouts(n, runs, steps, progress);
+    meta.elapsed_s = progress.elapsed().as_secs_f64();
+    println!("{}", table.to_text());
+    if args.no_write {
+        return Ok(());
+    }
+    let section = format!(
+        "## Layouts\n\n{}\n{}",
+        meta.to_markdown(),
+        table.to_markdown()
+    );
+    write_section(&out_path(args), "layouts", &section)
+}
+
+/// The comparison: the sections asked for, printed, then written with the
+/// chart.
+fn comparison(args: &Args, mut meta: Meta, progress: &Progress) -> Result<(), String> {
+    let settings = settings(args);
+    let mut results = Results::default();
+    let sec = settings.sections;
+    if sec.memory || sec.single {
+        // Memory first: its bytes-per-timer figures decide which large runs fit.
+        suite::run_memory(&settings, progress, &mut results);
+    }
+    if sec.single {
+        suite::run_single(&settings, progress, &mut results);
+    }
+    if sec.threaded {
+        suite::run_threaded(&settings, progress, &mut results);
+    }
+    if sec.delay_queue {
+        suite::run_delay_queue(&settings, progress, &mut results);
+    }
+    meta.elapsed_s = progress.elapsed().as_secs_f64();
+    println!("{}", meta.to_markdown());
+    for t in &results.tables {
+        println!("{}", t.to_text());
+    }
+    if any_failed(&results.tables) {
+        eprintln!(
+            "warning: some implementation failed its own output check (see the check column)"
+        );
+    }
+    if args.no_write {
+        return Ok(());
+    }
+    write_results(&out_path(args), &meta, &settings, &results)
+}
+
+/// The mode's settings with the arguments' overrides.
+fn settings(args: &Args) -> Settings {
     let mut settings = if args.quick {
         Settings::quick()
     } else {
         Settings::full()
     };
-    if let Some(only) = args.only {
-        settings.sections = only;
+    if let Some(only) = &args.only {
+        settings.sections = sections(only);
     }
-    if let Some(sizes) = args.sizes.clone() {
-        settings.sizes = sizes;
+    if let Some(sizes) = &args.sizes {
+        settings.sizes = sizes.clone();
     }
     if let Some(runs) = args.runs {
         settings.runs = runs;
         settings.runs_large = runs;
         settings.dq_runs = runs;
     }
-    let mut results = Results::default();
-    let sec = settings.sections;
-    if sec.memory || sec.single {
-        // Memory first: its bytes-per-timer figures decide which large runs fit.
-        suite::run_memory(&settings, &progress, &mut results);
-    }
-    if sec.single {
-        suite::run_single(&settings, &progress, &mut results);
-    }
-    if sec.threaded {
-        suite::run_threaded(&settings, &progress, &mut results);
-    }
-    if sec.delay_queue {
-        suite::run_delay_queue(&settings, &progress, &mut results);
-    }
-    meta.elapsed_s = progress_secs(&progress);
+    settings
+}
 
-    println!("{}", meta.to_markdown());
-    for t in &results.tables {
-        println!("{}", t.to_text());
-    }
-    let failed = results.tables.iter().any(|t| {
+/// Whether a row of any table says its implementation failed its check.
+fn any_failed(tables: &[Table]) -> bool {
+    tables.iter().any(|t| {
         t.rows
             .iter()
             .any(|r| r.last().is_some_and(|c| c.starts_with("FAILED")))
-    });
-    if failed {
-        eprintln!(
-            "warning: some implementation failed its own output check (see the check column)"
-        );
-    }
-    if args.write {
-        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Err(e) = std::fs::create_dir_all(dir) {
-                eprintln!("error: creating {}: {e}", dir.display());
-                return ExitCode::FAILURE;
-            }
-        }
-        let svg = out.with_extension("svg");
-        let chart_name = if results.panels.is_empty() {
-            None
-        } else {
-            if let Err(e) = wheel_bench::chart::draw(&svg, &results.panels) {
-                eprintln!("error: drawing {}: {e}", svg.display());
-                return ExitCode::FAILURE;
-            }
-            eprintln!("wrote {}", svg.display());
-            svg.file_name().map(|f| f.to_string_lossy().into_owned())
-        };
-        let note = if settings.quick {
-            "Quick run (`--quick`): small sizes, few runs, noisy. The full sizes come from the \
-             same command without `--quick`."
-        } else {
-            ""
-        };
-        let section = report::results_markdown(&meta, note, &results.tables, chart_name.as_deref());
-        if let Err(e) = report::write_markdown(&out, "results", &section) {
-            eprintln!("error: writing {}: {e}", out.display());
-            return ExitCode::FAILURE;
-        }
-        eprintln!("wrote {}", out.display());
-    }
-    ExitCode::SUCCESS
+    })
 }
 
-fn progress_secs(p: &Progress) -> f64 {
-    p.elapsed().as_secs_f64()
+fn out_path(args: &Args) -> PathBuf {
+    args.out.clone().unwrap_or_else(default_out)
+}
+
+/// Writes the chart to `out` with the extension `.svg` (if there are
+/// panels) and the results section into `out`.
+fn write_results(
+    out: &Path,
+    meta: &Meta,
+    settings: &Settings,
+    results: &Results,
+) -> Result<(), String> {
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    let svg = out.with_extension("svg");
+    let chart_name = if results.panels.is_empty() {
+        None
+    } else {
+        wheel_bench::chart::draw(&svg, &results.panels)
+            .map_err(|e| format!("drawing {}: {e}", svg.display()))?;
+        eprintln!("wrote {}", svg.display());
+        svg.file_name().map(|f| f.to_string_lossy().into_owned())
+    };
+    let note = if settings.quick {
+        "Quick run (`--quick`): small sizes, few runs, noisy. The full sizes come from the \
+         same command without `--quick`."
+    } else {
+        ""
+    };
+    let section = report::results_markdown(meta, note, &results.tables, chart_name.as_deref());
+    write_section(out, "results", &section)
+}
+
+/// Writes `section` between the markers named `name` in `out`.
+fn write_section(out: &Path, name: &str, section: &str) -> Result<(), String> {
+    report::write_markdown(out, name, section)
+        .map_err(|e| format!("writing {}: {e}", out.display()))?;
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("wheel-bench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_declaration_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn no_flags_is_the_full_run_written_to_docs() {
+        let args = parse(&[]).unwrap();
+        let s = settings(&args);
+        assert!(!s.quick && !args.no_write && !args.layouts);
+        assert_eq!(s.sizes, Settings::full().sizes);
+        assert_eq!(out_path(&args), default_out());
+        assert!(out_path(&args).ends_with("docs/benchmarks.md"));
+    }
+
+    #[test]
+    fn flags_override_the_mode() {
+        let args = parse(&[
+            "--quick",
+            "--only",
+            "single,dq",
+            "--sizes",
+            "1_000, 20000",
+            "--runs",
+            "7",
+            "--out",
+            "x/y.md",
+            "--no-write",
+        ])
+        .unwrap();
+        let s = settings(&args);
+        assert!(s.quick && args.no_write);
+        let sec = s.sections;
+        assert!(sec.single && sec.delay_queue && !sec.memory && !sec.threaded);
+        assert_eq!(s.sizes, vec![1_000, 20_000]);
+        assert_eq!((s.runs, s.runs_large, s.dq_runs), (7, 7, 7));
+        assert_eq!(out_path(&args), PathBuf::from("x/y.md"));
+    }
+
+    #[test]
+    fn bad_input_is_rejected() {
+        let kind = |args: &[&str]| parse(args).unwrap_err().kind();
+        assert_eq!(kind(&["--bogus"]), ErrorKind::UnknownArgument);
+        assert_eq!(kind(&["--only", "single,foo"]), ErrorKind::InvalidValue);
+        assert_eq!(kind(&["--runs", "0"]), ErrorKind::ValueValidation);
+        assert_eq!(kind(&["--sizes", "10,x"]), ErrorKind::ValueValidation);
+        assert_eq!(kind(&["--runs"]), ErrorKind::InvalidValue);
+        assert_eq!(
+            kind(&["--layouts", "--sizes", "10"]),
+            ErrorKind::ArgumentConflict
+        );
+        assert!(parse(&["--layouts", "--quick", "--no-write"]).is_ok());
+    }
 }

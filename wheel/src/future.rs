@@ -7,9 +7,9 @@
 //!
 //! # Design
 //!
-//! Each future owns a [`TimerHandle`] and shares a small [`Cell`] with the
+//! Each future owns a [`TimerHandle`] and shares a small [`Link`] with the
 //! timer's callback. The callback, run on a scheduler worker, bumps the
-//! cell's `fired` counter and then wakes the waker stored in the cell.
+//! link's `fired` counter and then wakes the waker stored in the link.
 //!
 //! # Invariants
 //!
@@ -17,10 +17,10 @@
 //!   only after reading `fired > seen`, and the scheduler starts a callback
 //!   only at or after its deadline, so no future completes early.
 //! - No lost wake-up: the callback stores `fired` *before* it takes the
-//!   waker under the cell's lock; `poll` stores its waker under that lock
+//!   waker under the link's lock; `poll` stores its waker under that lock
 //!   and re-reads `fired` before returning `Pending`.
 //! - The callback owns a guard; if the scheduler drops the callback without
-//!   running it (shut down), the guard marks the cell `lost` and wakes the
+//!   running it (shut down), the guard marks the link `lost` and wakes the
 //!   task, so the loss is observable through `error()`.
 //! - Dropping a future clears its waker and cancels its timer, so the
 //!   scheduler frees the slot and the closure within a tick or two.
@@ -36,7 +36,7 @@ use crate::scheduler::{Scheduler, TimerHandle};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
 /// What a timer callback shares with its future.
-struct Cell {
+struct Link {
     /// Number of times the timer fired.
     fired: AtomicU64,
     /// The scheduler dropped the timer without (further) runs.
@@ -45,9 +45,9 @@ struct Cell {
     waker: Mutex<Option<Waker>>,
 }
 
-impl Cell {
-    fn new() -> Arc<Cell> {
-        Arc::new(Cell {
+impl Link {
+    fn new() -> Arc<Link> {
+        Arc::new(Link {
             fired: AtomicU64::new(0),
             lost: AtomicBool::new(false),
             waker: Mutex::new(None),
@@ -98,10 +98,10 @@ impl Cell {
     }
 }
 
-/// Owned by the timer's callback: fires the cell, or marks it lost when
+/// Owned by the timer's callback: fires the link, or marks it lost when
 /// the callback is dropped without a (further) run.
 struct Guard {
-    cell: Arc<Cell>,
+    link: Arc<Link>,
     /// One-shot timer that already ran.
     done: bool,
 }
@@ -109,29 +109,29 @@ struct Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         if !self.done {
-            self.cell.lose();
+            self.link.lose();
         }
     }
 }
 
-/// The timer behind a future: its cell and handle, or why there is none.
+/// The timer behind a future: its link and handle, or why there is none.
 struct Timer {
-    cell: Arc<Cell>,
+    link: Arc<Link>,
     handle: Result<TimerHandle, ScheduleError>,
 }
 
-/// A fresh cell and the one-shot callback that fires it.
-fn one_shot() -> (Arc<Cell>, impl FnOnce() + Send + 'static) {
-    let cell = Cell::new();
+/// A fresh link and the one-shot callback that fires it.
+fn one_shot() -> (Arc<Link>, impl FnOnce() + Send + 'static) {
+    let link = Link::new();
     let mut guard = Guard {
-        cell: Arc::clone(&cell),
+        link: Arc::clone(&link),
         done: false,
     };
     let callback = move || {
         guard.done = true;
-        guard.cell.fire();
+        guard.link.fire();
     };
-    (cell, callback)
+    (link, callback)
 }
 
 impl Timer {
@@ -139,7 +139,7 @@ impl Timer {
     fn error(&self) -> Option<ScheduleError> {
         match &self.handle {
             Err(e) => Some(*e),
-            Ok(_) if self.cell.lost.load(Ordering::Acquire) => Some(ScheduleError::Shutdown),
+            Ok(_) if self.link.lost.load(Ordering::Acquire) => Some(ScheduleError::Shutdown),
             Ok(_) => None,
         }
     }
@@ -147,7 +147,7 @@ impl Timer {
 
 impl Drop for Timer {
     fn drop(&mut self) {
-        self.cell.forget_waker();
+        self.link.forget_waker();
         if let Ok(h) = &self.handle {
             h.cancel();
         }
@@ -178,10 +178,10 @@ impl Scheduler {
     /// }
     /// ```
     pub fn sleep(&self, delay: Duration) -> Sleep {
-        let (cell, callback) = one_shot();
+        let (link, callback) = one_shot();
         let handle = self.schedule(delay, callback);
         Sleep {
-            timer: Timer { cell, handle },
+            timer: Timer { link, handle },
         }
     }
 
@@ -203,10 +203,10 @@ impl Scheduler {
     /// }
     /// ```
     pub fn sleep_until(&self, at: Instant) -> Sleep {
-        let (cell, callback) = one_shot();
+        let (link, callback) = one_shot();
         let handle = self.schedule_at(at, callback);
         Sleep {
-            timer: Timer { cell, handle },
+            timer: Timer { link, handle },
         }
     }
 
@@ -265,14 +265,14 @@ impl Scheduler {
     /// }
     /// ```
     pub fn interval(&self, period: Duration) -> Interval {
-        let cell = Cell::new();
+        let link = Link::new();
         let guard = Guard {
-            cell: Arc::clone(&cell),
+            link: Arc::clone(&link),
             done: false,
         };
-        let handle = self.schedule_repeating(period, move || guard.cell.fire());
+        let handle = self.schedule_repeating(period, move || guard.link.fire());
         Interval {
-            timer: Timer { cell, handle },
+            timer: Timer { link, handle },
             seen: 0,
             period,
         }
@@ -317,7 +317,7 @@ impl Sleep {
     /// }
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        self.timer.cell.fired.load(Ordering::Acquire) > 0
+        self.timer.link.fired.load(Ordering::Acquire) > 0
     }
 
     /// Why this `Sleep` will never complete, if so:
@@ -350,7 +350,7 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.timer.cell.poll_fired(cx, 0).map(|_| ())
+        self.timer.link.poll_fired(cx, 0).map(|_| ())
     }
 }
 
@@ -529,7 +529,7 @@ impl Interval {
     /// assert_eq!(i.poll_tick(&mut cx), Poll::Pending);
     /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<u64> {
-        match self.timer.cell.poll_fired(cx, self.seen) {
+        match self.timer.link.poll_fired(cx, self.seen) {
             Poll::Ready(n) => {
                 let passed = n - self.seen;
                 self.seen = n;

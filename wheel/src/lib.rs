@@ -14,7 +14,7 @@
 //! | | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`] (via [`Scheduler::sleep`], [`Scheduler::timeout`], [`Scheduler::interval`]) | `.await` on any executor |
 //! | testing | [`ManualClock`] | "48 hours later" in microseconds |
 //!
-//! Data flows one way: callers → submission queue → tick thread → wheel →
+//! Data flows one way: callers → command queues → tick thread → wheel →
 //! worker threads. The core knows nothing of threads or clocks.
 //!
 //! `docs/design.md` explains the wheel, `docs/scheduler.md` the lock-free
@@ -72,16 +72,20 @@ mod future;
 mod scheduler;
 mod sync;
 
-pub use crate::clock::ManualClock;
+// The core: a single-threaded wheel over integer ticks.
 pub use crate::core::{ConfigError, Expired, TimerKey, Wheel, WheelConfig};
-pub use crate::error::{BuildError, ScheduleError};
-// scheduler re-exports (owned by the scheduler work):
+// The engine: the scheduler and its handles.
 pub use crate::scheduler::{Scheduler, SchedulerBuilder, Stats, TimerHandle};
-// delay_queue / future re-exports (owned by the consumer-API work):
+// The errors of `schedule*` and of the scheduler's and the delay queue's
+// builders.
+pub use crate::error::{BuildError, ScheduleError};
+// The consumers: the delay queue, and the futures built on the scheduler.
 pub use crate::delay_queue::{
     Closed, DelayKey, DelayQueue, DelayQueueBuilder, DelayQueueMut, TakeFuture,
 };
 pub use crate::future::{Elapsed, Interval, Sleep, Timeout};
+// Testing: time that moves only when told to.
+pub use crate::clock::ManualClock;
 
 /// Test and fuzzing support: the reference model and the operation decoder.
 /// Not part of the stable API; only compiled for tests and `cfg(fuzzing)`.

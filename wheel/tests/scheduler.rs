@@ -1,4 +1,4 @@
-//! Behaviour tests of the `Scheduler` (issue 3). Timing is only asserted as
+//! Behaviour tests of the `Scheduler`. Timing is only asserted as
 //! "not early" and "eventually", with generous bounds.
 #![cfg(not(loom))]
 

@@ -24,16 +24,6 @@ struct Entry {
     live: u64,
 }
 
-/// What [`Floor::take_due`] found.
-pub(crate) enum Due {
-    /// Cancelled or taken since the handle was issued.
-    Stale,
-    /// Live, and due after `now`.
-    Later,
-    /// Live and due: freed, with its id.
-    Taken(u64),
-}
-
 /// The floor slab.
 pub struct Floor {
     entries: Vec<Entry>,
@@ -58,16 +48,6 @@ impl Floor {
     fn live_entry(&self, (index, gen): (u32, u32)) -> Option<&Entry> {
         let e = self.entries.get(index as usize)?;
         (e.gen == gen && e.live != 0).then_some(e)
-    }
-
-    /// Frees the entry of `handle` if it is live and due by `now` (the churn
-    /// lower bound, [`super::calendar`], visits its ring's pairs with it).
-    pub(crate) fn take_due(&mut self, handle: (u32, u32), now: u64) -> Due {
-        match self.live_entry(handle) {
-            None => Due::Stale,
-            Some(e) if e.deadline > now => Due::Later,
-            Some(_) => Due::Taken(self.release(handle.0)),
-        }
     }
 
     fn release(&mut self, index: u32) -> u64 {

@@ -5,9 +5,7 @@
 //! which is how the workload checks what fired.
 
 pub mod btree;
-pub mod calendar;
 pub mod floor;
-pub mod frozen;
 pub mod heap;
 pub mod hhwt;
 pub mod tokio_dq;

@@ -57,12 +57,6 @@ impl TokioDelayQueue {
         }
     }
 
-    /// The paused clock's reading, in ms since the queue was made.
-    pub fn clock_ms(&self) -> u64 {
-        let _ctx = self.rt.enter();
-        (Instant::now() - self.start).as_millis() as u64
-    }
-
     /// The runtime, to enter it around a workload.
     pub fn runtime(&self) -> Arc<Runtime> {
         Arc::clone(&self.rt)

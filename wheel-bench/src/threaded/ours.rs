@@ -6,42 +6,30 @@ use std::time::Duration;
 use wheel::{Scheduler, TimerHandle};
 
 /// `wheel::Scheduler` behind [`ThreadedTimer`].
-pub struct OurScheduler {
-    scheduler: Scheduler,
-}
-
-/// A producer: a clone of the scheduler (clones share one engine).
-pub struct OurProducer {
-    scheduler: Scheduler,
-}
+pub struct OurScheduler(Scheduler);
 
 impl ThreadedTimer for OurScheduler {
-    type Producer = OurProducer;
+    /// A clone of the scheduler: clones share one engine.
+    type Producer = Scheduler;
 
     fn start() -> OurScheduler {
-        OurScheduler {
-            scheduler: Scheduler::new(),
-        }
+        OurScheduler(Scheduler::new())
     }
 
-    fn producer(&self) -> OurProducer {
-        OurProducer {
-            scheduler: self.scheduler.clone(),
-        }
+    fn producer(&self) -> Scheduler {
+        self.0.clone()
     }
 
     fn shutdown(self) {
-        self.scheduler.shutdown();
+        self.0.shutdown();
     }
 }
 
-impl TimerProducer for OurProducer {
+impl TimerProducer for Scheduler {
     type Handle = TimerHandle;
 
     fn schedule<F: FnOnce() + Send + 'static>(&mut self, delay: Duration, f: F) -> TimerHandle {
-        self.scheduler
-            .schedule(delay, f)
-            .expect("the scheduler is running and unbounded")
+        Scheduler::schedule(self, delay, f).expect("the scheduler is running and unbounded")
     }
 
     fn cancel(&mut self, handle: TimerHandle) -> Option<bool> {

@@ -9,44 +9,35 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinHandle;
 
 /// A multi-threaded tokio runtime.
-pub struct TokioTasks {
-    rt: Runtime,
-}
-
-/// A producer: a runtime handle.
-pub struct TokioProducer {
-    handle: Handle,
-}
+pub struct TokioTasks(Runtime);
 
 impl ThreadedTimer for TokioTasks {
-    type Producer = TokioProducer;
+    /// A handle to the runtime, which spawns the timers' tasks.
+    type Producer = Handle;
 
     fn start() -> TokioTasks {
-        TokioTasks {
-            rt: tokio::runtime::Builder::new_multi_thread()
-                .enable_time()
-                .build()
-                .expect("tokio multi-thread runtime"),
-        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_time()
+            .build()
+            .expect("tokio multi-thread runtime");
+        TokioTasks(runtime)
     }
 
-    fn producer(&self) -> TokioProducer {
-        TokioProducer {
-            handle: self.rt.handle().clone(),
-        }
+    fn producer(&self) -> Handle {
+        self.0.handle().clone()
     }
 
     fn shutdown(self) {
-        self.rt.shutdown_timeout(Duration::from_secs(10));
+        self.0.shutdown_timeout(Duration::from_secs(10));
     }
 }
 
-impl TimerProducer for TokioProducer {
+impl TimerProducer for Handle {
     type Handle = JoinHandle<()>;
 
     fn schedule<F: FnOnce() + Send + 'static>(&mut self, delay: Duration, f: F) -> JoinHandle<()> {
         let at = tokio::time::Instant::now() + delay;
-        self.handle.spawn(async move {
+        self.spawn(async move {
             tokio::time::sleep_until(at).await;
             f();
         })

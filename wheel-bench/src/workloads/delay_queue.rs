@@ -8,7 +8,7 @@
 //! - push+remove: push `n` items due uniformly over 1..60 000 ms, remove all in a
 //!   random order. Checked: every remove returns its item; nothing is left.
 
-use super::single::SPAN;
+use super::single::{per_op, SPAN};
 use super::Check;
 use crate::rng::Rng;
 use std::hint::black_box;
@@ -49,6 +49,18 @@ pub struct DqOutcome {
     pub check: Check,
 }
 
+impl DqOutcome {
+    /// The outcome of a run of `n` items whose timed part took `elapsed`;
+    /// checked against `errors` (see [`Check::from_errors`]).
+    fn new(elapsed: Duration, n: usize, errors: &[(&str, u64)]) -> DqOutcome {
+        DqOutcome {
+            ns_per_item: per_op(elapsed, n),
+            elapsed,
+            check: Check::from_errors(errors),
+        }
+    }
+}
+
 /// push+take of `n` items.
 pub fn push_take<Q: DelayQueueLike>(mut q: Q, n: usize) -> DqOutcome {
     let delay = |i: usize| 1 + (i as u64 * (TAKE_SPAN_MS - 1)) / n.max(1) as u64;
@@ -87,17 +99,17 @@ pub fn push_take<Q: DelayQueueLike>(mut q: Q, n: usize) -> DqOutcome {
         last = last.max(d);
     }
     let missing = seen.iter().filter(|s| !**s).count() as u64;
-    DqOutcome {
-        ns_per_item: elapsed.as_nanos() as f64 / n.max(1) as f64,
+    DqOutcome::new(
         elapsed,
-        check: Check::from_errors(&[
+        n,
+        &[
             ("taken before due", early_takes),
             ("taken twice", twice),
             ("unknown items", unknown),
             ("taken before an earlier deadline", out_of_order),
             ("never taken", missing),
-        ]),
-    }
+        ],
+    )
 }
 
 /// push+remove of `n` items.
@@ -126,14 +138,14 @@ pub fn push_remove<Q: DelayQueueLike>(mut q: Q, n: usize, seed: u64) -> DqOutcom
         }
         (elapsed, wrong, left)
     });
-    DqOutcome {
-        ns_per_item: elapsed.as_nanos() as f64 / n.max(1) as f64,
+    DqOutcome::new(
         elapsed,
-        check: Check::from_errors(&[
+        n,
+        &[
             ("removes that missed", wrong),
             ("removed items taken", left),
-        ]),
-    }
+        ],
+    )
 }
 
 /// tokio-util's `DelayQueue<u64>` on a paused current-thread runtime.

@@ -46,25 +46,6 @@ impl Check {
         }
     }
 
-    /// For command-line tools: prints `what` and the reason on stderr if
-    /// the check failed, and returns whether it did.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use wheel_bench::workloads::Check;
-    /// assert!(!Check::Passed.report_failure("ours at 1000"));
-    /// assert!(!Check::NotApplicable.report_failure("floor at 1000"));
-    /// assert!(Check::Failed("2 fired early".into()).report_failure("ours at 1000"));
-    /// ```
-    pub fn report_failure(&self, what: &str) -> bool {
-        let failed = matches!(self, Check::Failed(_));
-        if failed {
-            eprintln!("{what}: {}", self.label());
-        }
-        failed
-    }
-
     /// Short text for the tables.
     pub fn label(&self) -> String {
         match self {

@@ -14,7 +14,9 @@
 //!    `STEPS_PER_TICK` steps the clock moves one tick, firing what is due.
 //!    Checked: every firing timer is the connection's current one and not early;
 //!    at the end nothing due is left. Cost per step.
-//! 4. memory: live heap bytes per pending timer after inserting `n` timers.
+//! 4. memory: live heap bytes per pending timer (a) right after inserting `n`
+//!    timers, (b) after a long churn, where a queue may also hold what its
+//!    cancelled timers left behind.
 //!
 //! Inputs (deadlines, cancel order) are drawn from the same seed for every
 //! implementation and prepared before the clock starts. The random draws inside
@@ -50,9 +52,28 @@ pub struct Outcome {
     pub check: Check,
     /// Timers that fired during the timed part.
     pub fired: u64,
-    /// Of `elapsed`, the time spent advancing the clock (firing, the
-    /// callbacks included); measured by churn only, zero elsewhere.
-    pub firing: Duration,
+}
+
+/// The outcome of a run of `ops` operations whose timed part took
+/// `elapsed`, the whole run having started at `wall`.
+fn outcome(elapsed: Duration, ops: usize, wall: Instant, check: Check, fired: u64) -> Outcome {
+    Outcome {
+        ns_per_op: per_op(elapsed, ops),
+        elapsed,
+        wall: wall.elapsed(),
+        check,
+        fired,
+    }
+}
+
+/// `check()` for a real timer; the floor keeps no order, so nothing of its
+/// output can be checked.
+fn checked<Q: TimerQueue>(q: &Q, check: impl FnOnce() -> Check) -> Check {
+    if q.is_timer() {
+        check()
+    } else {
+        Check::NotApplicable
+    }
 }
 
 /// The inputs shared by insert+cancel, insert+expire and memory.
@@ -107,23 +128,14 @@ pub fn insert_cancel<Q: TimerQueue>(mut q: Q, inputs: &Inputs) -> Outcome {
         q.advance(SPAN + 1, |id| fired.push(id));
         t.elapsed()
     });
-    let check = if q.is_timer() {
+    let check = checked(&q, || {
         Check::from_errors(&[
             ("cancels that missed", wrong_cancels),
             ("cancelled timers fired", fired.len() as u64),
         ])
-    } else {
-        Check::NotApplicable
-    };
+    });
     drop(black_box(q));
-    Outcome {
-        ns_per_op: per_op(elapsed, n),
-        elapsed,
-        wall: wall.elapsed(),
-        check,
-        fired: fired.len() as u64,
-        firing: Duration::ZERO,
-    }
+    outcome(elapsed, n, wall, check, fired.len() as u64)
 }
 
 /// Workload 2: insert `n`, then one advance to the end firing all.
@@ -139,20 +151,9 @@ pub fn insert_expire<Q: TimerQueue>(mut q: Q, inputs: &Inputs) -> Outcome {
         q.advance(SPAN, |id| fired.push(id));
         t.elapsed()
     });
-    let check = if q.is_timer() {
-        check_expired(&fired, &inputs.deadlines)
-    } else {
-        Check::NotApplicable
-    };
+    let check = checked(&q, || check_expired(&fired, &inputs.deadlines));
     drop(black_box(q));
-    Outcome {
-        ns_per_op: per_op(elapsed, n),
-        elapsed,
-        wall: wall.elapsed(),
-        check,
-        fired: fired.len() as u64,
-        firing: Duration::ZERO,
-    }
+    outcome(elapsed, n, wall, check, fired.len() as u64)
 }
 
 /// Each id fired exactly once, deadlines in non-decreasing order of firing.
@@ -224,76 +225,62 @@ impl Churn {
             seed,
         }
     }
-
-    /// A churn for tests: timers re-armed `1..=20` ticks ahead, so that a
-    /// few ticks fire many of them.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use wheel_bench::workloads::single::Churn;
-    ///
-    /// let p = Churn::short_timeouts(1_000, 5_000, 7);
-    /// assert_eq!((p.min_ahead, p.max_ahead), (1, 20));
-    /// ```
-    pub fn short_timeouts(pending: usize, steps: usize, seed: u64) -> Churn {
-        Churn {
-            pending,
-            steps,
-            min_ahead: 1,
-            max_ahead: 20,
-            seed,
-        }
-    }
 }
 
 /// Workload 3: churn.
 pub fn churn<Q: TimerQueue>(q: Q, p: &Churn) -> Outcome {
     let wall = Instant::now();
     let mut run = ChurnRun::fill(q, p);
-    let elapsed = run.steps(p.steps);
-    let (check, fired, firing) = run.finish();
-    Outcome {
-        ns_per_op: per_op(elapsed, p.steps),
-        elapsed,
-        wall: wall.elapsed(),
-        check,
-        fired,
-        firing,
-    }
+    let elapsed = run.steps();
+    let (check, fired) = run.finish();
+    outcome(elapsed, p.steps, wall, check, fired)
 }
 
-/// A churn in progress, whose steps can run in parts: [`churn`] runs them
-/// all at once; `examples/churn_interleaved.rs` alternates the parts of
-/// several queues, so that the machine's drift hits them alike.
+/// Workload 4b: live heap bytes per pending timer after a churn of
+/// `p.steps` steps. A queue may hold more under churn than right after
+/// its timers were inserted (the [`memory`] workload): room for cancelled
+/// timers not cleared yet, spare capacity left by growth. `make` builds the
+/// queue inside the counting window; the workload's own connection records
+/// are taken off the count, and the bytes are divided by the timers pending
+/// at the end (a connection whose timer fired stays empty until it is
+/// picked again). Nothing is timed; the churn's output is checked as in
+/// [`churn`].
 ///
 /// # Examples
 ///
 /// ```
 /// use wheel_bench::peers::wheel::OurWheel;
-/// use wheel_bench::workloads::single::{Churn, ChurnRun};
+/// use wheel_bench::workloads::single::{churn_memory, Churn};
 /// use wheel_bench::workloads::Check;
 ///
-/// let p = Churn::short_timeouts(1_000, 0, 7);
-/// let mut run = ChurnRun::fill(OurWheel::with_capacity(1_000), &p);
-/// run.steps(5_000);
-/// run.steps(5_000); // goes on from step 5 000, at tick 5
-/// let (check, fired, _firing) = run.finish();
-/// assert!(matches!(check, Check::Passed));
-/// assert!(fired > 100); // 10 ticks, each past about 1/20 of the timers
+/// let p = Churn::new(1_000, 50_000, 7);
+/// let (bytes, check) = churn_memory(|| OurWheel::with_capacity(1_000), &p);
+/// assert_eq!(check, Check::Passed);
+/// assert!(bytes > 8.0, "{bytes}"); // at least a timer's deadline
 /// ```
-pub struct ChurnRun<Q: TimerQueue> {
+pub fn churn_memory<Q: TimerQueue>(make: impl FnOnce() -> Q, p: &Churn) -> (f64, Check) {
+    let counting = Counting::start();
+    let mut run = ChurnRun::fill(make(), p);
+    run.steps();
+    let per_timer = run.bytes_per_pending(counting.live_bytes());
+    drop(counting);
+    (per_timer, run.finish().0)
+}
+
+/// A churn between its fill and its check, so that [`churn_memory`] can
+/// count the queue's bytes after the steps.
+struct ChurnRun<Q: TimerQueue> {
     q: Q,
     conns: Vec<Conn<Q::Handle>>,
     rng: Rng,
     p: Churn,
-    counts: StepCounts,
+    /// What the steps counted; `None` until they ran.
+    counts: Option<StepCounts>,
 }
 
 impl<Q: TimerQueue> ChurnRun<Q> {
-    /// Arms one timer per connection, due `1..=p.max_ahead` (not timed);
-    /// `p.steps` is not used here.
-    pub fn fill(mut q: Q, p: &Churn) -> ChurnRun<Q> {
+    /// Arms one timer per connection, due `1..=p.max_ahead` (not timed).
+    fn fill(mut q: Q, p: &Churn) -> ChurnRun<Q> {
         let mut rng = Rng::new(p.seed);
         let mut conns: Vec<Conn<Q::Handle>> = Vec::with_capacity(p.pending);
         q.run(|q| {
@@ -312,12 +299,12 @@ impl<Q: TimerQueue> ChurnRun<Q> {
             conns,
             rng,
             p: *p,
-            counts: StepCounts::default(),
+            counts: None,
         }
     }
 
-    /// Runs `steps` more steps and returns the time they took.
-    pub fn steps(&mut self, steps: usize) -> Duration {
+    /// Runs the `p.steps` steps and returns the time they took.
+    fn steps(&mut self) -> Duration {
         let ChurnRun {
             q,
             conns,
@@ -327,29 +314,24 @@ impl<Q: TimerQueue> ChurnRun<Q> {
         } = self;
         q.run(|q| {
             let t = Instant::now();
-            churn_steps(q, conns, rng, p, steps, counts);
+            *counts = Some(churn_steps(q, conns, rng, p));
             t.elapsed()
         })
     }
 
-    /// Connections whose timer is pending (armed and not fired).
-    pub fn pending(&self) -> usize {
-        self.conns.iter().filter(|c| c.handle.is_some()).count()
-    }
-
-    /// Heap bytes the run's own bookkeeping takes (its connection records),
-    /// to be taken off a live-bytes count that includes them
-    /// (`examples/churn_memory.rs`).
-    pub fn bookkeeping_bytes(&self) -> usize {
-        self.conns.capacity() * std::mem::size_of::<Conn<Q::Handle>>()
+    /// `live_bytes`, a count that includes the run's connection records,
+    /// less those records, per timer pending now (armed and not fired).
+    fn bytes_per_pending(&self, live_bytes: i64) -> f64 {
+        let records = self.conns.capacity() * std::mem::size_of::<Conn<Q::Handle>>();
+        let pending = self.conns.iter().filter(|c| c.handle.is_some()).count();
+        (live_bytes - records as i64) as f64 / pending.max(1) as f64
     }
 
     /// Ends the run: its check (none early, none stale, no cancel missed,
-    /// nothing due left; not applicable to the floor), the timers fired and
-    /// the time spent firing, over all the steps run.
-    pub fn finish(self) -> (Check, u64, Duration) {
-        let c = &self.counts;
-        let check = if self.q.is_timer() {
+    /// nothing due left; not applicable to the floor) and the timers fired.
+    fn finish(self) -> (Check, u64) {
+        let c = self.counts.unwrap_or_default();
+        let check = checked(&self.q, || {
             let left_due = self
                 .conns
                 .iter()
@@ -361,20 +343,15 @@ impl<Q: TimerQueue> ChurnRun<Q> {
                 ("cancels that missed", c.wrong_cancels),
                 ("due timers never fired", left_due),
             ])
-        } else {
-            Check::NotApplicable
-        };
-        let (fired, firing) = (c.fired, c.firing);
+        });
         drop(black_box(self.q));
-        (check, fired, firing)
+        (check, c.fired)
     }
 }
 
-/// What [`churn_steps`] counted so far, and where its clock is.
+/// What [`churn_steps`] counted, and where its clock ended.
 #[derive(Default)]
 struct StepCounts {
-    /// Steps run.
-    step: u64,
     /// Timers fired before their deadline.
     early: u64,
     /// Stale or unknown timers fired.
@@ -383,34 +360,25 @@ struct StepCounts {
     wrong_cancels: u64,
     /// Timers fired.
     fired: u64,
-    /// Time spent advancing the clock (firing, the callbacks included).
-    firing: Duration,
     /// The clock after the last step.
     now: u64,
 }
 
-/// The timed steps of [`churn`], `steps` more of them from where `counts`
-/// left off; a function of their own so that a profiler can count them alone
-/// (`docs/benchmarks.md`, "Eleventh session").
+/// The timed steps of [`churn`], from tick 0; a function of their own so
+/// that a profiler can count them alone.
 #[inline(never)]
 fn churn_steps<Q: TimerQueue>(
     q: &mut Q,
     conns: &mut [Conn<Q::Handle>],
     rng: &mut Rng,
     p: &Churn,
-    steps: usize,
-    counts: &mut StepCounts,
-) {
-    let pending = p.pending;
+) -> StepCounts {
+    let (pending, steps) = (p.pending, p.steps);
     let (mut early, mut stale, mut wrong_cancels, mut fired) = (0u64, 0u64, 0u64, 0u64);
-    let mut now = counts.now;
-    let mut firing = Duration::ZERO;
-    for step in counts.step..counts.step + steps as u64 {
+    let mut now = 0u64;
+    for step in 0..steps as u64 {
         if step % STEPS_PER_TICK == STEPS_PER_TICK - 1 {
             now += 1;
-            // Two clock reads per tick of 1 000 steps: 0.05 ns or so
-            // per step, the same for every queue.
-            let f = Instant::now();
             q.advance(now, |id| {
                 fired += 1;
                 let c = (id & u64::from(u32::MAX)) as usize;
@@ -424,7 +392,6 @@ fn churn_steps<Q: TimerQueue>(
                     _ => stale += 1,
                 }
             });
-            firing += f.elapsed();
         }
         let c = rng.below(pending as u64) as usize;
         let conn = &mut conns[c];
@@ -437,91 +404,16 @@ fn churn_steps<Q: TimerQueue>(
         conn.deadline = now + rng.range_inclusive(p.min_ahead, p.max_ahead);
         conn.handle = Some(q.insert(conn.deadline, churn_id(c, conn.gen)));
     }
-    counts.step += steps as u64;
-    counts.early += early;
-    counts.stale += stale;
-    counts.wrong_cancels += wrong_cancels;
-    counts.fired += fired;
-    counts.firing += firing;
-    counts.now = now;
-}
-
-/// What the steps of a churn do: how many timers fire and how many steps
-/// find their connection's timer already fired (so they insert without a
-/// cancel). [`churn_mix`] counts it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChurnMix {
-    /// Steps run.
-    pub steps: u64,
-    /// Timers that fired.
-    pub fired: u64,
-    /// Steps whose connection had no pending timer: an insert, no cancel.
-    pub without_cancel: u64,
-}
-
-/// The mix of a churn's `p.steps` steps, counted by running them (untimed)
-/// over the lower bound [`Calendar`](crate::peers::calendar::Calendar), a
-/// checked timer: the draws are the workload's own, so any correct timer
-/// fires the same timers and cancels as often (the test
-/// `churn_mix_is_what_a_run_does` compares it with a run of our wheel).
-///
-/// It shows what the full comparison's churn asks of a timer at each size
-/// (`docs/benchmarks.md`, "Eighteenth session"): with 10M connections, a
-/// connection whose timer fired is rarely picked again within 2M steps, so
-/// nearly every step cancels and inserts as the floor does, and the firing
-/// comes on top.
-///
-/// # Panics
-///
-/// If the calendar's run fails its check (a bug in the calendar).
-///
-/// # Examples
-///
-/// ```
-/// use wheel_bench::workloads::single::{churn_mix, Churn};
-///
-/// let mix = churn_mix(&Churn::short_timeouts(1_000, 5_000, 7));
-/// assert_eq!(mix.steps, 5_000);
-/// assert!(mix.fired > 100 && mix.without_cancel > 0);
-/// assert!(mix.without_cancel <= mix.fired);
-/// ```
-pub fn churn_mix(p: &Churn) -> ChurnMix {
-    let calendar = crate::peers::calendar::Calendar::with_capacity(p.pending);
-    let mut run = ChurnRun::fill(CountCancels(calendar, 0), p);
-    run.steps(p.steps);
-    let cancels = run.q.1;
-    let (check, fired, _) = run.finish();
-    assert_eq!(check, Check::Passed, "the calendar's churn");
-    ChurnMix {
-        steps: p.steps as u64,
+    StepCounts {
+        early,
+        stale,
+        wrong_cancels,
         fired,
-        without_cancel: p.steps as u64 - cancels,
+        now,
     }
 }
 
-/// A queue that counts the cancels it is asked for.
-struct CountCancels<Q>(Q, u64);
-
-impl<Q: TimerQueue> TimerQueue for CountCancels<Q> {
-    type Handle = Q::Handle;
-
-    #[inline]
-    fn insert(&mut self, deadline: u64, id: u64) -> Q::Handle {
-        self.0.insert(deadline, id)
-    }
-
-    #[inline]
-    fn cancel(&mut self, h: Q::Handle) -> Option<u64> {
-        self.1 += 1;
-        self.0.cancel(h)
-    }
-
-    fn advance<F: FnMut(u64)>(&mut self, now: u64, fire: F) {
-        self.0.advance(now, fire);
-    }
-}
-
-/// Workload 4: live heap bytes per pending timer. `make` builds the queue (inside
+/// Workload 4a: live heap bytes per pending timer. `make` builds the queue (inside
 /// the counting window, so the structure's own allocations count); the handles
 /// are the caller's storage and are allocated before the window. Afterwards all
 /// timers are cancelled as a check.
@@ -545,16 +437,12 @@ pub fn memory<Q: TimerQueue>(make: impl FnOnce() -> Q, inputs: &Inputs) -> (f64,
             }
         }
     });
-    let check = if q.is_timer() {
-        Check::from_errors(&[("cancels that missed", wrong)])
-    } else {
-        Check::NotApplicable
-    };
+    let check = checked(&q, || Check::from_errors(&[("cancels that missed", wrong)]));
     (bytes as f64 / n.max(1) as f64, check)
 }
 
 /// Nanoseconds per operation: `elapsed` over `ops` (over 1 if `ops` is 0).
-pub fn per_op(elapsed: Duration, ops: usize) -> f64 {
+pub(crate) fn per_op(elapsed: Duration, ops: usize) -> f64 {
     elapsed.as_nanos() as f64 / ops.max(1) as f64
 }
 
@@ -582,6 +470,7 @@ mod tests {
         assert_eq!(o.check, Check::Passed);
         assert!(o.fired > 100, "only {} fired", o.fired);
         assert_eq!(memory(&make, &inputs).1, Check::Passed);
+        assert_eq!(churn_memory(&make, &p).1, Check::Passed);
     }
 
     #[test]
@@ -633,78 +522,29 @@ mod tests {
         }
     }
 
-    /// A queue whose every `advance` takes at least a millisecond.
-    struct SlowAdvance;
-    impl TimerQueue for SlowAdvance {
-        type Handle = ();
-        fn insert(&mut self, _deadline: u64, _id: u64) {}
-        fn cancel(&mut self, _: ()) -> Option<u64> {
-            None
-        }
-        fn advance<F: FnMut(u64)>(&mut self, _now: u64, _fire: F) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
     #[test]
-    fn churn_times_advancing_apart() {
-        // 5 000 steps are 5 ticks: five calls to `advance`.
-        let o = churn(SlowAdvance, &Churn::new(100, 5_000, 3));
-        assert!(o.firing >= Duration::from_millis(5), "{:?}", o.firing);
-        assert!(o.firing <= o.elapsed, "{:?} > {:?}", o.firing, o.elapsed);
-        let o = insert_expire(floor::Floor::with_capacity(N), &Inputs::new(N, 1));
-        assert_eq!(o.firing, Duration::ZERO);
-    }
-
-    #[test]
-    fn bookkeeping_bytes_are_the_connection_records() {
-        let p = Churn::new(1_000, 0, 1);
-        let run = ChurnRun::fill(floor::Floor::with_capacity(1_000), &p);
-        assert_eq!(run.pending(), 1_000);
-        let record = std::mem::size_of::<Conn<<floor::Floor as TimerQueue>::Handle>>();
-        assert_eq!(run.bookkeeping_bytes(), 1_000 * record);
-    }
-
-    #[test]
-    fn churn_in_parts_is_the_same_churn() {
-        let p = Churn::short_timeouts(2_000, 30_000, 5);
-        let whole = churn(wheel::OurWheel::with_capacity(2_000), &p);
+    fn bytes_per_pending_leave_out_the_records_and_the_fired() {
+        // The figure itself comes from a process-wide count that other test
+        // threads disturb; the arithmetic around it is checked here.
+        let record = std::mem::size_of::<Conn<<floor::Floor as TimerQueue>::Handle>>() as i64;
+        let run = ChurnRun::fill(floor::Floor::with_capacity(1_000), &Churn::new(1_000, 0, 1));
+        assert_eq!(run.bytes_per_pending(1_000 * record + 32_000), 32.0);
+        // Short timeouts: after 30 ticks many connections wait with no timer.
+        let p = Churn {
+            pending: 2_000,
+            steps: 30_000,
+            min_ahead: 1,
+            max_ahead: 20,
+            seed: 5,
+        };
         let mut run = ChurnRun::fill(wheel::OurWheel::with_capacity(2_000), &p);
-        for part in [10_000, 1, 9_999, 10_000] {
-            run.steps(part);
-        }
-        let (check, fired, _) = run.finish();
-        assert_eq!(check, Check::Passed);
-        assert!(fired > 1_000, "only {fired} fired");
-        // The same draws, the same ticks: the same timers fire.
-        assert_eq!(fired, whole.fired);
-        // And the count is of all the parts: one part alone fires fewer.
-        let mut short = ChurnRun::fill(wheel::OurWheel::with_capacity(2_000), &p);
-        short.steps(10_000);
-        assert!(short.finish().1 < fired);
-    }
-
-    #[test]
-    fn churn_mix_is_what_a_run_does() {
-        for p in [
-            Churn::short_timeouts(2_000, 30_000, 5),
-            Churn::new(3_000, 40_000, 6),
-        ] {
-            let mix = churn_mix(&p);
-            let mut run =
-                ChurnRun::fill(CountCancels(wheel::OurWheel::with_capacity(2_000), 0), &p);
-            run.steps(p.steps);
-            let cancels = run.q.1;
-            let (check, fired, _) = run.finish();
-            assert_eq!(check, Check::Passed);
-            assert_eq!(mix.fired, fired);
-            assert_eq!(mix.without_cancel, p.steps as u64 - cancels);
-        }
-        // A step finds no timer only where one fired before, each at most
-        // once.
-        let short = churn_mix(&Churn::short_timeouts(2_000, 30_000, 5));
-        assert!(short.without_cancel > 0, "{short:?}");
-        assert!(short.without_cancel <= short.fired, "{short:?}");
+        run.steps();
+        let pending = run.conns.iter().filter(|c| c.handle.is_some()).count();
+        assert!(pending < 1_900, "{pending} of 2000 pending");
+        let record = std::mem::size_of_val(&run.conns[0]) as i64;
+        let live = 2_000 * record + 10 * pending as i64;
+        assert_eq!(run.bytes_per_pending(live), 10.0);
+        assert_eq!(run.finish().0, Check::Passed);
     }
 
     #[test]

@@ -257,55 +257,11 @@ pub fn lateness<T: ThreadedTimer>(p: &LatenessParams) -> Lateness {
     recorder::reset(n);
     let timer = T::start();
     wait_until_quiet(Duration::from_millis(50), Duration::from_secs(2));
-    let mut order: Vec<Vec<u64>> = vec![Vec::new(); p.producers];
-    for k in 0..n as u64 {
-        order[(k % p.producers as u64) as usize].push(k);
-    }
-    let mut rng = Rng::new(p.seed);
-    for o in &mut order {
-        rng.shuffle(o);
-    }
     // due[k]: ns since the recorder's epoch; written by the producer that owns k.
     let due: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
-    let barrier = Arc::new(Barrier::new(p.producers + 1));
     let start = Instant::now() + Duration::from_millis(20);
     let first_due = start + p.lead;
-    let window_ns = p.window.as_nanos() as u64;
-    let threads: Vec<_> = order
-        .into_iter()
-        .map(|mine| {
-            let mut producer = timer.producer();
-            let barrier = Arc::clone(&barrier);
-            let due = Arc::clone(&due);
-            std::thread::spawn(move || {
-                let mut handles = Vec::with_capacity(mine.len());
-                barrier.wait();
-                while Instant::now() < start {
-                    std::hint::spin_loop();
-                }
-                let t = Instant::now();
-                for k in mine {
-                    let at = first_due + Duration::from_nanos(window_ns * k / n as u64);
-                    let now = Instant::now();
-                    // Requested instant: never before "now", so a callback
-                    // starting before it really fired early.
-                    let at = at.max(now);
-                    due[k as usize].store(recorder::ns_since_epoch(at), Ordering::Relaxed);
-                    handles.push(producer.schedule(at - now, move || recorder::fire(k)));
-                }
-                (t.elapsed(), handles, producer)
-            })
-        })
-        .collect();
-    barrier.wait();
-    let mut scheduling = Duration::ZERO;
-    // Keep the handles (dropping a `timer` crate guard cancels it).
-    let mut keep = Vec::new();
-    for t in threads {
-        let (took, handles, producer) = t.join().expect("producer panicked");
-        scheduling = scheduling.max(took);
-        keep.push((handles, producer));
-    }
+    let (scheduling, keep) = schedule_evenly(&timer, p, &due, start, first_due);
     let end = first_due + p.window;
     std::thread::sleep(end.saturating_duration_since(Instant::now()));
     let give_up = Instant::now() + p.grace;
@@ -341,6 +297,73 @@ pub fn lateness<T: ThreadedTimer>(p: &LatenessParams) -> Lateness {
             ("unknown timers fired", unexpected),
         ]),
     }
+}
+
+/// What the producers of [`schedule_evenly`] hand back: their handles and
+/// themselves, kept until the run ends (dropping a `timer` crate guard
+/// cancels its timer).
+type Kept<T> = Vec<(
+    Vec<<<T as ThreadedTimer>::Producer as TimerProducer>::Handle>,
+    <T as ThreadedTimer>::Producer,
+)>;
+
+/// Schedules timer `k` of `p.timers` for `first_due` plus its share `k / n`
+/// of the window from `p.producers` threads, which all start at `start`,
+/// each on its share in a shuffled order; records each requested instant in
+/// `due`. Returns how long the slowest producer took, and what to keep.
+fn schedule_evenly<T: ThreadedTimer>(
+    timer: &T,
+    p: &LatenessParams,
+    due: &Arc<Vec<AtomicU64>>,
+    start: Instant,
+    first_due: Instant,
+) -> (Duration, Kept<T>) {
+    let n = p.timers;
+    let mut order: Vec<Vec<u64>> = vec![Vec::new(); p.producers];
+    for k in 0..n as u64 {
+        order[(k % p.producers as u64) as usize].push(k);
+    }
+    let mut rng = Rng::new(p.seed);
+    for o in &mut order {
+        rng.shuffle(o);
+    }
+    let barrier = Arc::new(Barrier::new(p.producers + 1));
+    let window_ns = p.window.as_nanos() as u64;
+    let threads: Vec<_> = order
+        .into_iter()
+        .map(|mine| {
+            let mut producer = timer.producer();
+            let barrier = Arc::clone(&barrier);
+            let due = Arc::clone(due);
+            std::thread::spawn(move || {
+                let mut handles = Vec::with_capacity(mine.len());
+                barrier.wait();
+                while Instant::now() < start {
+                    std::hint::spin_loop();
+                }
+                let t = Instant::now();
+                for k in mine {
+                    let at = first_due + Duration::from_nanos(window_ns * k / n as u64);
+                    let now = Instant::now();
+                    // Requested instant: never before "now", so a callback
+                    // starting before it really fired early.
+                    let at = at.max(now);
+                    due[k as usize].store(recorder::ns_since_epoch(at), Ordering::Relaxed);
+                    handles.push(producer.schedule(at - now, move || recorder::fire(k)));
+                }
+                (t.elapsed(), handles, producer)
+            })
+        })
+        .collect();
+    barrier.wait();
+    let mut scheduling = Duration::ZERO;
+    let mut keep = Vec::new();
+    for t in threads {
+        let (took, handles, producer) = t.join().expect("producer panicked");
+        scheduling = scheduling.max(took);
+        keep.push((handles, producer));
+    }
+    (scheduling, keep)
 }
 
 /// Idle parameters.

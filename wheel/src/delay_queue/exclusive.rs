@@ -5,20 +5,20 @@
 //! [`TakeFuture`](super::TakeFuture) can reach the queue for as long as the
 //! borrow lasts, so its state can be used directly, as
 //! [`std::sync::Mutex::get_mut`] does. The operations are the very ones the
-//! shared methods run under the lock (`State`'s methods in the parent
-//! module), so both behave alike: same deadlines, same order, same
+//! shared methods run under the lock (`State`'s methods, `state.rs`), so
+//! both behave alike: same deadlines, same order, same
 //! [`Closed`] after [`close`](DelayQueue::close), and the same bookkeeping
 //! of waiting takers (which, under an exclusive borrow, can only be left
 //! over from a take future that was leaked with `mem::forget`).
 //!
 //! What it saves: the lock's two atomic read-modify-write instructions per
-//! operation, about 2.5 ns of a 26.5 ns push+remove pair at 10K items
-//! (`docs/benchmarks.md`, "Fifteenth session").
+//! operation (`docs/benchmarks.md` has the figures).
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::{Closed, DelayKey, DelayQueue, Signal, State, Time};
+use super::{Closed, DelayKey, DelayQueue, Signal, State};
+use crate::clock::TimeBase;
 use crate::sync::{get_mut, Arc};
 
 /// A [`DelayQueue`] borrowed exclusively (`&mut`), from
@@ -50,7 +50,7 @@ use crate::sync::{get_mut, Arc};
 pub struct DelayQueueMut<'a, T> {
     state: &'a mut State<T>,
     signal: &'a Arc<Signal>,
-    time: &'a Time,
+    time: &'a TimeBase,
 }
 
 impl<T> DelayQueue<T> {

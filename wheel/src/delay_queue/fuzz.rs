@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use arbitrary::{Arbitrary, Unstructured};
 
+use crate::clock::NEVER;
 use crate::fuzzing::{clamp, ops_until_empty, KeyBook, Model, Pick, MAX_OPS};
 use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock};
 
@@ -194,7 +195,7 @@ struct DqItem {
 ///
 /// The model applies the documented rounding (a deadline in the future
 /// rounds *up* to a tick boundary; a deadline at or before now is due at
-/// the current tick, which is now rounded *down*). Tick `u64::MAX` means
+/// the current tick, which is now rounded *down*). Tick [`NEVER`] means
 /// "never": deadlines past the range of `Instant` or of the ticks land
 /// there, and the model's clock stops one tick short of it, because
 /// `Duration::MAX` and far-future instants must simply never fire.
@@ -211,9 +212,6 @@ pub struct DqHarness {
     closed: bool,
     step: usize,
 }
-
-/// The tick of a queue item that must never come due.
-const NEVER_TICK: u64 = u64::MAX;
 
 /// A duration from nanoseconds, saturating at `Duration::MAX`.
 fn duration_from_nanos(ns: u128) -> Duration {
@@ -278,14 +276,14 @@ impl DqHarness {
     /// that tick means "never" (a deadline past the range of `Instant`, or
     /// one that rounds up past the last tick), so it must never come due.
     fn now_tick(&self) -> u64 {
-        clamp(self.now_ns() / self.tick_ns).min(NEVER_TICK - 1)
+        clamp(self.now_ns() / self.tick_ns).min(NEVER - 1)
     }
 
     /// The tick of an item due at `at` (`None` = past the end of `Instant`).
     fn tick_of(&self, at: Option<Instant>) -> u64 {
         let now = self.clock.now();
         match at {
-            None => NEVER_TICK,
+            None => NEVER,
             Some(at) if at <= now => self.now_tick(),
             Some(at) => clamp((at - self.start).as_nanos().div_ceil(self.tick_ns)),
         }
@@ -472,51 +470,13 @@ impl DqHarness {
                     self.push(dop, Some(at), Err(at));
                 }
             }
-            DqOp::Remove(pick) => {
-                if let Some((key, id)) = self.book.pick(pick) {
-                    let got = self.remove(key);
-                    let want = id.and_then(|id| self.model.cancel(id));
-                    if got != want {
-                        self.fail(
-                            dop,
-                            format_args!("remove({key:?}) = {got:?}, expected {want:?}"),
-                        );
-                    }
-                    if let Some(id) = id {
-                        self.book.retire(id);
-                    }
-                }
-            }
-            DqOp::Reset(pick, d) => {
-                if let Some((key, id)) = self.book.pick(pick) {
-                    let delay = self.delay(d);
-                    let at = self.clock.now().checked_add(delay);
-                    let tick = self.tick_of(at);
-                    let got = self.reset(key, delay);
-                    let want = id.is_some_and(|id| self.model.reset(id, tick));
-                    if got != want {
-                        self.fail(dop, format_args!("reset({key:?}) = {got}, expected {want}"));
-                    }
-                    if let (true, Some(id)) = (got, id) {
-                        self.items[id as usize].at = at;
-                    }
-                }
-            }
+            DqOp::Remove(pick) => self.remove_picked(dop, pick),
+            DqOp::Reset(pick, d) => self.reset_picked(dop, pick, d),
             DqOp::TryTake => {
                 let got = self.try_take();
                 self.took(dop, got);
             }
-            DqOp::TakeAll => {
-                let bound = self.model.len() + 1;
-                let mut n = 0;
-                while {
-                    let got = self.try_take();
-                    self.took(dop, got)
-                } {
-                    n += 1;
-                    assert!(n <= bound, "try_take kept returning items");
-                }
-            }
+            DqOp::TakeAll => self.take_all(dop),
             DqOp::TakeTimeoutZero => {
                 let got = self.queue.take_timeout(Duration::ZERO);
                 self.took(dop, got);
@@ -528,18 +488,70 @@ impl DqHarness {
             }
             DqOp::Drain => self.drain(dop),
         }
+        self.check_len_and_closed(dop);
+    }
+
+    /// `remove` of a picked key (live or stale), against the model.
+    fn remove_picked(&mut self, op: &dyn std::fmt::Debug, pick: Pick) {
+        let Some((key, id)) = self.book.pick(pick) else {
+            return;
+        };
+        let got = self.remove(key);
+        let want = id.and_then(|id| self.model.cancel(id));
+        if got != want {
+            self.fail(
+                op,
+                format_args!("remove({key:?}) = {got:?}, expected {want:?}"),
+            );
+        }
+        if let Some(id) = id {
+            self.book.retire(id);
+        }
+    }
+
+    /// `reset` of a picked key (live or stale) to `d`, against the model.
+    fn reset_picked(&mut self, op: &dyn std::fmt::Debug, pick: Pick, d: Delay) {
+        let Some((key, id)) = self.book.pick(pick) else {
+            return;
+        };
+        let delay = self.delay(d);
+        let at = self.clock.now().checked_add(delay);
+        let tick = self.tick_of(at);
+        let got = self.reset(key, delay);
+        let want = id.is_some_and(|id| self.model.reset(id, tick));
+        if got != want {
+            self.fail(op, format_args!("reset({key:?}) = {got}, expected {want}"));
+        }
+        if let (true, Some(id)) = (got, id) {
+            self.items[id as usize].at = at;
+        }
+    }
+
+    /// `try_take` until it answers `None`, each answer against the model.
+    fn take_all(&mut self, op: &dyn std::fmt::Debug) {
+        let bound = self.model.len() + 1;
+        let mut n = 0;
+        while {
+            let got = self.try_take();
+            self.took(op, got)
+        } {
+            n += 1;
+            assert!(n <= bound, "try_take kept returning items");
+        }
+    }
+
+    /// After every operation: `len`, `is_empty` and `is_closed` agree
+    /// with the model.
+    fn check_len_and_closed(&mut self, op: &dyn std::fmt::Debug) {
         let (len, empty) = self.len_and_empty();
         if len != self.model.len() || empty != self.model.is_empty() {
             self.fail(
-                dop,
+                op,
                 format_args!("len {len} / is_empty {empty}, model {}", self.model.len()),
             );
         }
         if self.queue.is_closed() != self.closed {
-            self.fail(
-                dop,
-                format_args!("is_closed() = {}", self.queue.is_closed()),
-            );
+            self.fail(op, format_args!("is_closed() = {}", self.queue.is_closed()));
         }
     }
 

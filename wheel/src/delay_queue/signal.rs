@@ -28,20 +28,22 @@
 use std::task::Waker;
 use std::time::Instant;
 
-use super::{Time, NEVER};
-use crate::sync::{lock, thread, Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::clock::{TimeBase, NEVER};
+use crate::sync::{lock, thread, wait, Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
 /// Name of the helper thread that times `take_async` wake-ups.
 const HELPER_NAME: &str = "wheel-delay-queue";
 
+/// The wake-up side of one queue (see the module docs).
 pub(super) struct Signal {
     /// Bumped on every event a blocked taker must not miss.
     epoch: AtomicU64,
+    /// The *signal lock*.
     inner: Mutex<Inner>,
-    /// Blocked `take`/`take_timeout`/`iter` callers.
-    takers: Condvar,
-    /// The helper thread.
-    helper: Condvar,
+    /// Where blocked `take`/`take_timeout`/`iter` callers sleep.
+    takers_cv: Condvar,
+    /// Where the helper thread sleeps.
+    helper_cv: Condvar,
 }
 
 struct Inner {
@@ -61,11 +63,6 @@ enum Helper {
     Running(thread::JoinHandle<()>),
     /// Joined, or exited because the queue was closed.
     Done,
-}
-
-/// Waits on `cv`, recovering from poisoning like [`lock`].
-fn wait<'a, T>(cv: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-    cv.wait(guard).unwrap_or_else(|e| e.into_inner())
 }
 
 /// Waits on `cv` until notified or until `until` (system time) has passed.
@@ -91,8 +88,8 @@ impl Signal {
                 closed: false,
                 helper: Helper::NotStarted,
             }),
-            takers: Condvar::new(),
-            helper: Condvar::new(),
+            takers_cv: Condvar::new(),
+            helper_cv: Condvar::new(),
         }
     }
 
@@ -117,23 +114,23 @@ impl Signal {
             return;
         }
         let _guard = match until {
-            Some(at) if !manual => wait_until(&self.takers, guard, at),
-            _ => wait(&self.takers, guard),
+            Some(at) if !manual => wait_until(&self.takers_cv, guard, at),
+            _ => wait(&self.takers_cv, guard),
         };
     }
 
     /// Wakes one blocked taker (after a `bump`).
     pub(super) fn notify_taker(&self) {
         let _g = lock(&self.inner);
-        self.takers.notify_one();
+        self.takers_cv.notify_one();
     }
 
     /// The manual clock moved: every waiter re-reads it.
     pub(super) fn on_advance(&self) {
         self.bump();
         let _g = lock(&self.inner);
-        self.takers.notify_all();
-        self.helper.notify_one();
+        self.takers_cv.notify_all();
+        self.helper_cv.notify_one();
     }
 
     /// The queue was closed: wake every taker and async taker, stop the
@@ -143,19 +140,19 @@ impl Signal {
             let mut s = lock(&self.inner);
             s.closed = true;
             s.deadline = NEVER;
-            self.takers.notify_all();
-            self.helper.notify_one();
+            self.takers_cv.notify_all();
+            self.helper_cv.notify_one();
             std::mem::take(&mut s.wakers)
         };
         wake_all(wakers);
     }
 
     /// Stops and joins the helper thread (on drop of the queue).
-    pub(super) fn shutdown(&self) {
+    pub(super) fn stop_helper(&self) {
         let handle = {
             let mut s = lock(&self.inner);
             s.closed = true;
-            self.helper.notify_one();
+            self.helper_cv.notify_one();
             match std::mem::replace(&mut s.helper, Helper::Done) {
                 Helper::Running(h) => Some(h),
                 _ => None,
@@ -181,7 +178,7 @@ impl Signal {
         id: &mut u64,
         waker: &Waker,
         deadline: u64,
-        time: &Time,
+        time: &TimeBase,
     ) -> Option<u64> {
         let mut s = lock(&this.inner);
         if matches!(s.helper, Helper::NotStarted) {
@@ -213,7 +210,7 @@ impl Signal {
         } else {
             s.deadline.min(deadline)
         };
-        this.helper.notify_one();
+        this.helper_cv.notify_one();
         Some(s.deadline)
     }
 
@@ -238,7 +235,7 @@ impl Signal {
         }
         if tick < s.deadline {
             s.deadline = tick;
-            self.helper.notify_one();
+            self.helper_cv.notify_one();
         }
         Some(s.deadline)
     }
@@ -253,14 +250,14 @@ fn wake_all(wakers: Vec<(u64, Waker)>) {
 }
 
 /// The helper thread: sleeps until the async takers' deadline, wakes them.
-fn helper_loop(sig: &Signal, time: &Time) {
+fn helper_loop(sig: &Signal, time: &TimeBase) {
     let mut s = lock(&sig.inner);
     loop {
         if s.closed {
             return;
         }
         if s.wakers.is_empty() {
-            s = wait(&sig.helper, s);
+            s = wait(&sig.helper_cv, s);
             continue;
         }
         if s.deadline <= time.now_tick() {
@@ -271,9 +268,9 @@ fn helper_loop(sig: &Signal, time: &Time) {
             s = lock(&sig.inner);
             continue;
         }
-        s = match time.instant_of(s.deadline) {
-            Some(at) if !time.is_manual() => wait_until(&sig.helper, s, at),
-            _ => wait(&sig.helper, s),
+        s = match time.conv().instant_of(s.deadline) {
+            Some(at) if !time.is_manual() => wait_until(&sig.helper_cv, s, at),
+            _ => wait(&sig.helper_cv, s),
         };
     }
 }

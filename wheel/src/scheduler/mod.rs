@@ -11,15 +11,19 @@
 //!                                         └────────────── re-arm (repeating) ──────────┘
 //! ```
 //!
-//! - `handle.rs`: the slot table (one atomic state word per timer) and
-//!   [`TimerHandle`]; the linearization points of cancel, reset and firing.
+//! - `slots/`: the slot table (one atomic state word per timer); the
+//!   linearization points of cancel, reset and firing.
+//! - `handle.rs`: [`TimerHandle`].
 //! - `submit.rs`: commands, the producer paths and the no-lost-wake-up
 //!   protocol with the tick thread.
-//! - lanes (this file): per-thread stripes of the producer-side state
-//!   (command queue, free slots, counters, handle reference count), so
-//!   that producers on different cores write disjoint cache lines.
-//! - `ticker.rs`: the tick thread (the only owner of the [`Wheel`]).
+//! - `lanes.rs`: per-thread stripes of the producer-side state, so that
+//!   producers on different cores write disjoint cache lines.
+//! - `ticker.rs`: the tick thread (the only owner of the [`Wheel`]), with
+//!   its wake-up lateness estimate in `lateness.rs`.
 //! - `workers.rs`: the worker pool that runs callbacks.
+//! - `builder.rs`: [`SchedulerBuilder`]; `threads.rs`: starting, shutting
+//!   down and joining the threads.
+//! - this file: [`Scheduler`], [`Stats`] and the state they share.
 //!
 //! # Ownership of the shared state
 //!
@@ -32,27 +36,31 @@
 //!
 //! [`Wheel`]: crate::Wheel
 
+mod builder;
 mod handle;
+mod lanes;
+mod lateness;
+mod slots;
 mod submit;
+mod threads;
 mod ticker;
 mod workers;
 
 use std::fmt;
 use std::time::Duration;
 
+pub use self::builder::SchedulerBuilder;
 pub use self::handle::TimerHandle;
 
-use crate::clock::{Clock, ManualClock, TickConv};
-use crate::core::{Wheel, WheelConfig};
-use crate::error::BuildError;
+use crate::clock::TimeBase;
 use crate::sync::{
-    fence, lock, thread, thread_stripe, try_lock, Arc, AtomicBool, AtomicU64, AtomicUsize,
-    CachePadded, Mutex, OnceLock, Ordering, Parker, Queue, Unparker,
+    thread, thread_stripe, Arc, AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering, Unparker,
 };
 
-use self::handle::SlotTable;
-use self::submit::{Command, WakePlan};
-use self::ticker::Ticker;
+use self::lanes::{Lane, LaneCounts};
+use self::slots::SlotTable;
+use self::submit::WakePlan;
+use self::threads::{shutdown, Outer};
 use self::workers::Pool;
 
 /// The default tick: 50 µs. Deadlines round up to the tick, so this bounds
@@ -68,6 +76,8 @@ pub(crate) struct Counters {
     /// is bounded (it is the admission check). Unbounded schedulers derive
     /// `Stats::pending` from the lane counters instead.
     pub(crate) pending: AtomicUsize,
+    /// Timers that shutdown dropped without running them (added by the
+    /// tick thread once, after its final drain).
     pub(crate) dropped: AtomicU64,
     /// Nanoseconds.
     pub(crate) max_lateness: AtomicU64,
@@ -75,100 +85,66 @@ pub(crate) struct Counters {
     pub(crate) reached_tick: AtomicU64,
 }
 
-/// One lane: a command queue and a stripe of counters, on its own cache
-/// lines. A thread uses lane `thread_stripe() % lanes` (see
-/// [`lane_count`]); a handle sends its commands to the lane its timer was
-/// scheduled on. Lanes exist so that producers on different cores never
-/// write the same cache line: each has its own queue tail, free list
-/// (in [`SlotTable`]), counters and handle reference count ([`LaneRef`]).
-pub(crate) struct Lane {
-    pub(crate) commands: Queue<Command>,
-    pub(crate) counts: CachePadded<LaneCounts>,
-}
-
-/// A lane's stripe of the statistics. `Stats` sums the stripes.
-pub(crate) struct LaneCounts {
-    /// Timers accepted by `schedule*` on this lane.
-    pub(crate) scheduled: AtomicU64,
-    /// Successful `cancel`s of handles of this lane.
-    pub(crate) cancelled: AtomicU64,
-    /// Timers over for another reason than `cancel` or shutdown: one-shot
-    /// timers that started, repeating timers stopped by a worker.
-    pub(crate) ended: AtomicU64,
-    /// Runs started.
-    pub(crate) fired: AtomicU64,
-    /// Callbacks that panicked.
-    pub(crate) panicked: AtomicU64,
-}
-
-impl LaneCounts {
-    fn new() -> LaneCounts {
-        LaneCounts {
-            scheduled: AtomicU64::new(0),
-            cancelled: AtomicU64::new(0),
-            ended: AtomicU64::new(0),
-            fired: AtomicU64::new(0),
-            panicked: AtomicU64::new(0),
-        }
-    }
-}
-
-/// What a [`TimerHandle`] points to: the engine and the lane its commands
-/// go to. Each lane has one `Arc<LaneRef>` (kept by the `Scheduler`), so
-/// the reference count touched by every handle clone and drop is per lane,
-/// not one line shared by all producers.
-pub(crate) struct LaneRef {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) lane: usize,
-}
-
-/// Number of lanes for a machine with `cores` cores: a power of two of at
-/// least four per core, so that the round-robin stripes of the producers,
-/// workers and callers rarely collide; at least 8, at most 64.
-pub(crate) fn lane_count(cores: usize) -> usize {
-    #[cfg(loom)]
-    {
-        let _ = cores;
-        2
-    }
-    #[cfg(not(loom))]
-    {
-        cores
-            .saturating_mul(4)
-            .clamp(MIN_LANES, MAX_LANES)
-            .next_power_of_two()
-    }
-}
-
-/// Fewest lanes (see [`lane_count`]).
-#[cfg(not(loom))]
-const MIN_LANES: usize = 8;
-/// Most lanes (see [`lane_count`]).
-#[cfg(not(loom))]
-const MAX_LANES: usize = 64;
-
 /// State shared by callers, handles, the tick thread and the workers.
 pub(crate) struct Shared {
+    /// One state word per timer: every cancel, reset, claim and start is a
+    /// CAS on it (`slots/`).
     pub(crate) slots: SlotTable,
+    /// The command queues and counter stripes, one per lane (`lanes.rs`).
     pub(crate) lanes: Box<[Lane]>,
-    pub(crate) wake: WakePlan,
+    /// When the tick thread will wake: written by it, read by every
+    /// producer after its push (`submit.rs`).
+    pub(crate) wake_plan: WakePlan,
+    /// The job queue and the sleeping workers (`workers.rs`).
     pub(crate) pool: Pool,
     pub(crate) counters: Counters,
-    pub(crate) clock: Clock,
-    pub(crate) conv: TickConv,
+    /// The clock, the origin and the tick: due times and ticks.
+    pub(crate) time: TimeBase,
+    /// The cap on pending timers; `usize::MAX` for none.
     pub(crate) max_pending: usize,
     /// Set once by `shutdown`; never cleared.
     pub(crate) shutdown: AtomicBool,
     /// Set by the tick thread after its final drain.
     pub(crate) ticker_done: AtomicBool,
     /// Wakes the tick thread.
-    pub(crate) ticker: Unparker,
+    pub(crate) ticker_unparker: Unparker,
     /// The worker threads (to recognise a call from inside a callback).
     pub(crate) worker_ids: OnceLock<Vec<thread::ThreadId>>,
-    workers: usize,
+    /// Number of worker threads.
+    pub(crate) workers: usize,
 }
 
 impl Shared {
+    /// The state of a scheduler with `lanes` lanes and `workers` workers,
+    /// before any thread starts; `ticker_unparker` wakes the tick thread.
+    fn new(
+        time: TimeBase,
+        lanes: usize,
+        workers: usize,
+        max_pending: usize,
+        ticker_unparker: Unparker,
+    ) -> Shared {
+        Shared {
+            slots: SlotTable::new(lanes),
+            lanes: (0..lanes).map(|_| Lane::new()).collect(),
+            wake_plan: WakePlan::new(),
+            pool: Pool::new(),
+            counters: Counters {
+                pending: AtomicUsize::new(0),
+                dropped: AtomicU64::new(0),
+                max_lateness: AtomicU64::new(0),
+                reached_tick: AtomicU64::new(0),
+            },
+            time,
+            max_pending,
+            shutdown: AtomicBool::new(false),
+            ticker_done: AtomicBool::new(false),
+            ticker_unparker,
+            worker_ids: OnceLock::new(),
+            workers,
+        }
+    }
+
     /// Whether `max_pending` is bounded (then `counters.pending` is kept).
     pub(crate) fn bounded(&self) -> bool {
         self.max_pending != usize::MAX
@@ -216,26 +192,6 @@ impl Shared {
     }
 }
 
-/// Join handles, taken by whichever `shutdown` joins them.
-struct Threads {
-    ticker: Option<thread::JoinHandle<()>>,
-    workers: Vec<thread::JoinHandle<()>>,
-}
-
-/// What the `Scheduler` clones share; its `Drop` shuts down.
-struct Outer {
-    shared: Arc<Shared>,
-    /// One handle target per lane (see [`LaneRef`]).
-    refs: Box<[Arc<LaneRef>]>,
-    threads: Mutex<Threads>,
-}
-
-impl Drop for Outer {
-    fn drop(&mut self) {
-        shutdown(&self.shared, &self.threads);
-    }
-}
-
 /// A timer service: runs closures after a delay, at an instant, or
 /// periodically, on a pool of worker threads.
 ///
@@ -271,33 +227,6 @@ impl Drop for Outer {
 #[derive(Clone)]
 pub struct Scheduler {
     outer: Arc<Outer>,
-}
-
-/// Configures and starts a [`Scheduler`].
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use wheel::{ManualClock, Scheduler};
-///
-/// let scheduler = Scheduler::builder()
-///     .tick(Duration::from_millis(1))
-///     .workers(2)
-///     .clock(ManualClock::new())
-///     .max_pending(1_000)
-///     .build()
-///     .unwrap();
-/// assert_eq!(scheduler.stats().workers, 2);
-/// ```
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct SchedulerBuilder {
-    tick: Duration,
-    workers: Option<usize>,
-    config: WheelConfig,
-    clock: Clock,
-    max_pending: Option<usize>,
 }
 
 /// A snapshot of a scheduler's counters.
@@ -343,216 +272,6 @@ pub struct Stats {
     pub tick: Duration,
     /// Number of worker threads.
     pub workers: usize,
-}
-
-impl Default for SchedulerBuilder {
-    fn default() -> Self {
-        SchedulerBuilder {
-            tick: DEFAULT_TICK,
-            workers: None,
-            config: WheelConfig::default(),
-            clock: Clock::System,
-            max_pending: None,
-        }
-    }
-}
-
-impl SchedulerBuilder {
-    /// Sets the tick: the resolution of deadlines (they round up to it).
-    /// Default: 50 µs.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let s = wheel::Scheduler::builder().tick(Duration::from_millis(1)).build().unwrap();
-    /// assert_eq!(s.stats().tick, Duration::from_millis(1));
-    /// ```
-    pub fn tick(mut self, tick: Duration) -> Self {
-        self.tick = tick;
-        self
-    }
-
-    /// Sets the number of worker threads. Default: the number of available
-    /// cores (`std::thread::available_parallelism`, 1 if unknown).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = wheel::Scheduler::builder().workers(1).build().unwrap();
-    /// assert_eq!(s.stats().workers, 1);
-    /// ```
-    pub fn workers(mut self, n: usize) -> Self {
-        self.workers = Some(n);
-        self
-    }
-
-    /// Sets the configuration of the timing wheel.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use wheel::WheelConfig;
-    /// let s = wheel::Scheduler::builder().wheel_config(WheelConfig::default()).build();
-    /// assert!(s.is_ok());
-    /// ```
-    pub fn wheel_config(mut self, config: WheelConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Uses a [`ManualClock`] instead of the system's monotonic clock: time
-    /// moves only on [`ManualClock::advance`], which wakes the scheduler.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::mpsc;
-    /// use std::time::Duration;
-    /// use wheel::{ManualClock, Scheduler};
-    ///
-    /// let clock = ManualClock::new();
-    /// let s = Scheduler::builder().clock(clock.clone()).build().unwrap();
-    /// let (tx, rx) = mpsc::channel();
-    /// s.schedule(Duration::from_secs(48 * 3600), move || tx.send(()).unwrap()).unwrap();
-    /// clock.advance(Duration::from_secs(48 * 3600));
-    /// rx.recv().unwrap();
-    /// ```
-    pub fn clock(mut self, clock: ManualClock) -> Self {
-        self.clock = Clock::Manual(clock);
-        self
-    }
-
-    /// Caps the number of pending timers: once `n` are pending, `schedule*`
-    /// returns [`ScheduleError::Full`](crate::ScheduleError::Full) until some
-    /// fire or are cancelled. Default: unbounded.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use wheel::{ScheduleError, Scheduler};
-    /// let s = Scheduler::builder().max_pending(1).build().unwrap();
-    /// let h = s.schedule(Duration::from_secs(60), || {}).unwrap();
-    /// assert_eq!(s.schedule(Duration::from_secs(60), || {}).unwrap_err(), ScheduleError::Full);
-    /// h.cancel();
-    /// assert!(s.schedule(Duration::from_secs(60), || {}).is_ok());
-    /// ```
-    pub fn max_pending(mut self, n: usize) -> Self {
-        self.max_pending = Some(n);
-        self
-    }
-
-    /// Starts the tick thread and the workers.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::ZeroTick`], [`BuildError::TickTooLong`],
-    /// [`BuildError::ZeroWorkers`], [`BuildError::ZeroMaxPending`] for bad
-    /// settings; [`BuildError::Spawn`] if a thread cannot be started.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use wheel::{BuildError, Scheduler};
-    /// let err = Scheduler::builder().tick(Duration::ZERO).build().unwrap_err();
-    /// assert!(matches!(err, BuildError::ZeroTick));
-    /// ```
-    pub fn build(self) -> Result<Scheduler, BuildError> {
-        if self.tick.is_zero() {
-            return Err(BuildError::ZeroTick);
-        }
-        if !TickConv::validate(self.tick) {
-            return Err(BuildError::TickTooLong);
-        }
-        let workers = match self.workers {
-            Some(0) => return Err(BuildError::ZeroWorkers),
-            Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
-        let max_pending = match self.max_pending {
-            Some(0) => return Err(BuildError::ZeroMaxPending),
-            Some(n) => n,
-            None => usize::MAX,
-        };
-        let conv = TickConv::new(self.clock.now(), self.tick);
-        let parker = Parker::new();
-        let lanes = lane_count(std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let shared = Arc::new(Shared {
-            slots: SlotTable::new(lanes),
-            lanes: (0..lanes)
-                .map(|_| Lane {
-                    commands: Queue::new(),
-                    counts: CachePadded::new(LaneCounts::new()),
-                })
-                .collect(),
-            wake: WakePlan::new(),
-            pool: Pool::new(),
-            counters: Counters {
-                pending: AtomicUsize::new(0),
-                dropped: AtomicU64::new(0),
-                max_lateness: AtomicU64::new(0),
-                reached_tick: AtomicU64::new(0),
-            },
-            clock: self.clock,
-            conv,
-            max_pending,
-            shutdown: AtomicBool::new(false),
-            ticker_done: AtomicBool::new(false),
-            ticker: parker.unparker().clone(),
-            worker_ids: OnceLock::new(),
-            workers,
-        });
-        let outer = Outer {
-            shared: shared.clone(),
-            refs: (0..lanes)
-                .map(|lane| {
-                    Arc::new(LaneRef {
-                        shared: shared.clone(),
-                        lane,
-                    })
-                })
-                .collect(),
-            threads: Mutex::new(Threads {
-                ticker: None,
-                workers: Vec::with_capacity(workers),
-            }),
-        };
-        // From here on, an error drops `outer`, which shuts down and joins
-        // whatever was started.
-        let ticker = Ticker::new(
-            shared.clone(),
-            Wheel::<u64>::with_config(self.config),
-            parker,
-        );
-        let handle = thread::Builder::new()
-            .name("wheel-tick".into())
-            .spawn(move || ticker.run())
-            .map_err(BuildError::Spawn)?;
-        lock(&outer.threads).ticker = Some(handle);
-        let mut ids = Vec::with_capacity(workers);
-        for i in 0..workers {
-            let s = shared.clone();
-            let spawned = thread::Builder::new()
-                .name(format!("wheel-worker-{i}"))
-                .spawn(move || workers::worker_main(s));
-            match spawned {
-                Ok(h) => {
-                    ids.push(h.thread().id());
-                    lock(&outer.threads).workers.push(h);
-                }
-                Err(e) => {
-                    let _ = shared.worker_ids.set(ids);
-                    return Err(BuildError::Spawn(e));
-                }
-            }
-        }
-        let _ = shared.worker_ids.set(ids);
-        Ok(Scheduler {
-            outer: Arc::new(outer),
-        })
-    }
 }
 
 impl Scheduler {
@@ -646,10 +365,10 @@ impl Scheduler {
         let s = &self.outer.shared;
         let c = &s.counters;
         let reached = c.reached_tick.load(Ordering::Acquire);
-        let elapsed = s
-            .conv
+        let conv = s.time.conv();
+        let elapsed = conv
             .instant_of(reached)
-            .map_or(Duration::MAX, |at| at - s.conv.origin());
+            .map_or(Duration::MAX, |at| at - conv.origin());
         let sum = |f: fn(&LaneCounts) -> &AtomicU64| -> u64 {
             s.lanes
                 .iter()
@@ -670,46 +389,10 @@ impl Scheduler {
             max_lateness: Duration::from_nanos(c.max_lateness.load(Ordering::Relaxed)),
             queued: s.pool.queued(),
             elapsed,
-            tick: s.conv.tick(),
+            tick: conv.tick_len(),
             workers: s.workers,
         }
     }
-}
-
-/// Sets the flag, wakes the tick thread, and joins what this caller may.
-fn shutdown(shared: &Shared, threads: &Mutex<Threads>) -> usize {
-    shared.shutdown.store(true, Ordering::SeqCst);
-    // Pairs with the fence after a producer's push (see `schedule_entry`).
-    fence(Ordering::SeqCst);
-    shared.unpark_ticker();
-    let me = thread::current().id();
-    let in_worker = shared.worker_ids.get().is_some_and(|ids| ids.contains(&me));
-    let mut guard = if in_worker {
-        // Another thread holding the lock may be joining this very worker.
-        match try_lock(threads) {
-            Some(g) => g,
-            None => return 0,
-        }
-    } else {
-        lock(threads)
-    };
-    let mut dropped = 0;
-    if let Some(t) = guard.ticker.take() {
-        // The tick thread never waits for workers or callers: safe to join
-        // from anywhere, including a worker.
-        let _ = t.join();
-        dropped = shared.counters.dropped.load(Ordering::Relaxed) as usize;
-    }
-    let mut mine = Vec::new();
-    for h in guard.workers.drain(..) {
-        if h.thread().id() == me {
-            mine.push(h); // joined later by another caller, or detached
-        } else {
-            let _ = h.join();
-        }
-    }
-    guard.workers = mine;
-    dropped
 }
 
 impl fmt::Debug for Scheduler {
@@ -724,20 +407,5 @@ impl fmt::Debug for Scheduler {
 impl Default for Scheduler {
     fn default() -> Self {
         Scheduler::new()
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::lane_count;
-
-    #[test]
-    fn lane_count_is_a_bounded_power_of_two() {
-        assert_eq!(lane_count(0), 8);
-        assert_eq!(lane_count(1), 8);
-        assert_eq!(lane_count(2), 8);
-        assert_eq!(lane_count(3), 16);
-        assert_eq!(lane_count(16), 64);
-        assert_eq!(lane_count(usize::MAX), 64);
     }
 }

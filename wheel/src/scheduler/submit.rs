@@ -43,15 +43,13 @@
 
 use std::time::{Duration, Instant};
 
+use crate::clock::NEVER;
 use crate::error::ScheduleError;
 use crate::sync::{fence, thread_stripe, Arc, AtomicBool, AtomicU64, Ordering};
 
 use super::handle::TimerHandle;
-use super::{LaneRef, Scheduler, Shared};
-
-/// Deadline tick meaning "never": Duration::MAX, instants that overflow.
-/// The tick thread never advances its wheel to this tick.
-pub(crate) const NEVER: u64 = u64::MAX;
+use super::lanes::LaneRef;
+use super::{Scheduler, Shared};
 
 /// `planned` value while the tick thread is awake (no producer wakes it).
 const AWAKE: u64 = 0;
@@ -131,7 +129,7 @@ pub(crate) struct Entry {
     /// The reset sequence this entry is armed for (see `handle.rs`).
     pub(crate) seq: u32,
     /// Requested instant, nanoseconds after the scheduler's origin;
-    /// `u64::MAX` for never. In a job handed to a worker: for a one-shot
+    /// [`NEVER`] for never. In a job handed to a worker: for a one-shot
     /// timer, the start of its deadline tick (the requested instant rounded
     /// up to the tick); for a repeating timer, the exact due time.
     pub(crate) due: u64,
@@ -214,43 +212,14 @@ impl Shared {
     /// so.
     pub(crate) fn submit(&self, lane: usize, cmd: Command, tick: u64) {
         self.lanes[lane].commands.push(cmd);
-        if self.wake.needs_wake(tick) {
+        if self.wake_plan.needs_wake(tick) {
             self.unpark_ticker();
         }
     }
 
     /// Unparks the tick thread.
     pub(crate) fn unpark_ticker(&self) {
-        self.ticker.unpark();
-    }
-
-    /// Deadline in nanoseconds after the origin for "`delay` from now";
-    /// `u64::MAX` (never) if it overflows.
-    fn due_after(&self, delay: Duration) -> u64 {
-        let now = self.clock.now();
-        // In nanoseconds when the sum stays inside `Instant`'s range (the
-        // same answer, without adding and subtracting `Instant`s).
-        if let Some(due) = self.conv.due_after(self.conv.nanos_of(now), delay) {
-            return due;
-        }
-        match now.checked_add(delay) {
-            Some(at) => self.due_at(at),
-            None => u64::MAX,
-        }
-    }
-
-    /// Deadline in nanoseconds after the origin for `at` (0 if earlier).
-    fn due_at(&self, at: Instant) -> u64 {
-        self.conv.nanos_of(at)
-    }
-
-    /// The wheel tick for a due time (rounded up: never early).
-    pub(crate) fn tick_of(&self, due: u64) -> u64 {
-        if due == u64::MAX {
-            NEVER
-        } else {
-            self.conv.tick_of_nanos(due)
-        }
+        self.ticker_unparker.unpark();
     }
 
     /// Reserves a pending place (bounded `max_pending` only), with
@@ -288,7 +257,7 @@ impl Shared {
             }
             return Err(ScheduleError::Full);
         };
-        let tick = s.tick_of(due);
+        let tick = s.time.tick_of_due(due);
         s.lanes[lane].commands.push(Command::Insert(Entry {
             task,
             index,
@@ -310,7 +279,7 @@ impl Shared {
                 s.unpark_ticker();
                 return Err(ScheduleError::Shutdown);
             }
-        } else if s.wake.needs_wake_fenced(tick) {
+        } else if s.wake_plan.needs_wake_fenced(tick) {
             s.unpark_ticker();
         }
         s.lanes[lane]
@@ -318,7 +287,7 @@ impl Shared {
             .scheduled
             .fetch_add(1, Ordering::Relaxed);
         Ok(TimerHandle {
-            lane: lane_ref.clone(),
+            lane_ref: lane_ref.clone(),
             index,
             gen,
         })
@@ -350,11 +319,11 @@ impl Shared {
 
     /// `TimerHandle::reset` for a handle of `lane`.
     pub(crate) fn reset(&self, lane: usize, index: u32, gen: u32, delay: Duration) -> bool {
-        let due = self.due_after(delay);
+        let due = self.time.due_after(delay);
         match self.slots.reset(index, gen) {
             None => false,
             Some(seq) => {
-                let tick = self.tick_of(due);
+                let tick = self.time.tick_of_due(due);
                 self.submit(
                     lane,
                     Command::Reset {
@@ -407,7 +376,7 @@ impl Scheduler {
         F: FnOnce() + Send + 'static,
     {
         let r = self.lane_ref();
-        let due = r.shared.due_after(delay);
+        let due = r.shared.time.due_after(delay);
         Shared::schedule_entry(r, Box::new(Once(f)), due)
     }
 
@@ -436,7 +405,7 @@ impl Scheduler {
         F: FnOnce() + Send + 'static,
     {
         let r = self.lane_ref();
-        let due = r.shared.due_at(at);
+        let due = r.shared.time.due_at(at);
         Shared::schedule_entry(r, Box::new(Once(f)), due)
     }
 
@@ -483,7 +452,7 @@ impl Scheduler {
         }
         let r = self.lane_ref();
         let period_nanos = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
-        let due = r.shared.due_after(period);
+        let due = r.shared.time.due_after(period);
         Shared::schedule_entry(
             r,
             Box::new(Every {

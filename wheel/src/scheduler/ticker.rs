@@ -35,81 +35,21 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::clock::NEVER;
 use crate::core::{Expired, TimerKey, Wheel};
 use crate::sync::{Arc, Backoff, Ordering, Parker};
 
-use super::handle::{
+use super::lateness::WakeLateness;
+use super::slots::{
     gen_of, is_repeat, seq_of, state_of, Claim, CANCELLED, PENDING, QUEUED, RUNNING,
 };
-use super::submit::{Command, Entry, Task, NEVER};
+use super::submit::{Command, Entry, Task};
 use super::Shared;
 
 /// Upper bound on the sleep of a tick thread that is receiving commands:
 /// how long a cancelled closure may wait to be dropped, and how long an
 /// insert may wait in the queue, while no timer is due sooner.
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(1);
-
-/// The least time before a timer's tick at which the tick thread ends its
-/// timed sleep; it then announces the timer to the workers and polls the
-/// clock until the tick starts. Only when a timer is due that soon: far or
-/// no timers cost no CPU. The lead actually used grows with how late this
-/// machine's timed wake-ups come (see [`WakeLateness`]).
-pub(crate) const SPIN_LEAD_MIN: Duration = Duration::from_micros(100);
-
-/// The most the spin lead grows to, however late timed wake-ups come.
-pub(crate) const SPIN_LEAD_MAX: Duration = Duration::from_millis(2);
-
-/// Margin added to the estimated wake-up lateness to get the spin lead.
-const SPIN_LEAD_MARGIN_NS: u64 = 50_000;
-
-/// How fast the lateness estimate forgets a late wake-up: each timed
-/// wake-up that comes earlier than the estimate moves it 1/`DECAY` of
-/// the way down.
-const LATENESS_DECAY: u64 = 64;
-
-/// The tick thread's estimate of how late its timed wake-ups come (a
-/// timed park returns after its timeout by the kernel's timer slack, and
-/// on a virtual machine often by a few hundred microseconds more). The
-/// estimate jumps up to any later wake-up and decays slowly, so it tracks
-/// the high tail, not the mean; the spin lead is the estimate plus a
-/// margin, between [`SPIN_LEAD_MIN`] and [`SPIN_LEAD_MAX`].
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct WakeLateness {
-    est_nanos: u64,
-}
-
-impl WakeLateness {
-    /// Records that a timed wake-up came `late_nanos` after its timeout
-    /// (counted as at most [`SPIN_LEAD_MAX`]: one stall of a second, the
-    /// process stopped say, must not keep the lead at its maximum for
-    /// hundreds of wake-ups).
-    pub(crate) fn observe(&mut self, late_nanos: u64) {
-        let cap = u64::try_from(SPIN_LEAD_MAX.as_nanos()).unwrap_or(u64::MAX);
-        self.est_nanos = next_lateness(self.est_nanos, late_nanos.min(cap));
-    }
-
-    /// How long before a due tick the timed sleep should end.
-    pub(crate) fn lead(&self) -> Duration {
-        spin_lead(self.est_nanos)
-    }
-}
-
-/// The next lateness estimate: at least `late` (jumps up at once), else
-/// `est` moved 1/[`LATENESS_DECAY`] of the way down to `late`.
-pub(crate) fn next_lateness(est: u64, late: u64) -> u64 {
-    if late >= est {
-        late
-    } else {
-        est - (est - late).div_ceil(LATENESS_DECAY)
-    }
-}
-
-/// The spin lead for a lateness estimate: estimate plus margin, clamped to
-/// [`SPIN_LEAD_MIN`]..=[`SPIN_LEAD_MAX`].
-pub(crate) fn spin_lead(est_nanos: u64) -> Duration {
-    Duration::from_nanos(est_nanos.saturating_add(SPIN_LEAD_MARGIN_NS))
-        .clamp(SPIN_LEAD_MIN, SPIN_LEAD_MAX)
-}
 
 /// Commands applied per round before expired timers are fired again, so a
 /// flood of producers cannot delay firing indefinitely.
@@ -118,9 +58,6 @@ const DRAIN_BATCH: usize = 4096;
 /// Slots the tick thread retires before it hands them to the free lists
 /// in one go (also at the end of every round).
 const RECYCLE_BATCH: usize = 256;
-
-/// The last tick the wheel may be advanced to (`NEVER` stays in the future).
-const LAST_TICK: u64 = NEVER - 1;
 
 /// Timer slack requested for the tick thread (Linux), in nanoseconds. The
 /// default 50 µs slack would be added to every timed wake-up.
@@ -188,7 +125,7 @@ pub(crate) struct Ticker {
     stash: HashMap<u32, Stash>,
     flush_ticks: u64,
     parker: Parker,
-    /// The lane `drain` starts with.
+    /// The lane `apply_commands` starts with.
     next_lane: usize,
     /// Retired slots not yet on the free lists (see `release`): lane,
     /// index, new generation.
@@ -200,7 +137,8 @@ pub(crate) struct Ticker {
 impl Ticker {
     pub(crate) fn new(shared: Arc<Shared>, wheel: Wheel<u64>, parker: Parker) -> Ticker {
         let flush_ticks = shared
-            .conv
+            .time
+            .conv()
             .tick_of_nanos(FLUSH_INTERVAL.as_nanos() as u64)
             .max(1);
         Ticker {
@@ -220,26 +158,26 @@ impl Ticker {
     pub(crate) fn run(mut self) {
         let me = self.parker.unparker().clone();
         // Held for the thread's lifetime; the clock keeps it weakly.
-        let _listener = self.shared.clock.manual().map(|clock| {
+        let _listener = self.shared.time.manual().map(|clock| {
             let wake: std::sync::Arc<dyn Fn() + Send + Sync> =
                 std::sync::Arc::new(move || me.unpark());
             clock.on_advance(&wake);
             wake
         });
         #[cfg(all(target_os = "linux", not(loom)))]
-        if self.shared.clock.manual().is_none() {
+        if !self.shared.time.is_manual() {
             // Best effort: fails harmlessly on kernels that do not allow it.
             let _ = std::fs::write("/proc/thread-self/timerslack_ns", TIMER_SLACK_NS);
         }
-        let manual = self.shared.clock.manual().is_some();
+        let manual = self.shared.time.is_manual();
         loop {
             if self.shared.shutdown.load(Ordering::SeqCst) {
                 break;
             }
-            self.shared.wake.awake();
-            let now = self.shared.clock.now();
-            let applied = self.drain();
-            let now_tick = self.shared.conv.now_tick(now).min(LAST_TICK);
+            self.shared.wake_plan.awake();
+            let now = self.shared.time.now();
+            let applied = self.apply_commands();
+            let now_tick = self.shared.time.conv().now_tick(now);
             self.fire(now_tick);
             self.recycle();
             self.shared
@@ -260,7 +198,7 @@ impl Ticker {
             } else {
                 (next, next - now_tick > self.flush_ticks)
             };
-            self.shared.wake.publish(wake_tick, arm);
+            self.shared.wake_plan.publish(wake_tick, arm);
             if !self.shared.commands_empty() || self.shared.shutdown.load(Ordering::SeqCst) {
                 continue;
             }
@@ -283,7 +221,7 @@ impl Ticker {
             self.parker.park();
             return;
         }
-        let Some(at) = self.shared.conv.instant_of(wake_tick) else {
+        let Some(at) = self.shared.time.conv().instant_of(wake_tick) else {
             self.shared.pool.relax();
             self.parker.park();
             return;
@@ -329,7 +267,7 @@ impl Ticker {
 
     /// Applies up to `DRAIN_BATCH` commands, taken from the lanes in turn
     /// (each lane in its FIFO order); returns how many.
-    fn drain(&mut self) -> usize {
+    fn apply_commands(&mut self) -> usize {
         let shared = self.shared.clone();
         let lanes = shared.lanes.len();
         let mut applied = 0;
@@ -372,7 +310,7 @@ impl Ticker {
     }
 
     fn arm(&mut self, entry: Entry) {
-        let tick = self.shared.tick_of(entry.due);
+        let tick = self.shared.time.tick_of_due(entry.due);
         self.arm_at(entry, tick);
     }
 
@@ -391,96 +329,110 @@ impl Ticker {
         debug_assert!(old.is_none(), "slot {index} armed twice");
     }
 
-    /// Nanoseconds after the origin of the start of `tick`.
-    fn nanos_of_tick(&self, tick: u64) -> u64 {
-        let tick_nanos = u64::try_from(self.shared.conv.tick().as_nanos()).unwrap_or(u64::MAX);
-        tick.saturating_mul(tick_nanos)
-    }
-
+    /// Applies one command popped from `lane`.
     fn apply(&mut self, lane: usize, cmd: Command) {
         match cmd {
-            Command::Insert(entry) => {
-                let w = self.shared.slots.load(entry.index);
-                if state_of(w) == CANCELLED {
-                    self.release(lane, entry.index);
-                } else {
-                    debug_assert_eq!(state_of(w), PENDING);
-                    self.arm(entry);
-                }
-            }
-            Command::Rearm(mut entry) => {
-                let index = entry.index;
-                let w = self.shared.slots.load(index);
-                let stash = self.stash.remove(&index);
-                if state_of(w) == CANCELLED {
-                    self.release(lane, index);
-                    return;
-                }
-                debug_assert_eq!(state_of(w), PENDING);
-                match stash {
-                    Some(s) if s.gen == gen_of(w) && s.seq == seq_of(w) => {
-                        entry.seq = s.seq;
-                        entry.due = s.due;
-                        self.arm(entry);
-                    }
-                    _ if entry.seq != seq_of(w) => {
-                        // Reset while with a worker; its command is still on
-                        // the way and will move the parked entry.
-                        self.arm_at(entry, NEVER);
-                    }
-                    // The worker set the next run's due time (it may be
-                    // past: then the run is late and fires at once).
-                    _ => {
-                        debug_assert!(
-                            entry.task.period() > 0,
-                            "only repeating timers come back unchanged"
-                        );
-                        self.arm(entry);
-                    }
-                }
-            }
-            Command::Cancel { index, gen } => {
-                let w = self.shared.slots.load(index);
-                if gen_of(w) != gen || state_of(w) != CANCELLED {
-                    return;
-                }
-                if let Some(held) = self.held.slot(index).take() {
-                    let armed = self.wheel.cancel(held.key);
-                    debug_assert_eq!(armed.map(|v| unpack_armed(v).0), Some(index));
-                    drop(held.task);
-                    self.release(lane, index);
-                }
-            }
+            Command::Insert(entry) => self.apply_insert(lane, entry),
+            Command::Rearm(entry) => self.apply_rearm(lane, entry),
+            Command::Cancel { index, gen } => self.apply_cancel(lane, index, gen),
             Command::Reset {
                 index,
                 gen,
                 seq,
                 due,
-            } => {
-                let w = self.shared.slots.load(index);
-                let live = match state_of(w) {
-                    PENDING | QUEUED => true,
-                    RUNNING => is_repeat(w),
-                    _ => false,
-                };
-                if gen_of(w) != gen || seq_of(w) != seq || !live {
-                    return; // superseded, cancelled or over
+            } => self.apply_reset(index, gen, seq, due),
+        }
+    }
+
+    /// A new timer: into the wheel, unless it was cancelled already.
+    #[inline]
+    fn apply_insert(&mut self, lane: usize, entry: Entry) {
+        let w = self.shared.slots.load(entry.index);
+        if state_of(w) == CANCELLED {
+            self.release(lane, entry.index);
+        } else {
+            debug_assert_eq!(state_of(w), PENDING);
+            self.arm(entry);
+        }
+    }
+
+    /// A repeating timer back from a worker: into the wheel at its next
+    /// run, at a reset's deadline, or parked until a reset's command comes.
+    #[inline]
+    fn apply_rearm(&mut self, lane: usize, mut entry: Entry) {
+        let index = entry.index;
+        let w = self.shared.slots.load(index);
+        let stash = self.stash.remove(&index);
+        if state_of(w) == CANCELLED {
+            self.release(lane, index);
+            return;
+        }
+        debug_assert_eq!(state_of(w), PENDING);
+        match stash {
+            Some(s) if s.gen == gen_of(w) && s.seq == seq_of(w) => {
+                entry.seq = s.seq;
+                entry.due = s.due;
+                self.arm(entry);
+            }
+            _ if entry.seq != seq_of(w) => {
+                // Reset while with a worker; its command is still on
+                // the way and will move the parked entry.
+                self.arm_at(entry, NEVER);
+            }
+            // The worker set the next run's due time (it may be
+            // past: then the run is late and fires at once).
+            _ => {
+                debug_assert!(
+                    entry.task.period() > 0,
+                    "only repeating timers come back unchanged"
+                );
+                self.arm(entry);
+            }
+        }
+    }
+
+    /// A handle cancelled a timer: its entry leaves the wheel now, if it is
+    /// there (otherwise a worker holds it and releases the slot).
+    #[inline]
+    fn apply_cancel(&mut self, lane: usize, index: u32, gen: u32) {
+        let w = self.shared.slots.load(index);
+        if gen_of(w) != gen || state_of(w) != CANCELLED {
+            return;
+        }
+        if let Some(held) = self.held.slot(index).take() {
+            let armed = self.wheel.cancel(held.key);
+            debug_assert_eq!(armed.map(|v| unpack_armed(v).0), Some(index));
+            drop(held.task);
+            self.release(lane, index);
+        }
+    }
+
+    /// A handle reset a timer to `due`: its entry moves in the wheel, or,
+    /// if a worker holds it, the reset waits in `stash` for the re-arm.
+    #[inline]
+    fn apply_reset(&mut self, index: u32, gen: u32, seq: u32, due: u64) {
+        let w = self.shared.slots.load(index);
+        let live = match state_of(w) {
+            PENDING | QUEUED => true,
+            RUNNING => is_repeat(w),
+            _ => false,
+        };
+        if gen_of(w) != gen || seq_of(w) != seq || !live {
+            return; // superseded, cancelled or over
+        }
+        let tick = self.shared.time.tick_of_due(due);
+        match self.held.slot(index) {
+            Some(held) => {
+                held.task.set_due(due);
+                let key = held.key;
+                let moved = self.wheel.reset(key, tick);
+                debug_assert!(moved);
+                if let Some(v) = self.wheel.get_mut(key) {
+                    *v = pack_armed(index, seq);
                 }
-                let tick = self.shared.tick_of(due);
-                match self.held.slot(index) {
-                    Some(held) => {
-                        held.task.set_due(due);
-                        let key = held.key;
-                        let moved = self.wheel.reset(key, tick);
-                        debug_assert!(moved);
-                        if let Some(v) = self.wheel.get_mut(key) {
-                            *v = pack_armed(index, seq);
-                        }
-                    }
-                    None => {
-                        self.stash.insert(index, Stash { gen, seq, due });
-                    }
-                }
+            }
+            None => {
+                self.stash.insert(index, Stash { gen, seq, due });
             }
         }
     }
@@ -496,7 +448,7 @@ impl Ticker {
         let due = held
             .task
             .due()
-            .unwrap_or_else(|| self.nanos_of_tick(expired.deadline));
+            .unwrap_or_else(|| self.shared.time.conv().nanos_of_tick(expired.deadline));
         Entry {
             task: held.task,
             index,
@@ -586,42 +538,5 @@ mod tests {
         // The per-slot cost of the tick thread's side table (the box's
         // niche makes the `Option` free).
         assert_eq!(std::mem::size_of::<Option<Held>>(), 24);
-    }
-
-    #[test]
-    fn lateness_estimate_jumps_up_and_decays_slowly() {
-        assert_eq!(next_lateness(0, 0), 0);
-        assert_eq!(next_lateness(100, 5_000), 5_000);
-        assert_eq!(next_lateness(5_000, 5_000), 5_000);
-        // Down by 1/64 of the gap, rounded up so it always moves.
-        assert_eq!(next_lateness(6_400, 0), 6_300);
-        assert_eq!(next_lateness(10, 9), 9);
-        assert_eq!(next_lateness(u64::MAX, 0), u64::MAX - u64::MAX.div_ceil(64));
-        // Reaches the floor of what it sees, from far above.
-        let mut est = 2_000_000;
-        for _ in 0..2_000 {
-            est = next_lateness(est, 30_000);
-        }
-        assert_eq!(est, 30_000);
-    }
-
-    #[test]
-    fn spin_lead_is_estimate_plus_margin_within_bounds() {
-        assert_eq!(spin_lead(0), SPIN_LEAD_MIN);
-        assert_eq!(spin_lead(50_000), SPIN_LEAD_MIN);
-        assert_eq!(spin_lead(400_000), Duration::from_nanos(450_000));
-        assert_eq!(spin_lead(u64::MAX), SPIN_LEAD_MAX);
-        let mut w = WakeLateness::default();
-        assert_eq!(w.lead(), SPIN_LEAD_MIN);
-        w.observe(900_000);
-        assert_eq!(w.lead(), Duration::from_nanos(950_000));
-        // A stall of a second counts as the maximum lead, and decays from
-        // there.
-        w.observe(1_000_000_000);
-        assert_eq!(w.lead(), SPIN_LEAD_MAX);
-        for _ in 0..64 {
-            w.observe(0);
-        }
-        assert!(w.lead() < SPIN_LEAD_MAX);
     }
 }

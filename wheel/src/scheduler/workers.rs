@@ -38,7 +38,7 @@ use crate::sync::{
     RingQueue,
 };
 
-use super::handle::Start;
+use super::slots::Start;
 use super::submit::{next_fixed_rate, Command, Entry};
 use super::Shared;
 
@@ -62,11 +62,11 @@ pub(crate) fn worker_spin(lead: Duration) -> u64 {
 
 /// Jobs the worker queue holds without allocating (a ring, allocated on
 /// first use; more spill into a growable overflow). The tick thread then
-/// allocates nothing per job while it fires: with a segment queue it
-/// allocated a block every few dozen jobs, which the workers freed: with
-/// glibc's allocator and a fragmented heap such cross-thread traffic was
-/// seen to stall firing by milliseconds (`docs/scheduler.md`). The ring
-/// costs 40 KiB per scheduler.
+/// allocates nothing per job while it fires: a segment queue allocates a
+/// block every few dozen jobs, which the workers free, and with glibc's
+/// allocator and a fragmented heap such cross-thread traffic can stall
+/// firing by milliseconds (`docs/scheduler.md`). The ring costs 40 KiB per
+/// scheduler.
 const JOB_RING: usize = 1024;
 
 /// The job queue and the sleeping workers.
@@ -82,7 +82,9 @@ pub(crate) struct Pool {
     expecting: AtomicBool,
     /// How long a polling worker polls, in nanoseconds (set by `prepare`).
     spin_nanos: AtomicU64,
-    lock: Mutex<()>,
+    /// Held by a worker between re-checking the job queue and waiting, and
+    /// by whoever notifies `cv` (see the protocol above).
+    mutex: Mutex<()>,
     cv: Condvar,
 }
 
@@ -94,7 +96,7 @@ impl Pool {
             spinning: AtomicUsize::new(0),
             expecting: AtomicBool::new(false),
             spin_nanos: AtomicU64::new(WORKER_SPIN_MIN.as_nanos() as u64),
-            lock: Mutex::new(()),
+            mutex: Mutex::new(()),
             cv: Condvar::new(),
         }
     }
@@ -113,7 +115,7 @@ impl Pool {
         if sleeping == 0 {
             return;
         }
-        let _guard = lock(&self.lock);
+        let _guard = lock(&self.mutex);
         if n >= sleeping {
             self.cv.notify_all();
         } else {
@@ -139,7 +141,7 @@ impl Pool {
         if self.spinning.load(Ordering::Relaxed) > 0 || self.sleepers.load(Ordering::Relaxed) == 0 {
             return;
         }
-        let _guard = lock(&self.lock);
+        let _guard = lock(&self.mutex);
         self.cv.notify_one();
     }
 
@@ -187,7 +189,7 @@ impl Pool {
 
     /// Wakes every worker (shutdown).
     pub(crate) fn wake_all(&self) {
-        let _guard = lock(&self.lock);
+        let _guard = lock(&self.mutex);
         self.cv.notify_all();
     }
 
@@ -217,7 +219,7 @@ pub(crate) fn worker_main(shared: Arc<Shared>) {
         }
         pool.sleepers.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let mut guard = lock(&pool.lock);
+        let mut guard = lock(&pool.mutex);
         while pool.jobs.is_empty() && !shared.ticker_done.load(Ordering::SeqCst) {
             guard = wait(&pool.cv, guard);
         }
@@ -254,8 +256,8 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
         shared.timer_ended(lane);
     }
     counts.fired.fetch_add(1, Ordering::Relaxed);
-    let started = shared.clock.now();
-    if let Some(at) = shared.conv.instant_of_nanos(entry.due) {
+    let started = shared.time.now();
+    if let Some(at) = shared.time.conv().instant_of_nanos(entry.due) {
         let late = started.saturating_duration_since(at);
         let late = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
         counters.max_lateness.fetch_max(late, Ordering::Relaxed);
@@ -296,13 +298,13 @@ fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
     // the run the deadline is the reset's (the tick thread has it): wake
     // regardless.
     let earliest = if seq == entry.seq {
-        entry.due = next_fixed_rate(entry.due, period, shared.conv.nanos_of(started));
-        shared.tick_of(entry.due)
+        entry.due = next_fixed_rate(entry.due, period, shared.time.due_at(started));
+        shared.time.tick_of_due(entry.due)
     } else {
         0
     };
     // `send_back` issued the fence after its push.
-    if send_back(shared, lane, entry) && shared.wake.needs_wake_fenced(earliest) {
+    if send_back(shared, lane, entry) && shared.wake_plan.needs_wake_fenced(earliest) {
         shared.unpark_ticker();
     }
 }

@@ -1,213 +1,9 @@
-//! Clocks and the conversion between [`Instant`]s and wheel ticks.
-//!
-//! The core [`Wheel`](crate::Wheel) counts integer ticks and knows nothing of
-//! time. The layers above it read a [`Clock`] (the system's monotonic clock or
-//! a [`ManualClock`]) and convert with [`TickConv`]:
-//!
-//! - a deadline instant becomes the tick that *rounds up* (`ceil`), and
-//! - the current instant becomes the tick that *rounds down* (`floor`),
-//!
-//! so a timer fires only when `floor(now) >= ceil(deadline)`, which implies
-//! `now >= deadline`: never early, at most one tick late from rounding.
+//! [`TickConv`]: the arithmetic between instants, nanoseconds and ticks of
+//! a fixed length from an origin (no clock reading).
 
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, AtomicU64, Mutex, Ordering};
-
-/// A clock that only moves when told to, for tests and simulations.
-///
-/// Clones share one time line. Every [`Scheduler`](crate::Scheduler) and
-/// [`DelayQueue`](crate::DelayQueue) built with a clone is woken by
-/// [`advance`](ManualClock::advance), so a test can run "48 hours later" in
-/// microseconds.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use wheel::ManualClock;
-///
-/// let clock = ManualClock::new();
-/// let start = clock.now();
-/// clock.advance(Duration::from_secs(48 * 3600));
-/// assert_eq!(clock.now() - start, Duration::from_secs(48 * 3600));
-/// ```
-#[derive(Clone)]
-pub struct ManualClock {
-    inner: std::sync::Arc<ManualInner>,
-}
-
-struct ManualInner {
-    start: Instant,
-    /// Nanoseconds since `start`: read without a lock (`now` is on the hot
-    /// path of every push and schedule), written only under `state`.
-    offset_nanos: AtomicU64,
-    /// The largest offset that keeps `start + offset` representable.
-    max_nanos: u64,
-    state: Mutex<ManualState>,
-}
-
-struct ManualState {
-    listeners: Vec<std::sync::Weak<dyn Fn() + Send + Sync>>,
-}
-
-impl ManualClock {
-    /// Creates a clock that starts at the current instant and stays there
-    /// until [`advance`](ManualClock::advance) is called.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let clock = wheel::ManualClock::new();
-    /// assert_eq!(clock.now(), clock.now());
-    /// ```
-    pub fn new() -> ManualClock {
-        let start = Instant::now();
-        let max_nanos = u64::try_from(max_offset(start).as_nanos()).unwrap_or(u64::MAX);
-        ManualClock {
-            inner: std::sync::Arc::new(ManualInner {
-                start,
-                offset_nanos: AtomicU64::new(0),
-                max_nanos,
-                state: Mutex::new(ManualState {
-                    listeners: Vec::new(),
-                }),
-            }),
-        }
-    }
-
-    /// The clock's current instant.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let clock = wheel::ManualClock::new();
-    /// let t0 = clock.now();
-    /// clock.advance(Duration::from_millis(5));
-    /// assert_eq!(clock.now(), t0 + Duration::from_millis(5));
-    /// ```
-    pub fn now(&self) -> Instant {
-        self.now_and_offset().0
-    }
-
-    /// The current instant and the nanoseconds since the clock started,
-    /// from one read: `now == start + offset`.
-    pub(crate) fn now_and_offset(&self) -> (Instant, u64) {
-        let offset = self.offset();
-        (self.inner.start + Duration::from_nanos(offset), offset)
-    }
-
-    /// Nanoseconds since the clock started (one atomic load, no `Instant`
-    /// arithmetic: the fast path of [`DelayQueue::push`](crate::DelayQueue::push)).
-    #[inline]
-    pub(crate) fn offset(&self) -> u64 {
-        self.inner.offset_nanos.load(Ordering::SeqCst)
-    }
-
-    /// Moves time forward by `by` and wakes every scheduler and delay queue
-    /// that uses this clock. Saturates instead of overflowing: the clock
-    /// stops at the end of `Instant`'s range or about 584 years after it
-    /// started, whichever comes first.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let clock = wheel::ManualClock::new();
-    /// let t0 = clock.now();
-    /// clock.advance(Duration::from_secs(1));
-    /// clock.advance(Duration::from_secs(2));
-    /// assert_eq!(clock.now() - t0, Duration::from_secs(3));
-    /// ```
-    pub fn advance(&self, by: Duration) {
-        let listeners: Vec<_> = {
-            // The lock serializes advances and the listener list.
-            let mut state = lock(&self.inner.state);
-            let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-            let old = self.inner.offset_nanos.load(Ordering::SeqCst);
-            let new = old.saturating_add(by).min(self.inner.max_nanos);
-            self.inner.offset_nanos.store(new, Ordering::SeqCst);
-            state.listeners.retain(|w| w.strong_count() > 0);
-            state.listeners.iter().filter_map(|w| w.upgrade()).collect()
-        };
-        // Call outside the lock: a listener may read the clock.
-        for wake in listeners {
-            wake();
-        }
-    }
-
-    /// Registers a function called after every [`advance`](Self::advance).
-    /// The clock holds it weakly: dropping the `Arc` unregisters it.
-    pub(crate) fn on_advance(&self, wake: &std::sync::Arc<dyn Fn() + Send + Sync>) {
-        lock(&self.inner.state)
-            .listeners
-            .push(std::sync::Arc::downgrade(wake));
-    }
-}
-
-impl Default for ManualClock {
-    fn default() -> Self {
-        ManualClock::new()
-    }
-}
-
-impl std::fmt::Debug for ManualClock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ManualClock")
-            .field("now", &self.now())
-            .finish()
-    }
-}
-
-/// The largest offset that can be added to `start` without overflowing
-/// `Instant` (found by halving; computed once per clock or queue).
-pub(crate) fn max_offset(start: Instant) -> Duration {
-    let mut hi = Duration::MAX;
-    if start.checked_add(hi).is_some() {
-        return hi;
-    }
-    let mut lo = Duration::ZERO;
-    // Invariant: start + lo fits, start + hi does not.
-    while hi - lo > Duration::from_nanos(1) {
-        let mid = lo + (hi - lo) / 2;
-        if start.checked_add(mid).is_some() {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
-/// Where time comes from: the system's monotonic clock or a [`ManualClock`].
-#[derive(Clone, Debug, Default)]
-pub(crate) enum Clock {
-    /// `Instant::now()`.
-    #[default]
-    System,
-    /// A shared manual time line.
-    Manual(ManualClock),
-}
-
-#[allow(dead_code)]
-impl Clock {
-    /// The current instant of this clock.
-    pub(crate) fn now(&self) -> Instant {
-        match self {
-            Clock::System => Instant::now(),
-            Clock::Manual(m) => m.now(),
-        }
-    }
-
-    /// The manual clock, if this is one.
-    pub(crate) fn manual(&self) -> Option<&ManualClock> {
-        match self {
-            Clock::System => None,
-            Clock::Manual(m) => Some(m),
-        }
-    }
-}
+use super::{max_offset, NEVER};
 
 /// Converts between instants and ticks of a fixed length from an origin.
 #[derive(Clone, Copy, Debug)]
@@ -217,20 +13,19 @@ pub(crate) struct TickConv {
     /// `u64::MAX / tick_nanos`, for [`div_rem_by`].
     recip: u64,
     /// The largest nanosecond count after the origin that is an `Instant`
-    /// and below `u64::MAX` (see [`TickConv::due_after`]).
+    /// and below [`NEVER`] (see [`TickConv::due_after`]).
     limit: u64,
 }
 
-#[allow(dead_code)]
 impl TickConv {
     /// A converter whose tick 0 starts at `origin`. `tick` must be at least
-    /// one nanosecond and at most `u64::MAX` nanoseconds; callers validate
-    /// this and report a typed error (see [`TickConv::validate`]).
+    /// one nanosecond and at most `u64::MAX` nanoseconds; the builders check
+    /// this first and report a typed error (see [`check_tick`](super::check_tick)).
     pub(crate) fn new(origin: Instant, tick: Duration) -> TickConv {
         let tick_nanos = u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1);
         let limit = u64::try_from(max_offset(origin).as_nanos())
             .unwrap_or(u64::MAX)
-            .min(u64::MAX - 1);
+            .min(NEVER - 1);
         TickConv {
             origin,
             tick_nanos,
@@ -255,29 +50,27 @@ impl TickConv {
     }
 
     /// The largest nanosecond count after the origin that is an `Instant`
-    /// (capped below `u64::MAX`, which callers use for "never").
+    /// (capped below [`NEVER`]).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn limit(&self) -> u64 {
         self.limit
     }
 
-    /// `true` if `tick` is usable as a tick length (non-zero, fits in u64 ns).
-    pub(crate) fn validate(tick: Duration) -> bool {
-        !tick.is_zero() && u64::try_from(tick.as_nanos()).is_ok()
-    }
-
     /// The tick length.
-    pub(crate) fn tick(&self) -> Duration {
+    pub(crate) fn tick_len(&self) -> Duration {
         Duration::from_nanos(self.tick_nanos)
     }
 
     /// The tick that contains `now` (rounded down): what the wheel may be
-    /// advanced to at that instant.
+    /// advanced to at that instant. Never [`NEVER`], even at the very end of
+    /// `Instant`'s range: that tick stays in the future.
     pub(crate) fn now_tick(&self, now: Instant) -> u64 {
         let nanos = now.saturating_duration_since(self.origin).as_nanos();
-        match u64::try_from(nanos) {
+        let tick = match u64::try_from(nanos) {
             Ok(n) => self.floor_tick_of_nanos(n),
             Err(_) => floor_ticks(nanos, self.tick_nanos),
-        }
+        };
+        tick.min(NEVER - 1)
     }
 
     /// The first tick at or after `at` (rounded up): a timer for `at` put at
@@ -290,22 +83,13 @@ impl TickConv {
         }
     }
 
-    /// The deadline tick for `now + delay`; `u64::MAX` (never) if the sum
-    /// overflows `Instant`.
-    pub(crate) fn delay_tick(&self, now: Instant, delay: Duration) -> u64 {
-        match now.checked_add(delay) {
-            Some(at) => self.deadline_tick(at),
-            None => u64::MAX,
-        }
-    }
-
     /// The origin: the instant at which tick 0 starts.
     pub(crate) fn origin(&self) -> Instant {
         self.origin
     }
 
     /// Nanoseconds from the origin to `at` (0 before the origin), saturating
-    /// at `u64::MAX` (about 584 years).
+    /// at `u64::MAX` (about 584 years; as a due time, [`NEVER`]).
     pub(crate) fn nanos_of(&self, at: Instant) -> u64 {
         u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
     }
@@ -327,6 +111,12 @@ impl TickConv {
         let (q, r) = div_rem_by(nanos, self.tick_nanos, self.recip);
         // `q + 1 <= u64::MAX` when `r != 0`: then `q < nanos <= u64::MAX`.
         q + u64::from(r != 0)
+    }
+
+    /// Nanoseconds after the origin of the start of `tick`, saturating at
+    /// `u64::MAX`.
+    pub(crate) fn nanos_of_tick(&self, tick: u64) -> u64 {
+        tick.saturating_mul(self.tick_nanos)
     }
 
     /// `origin + nanos`, or `None` past the range of `Instant`.
@@ -472,13 +262,20 @@ mod tests {
     }
 
     #[test]
-    fn overflowing_delay_never_fires() {
+    fn the_current_tick_stays_below_never() {
         let origin = Instant::now();
-        let conv = TickConv::new(origin, Duration::from_millis(1));
-        assert_eq!(conv.delay_tick(origin, Duration::MAX), u64::MAX);
-        assert!(conv.deadline_tick(origin) == 0);
-        assert!(!TickConv::validate(Duration::ZERO));
-        assert!(TickConv::validate(Duration::from_nanos(1)));
+        let conv = TickConv::new(origin, Duration::from_nanos(1));
+        assert_eq!(conv.deadline_tick(origin), 0);
+        assert_eq!(conv.now_tick(origin), 0);
+        let end = origin + max_offset(origin);
+        assert!(conv.now_tick(end) < NEVER);
+        assert_eq!(conv.nanos_of_tick(3), 3);
+        assert_eq!(conv.nanos_of_tick(NEVER), u64::MAX);
+        let ms = TickConv::new(origin, Duration::from_millis(1));
+        assert_eq!(ms.nanos_of_tick(7), 7_000_000);
+        let last = u64::MAX / 1_000_000;
+        assert_eq!(ms.nanos_of_tick(last), last * 1_000_000);
+        assert_eq!(ms.nanos_of_tick(last + 1), u64::MAX);
     }
 
     #[test]
@@ -505,24 +302,5 @@ mod tests {
         let conv = TickConv::new(now, Duration::from_millis(1));
         assert_eq!(conv.due_after(5, Duration::new(3, 7)), Some(3_000_000_012));
         assert_eq!(conv.due_after(1, Duration::MAX), None);
-    }
-
-    #[test]
-    fn manual_clock_saturates_and_notifies() {
-        let clock = ManualClock::new();
-        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let h = hits.clone();
-        let listener: std::sync::Arc<dyn Fn() + Send + Sync> = std::sync::Arc::new(move || {
-            h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        });
-        clock.on_advance(&listener);
-        let t0 = clock.now();
-        clock.advance(Duration::from_secs(1));
-        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
-        clock.advance(Duration::MAX);
-        assert!(clock.now() > t0);
-        drop(listener);
-        clock.advance(Duration::from_secs(1));
-        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 }

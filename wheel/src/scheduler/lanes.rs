@@ -1,0 +1,112 @@
+//! Lanes: per-thread stripes of the producer-side state (command queue,
+//! free slots, counters, handle reference count), so that producers on
+//! different cores write disjoint cache lines.
+//!
+//! A lane is only a place, never an owner: any thread may push onto any
+//! lane's command queue and any lane's free list, and which lane a command
+//! or a slot goes through never matters for correctness (the tick thread
+//! pops every lane). What matters is order within a lane: a handle sends
+//! its `Cancel`/`Reset` through the lane of its timer's `Insert`, and each
+//! lane's queue is FIFO (see `submit.rs`).
+
+use crate::sync::{Arc, AtomicU64, CachePadded, Queue};
+
+use super::submit::Command;
+use super::Shared;
+
+/// One lane: a command queue and a stripe of counters, on its own cache
+/// lines. A thread uses lane `thread_stripe() % lanes` (see
+/// [`lane_count`]); a handle sends its commands to the lane its timer was
+/// scheduled on. Lanes exist so that producers on different cores never
+/// write the same cache line: each has its own queue tail, free list
+/// (in [`SlotTable`](super::slots::SlotTable)), counters and handle reference count ([`LaneRef`]).
+pub(crate) struct Lane {
+    pub(crate) commands: Queue<Command>,
+    pub(crate) counts: CachePadded<LaneCounts>,
+}
+
+/// A lane's stripe of the statistics. `Stats` sums the stripes.
+pub(crate) struct LaneCounts {
+    /// Timers accepted by `schedule*` on this lane.
+    pub(crate) scheduled: AtomicU64,
+    /// Successful `cancel`s of handles of this lane.
+    pub(crate) cancelled: AtomicU64,
+    /// Timers over for another reason than `cancel` or shutdown: one-shot
+    /// timers that started, repeating timers stopped by a worker.
+    pub(crate) ended: AtomicU64,
+    /// Runs started.
+    pub(crate) fired: AtomicU64,
+    /// Callbacks that panicked.
+    pub(crate) panicked: AtomicU64,
+}
+
+impl Lane {
+    /// An empty lane.
+    pub(crate) fn new() -> Lane {
+        Lane {
+            commands: Queue::new(),
+            counts: CachePadded::new(LaneCounts::new()),
+        }
+    }
+}
+
+impl LaneCounts {
+    fn new() -> LaneCounts {
+        LaneCounts {
+            scheduled: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
+            fired: AtomicU64::new(0),
+            panicked: AtomicU64::new(0),
+        }
+    }
+}
+
+/// What a [`TimerHandle`](super::TimerHandle) points to: the engine and the lane its commands
+/// go to. Each lane has one `Arc<LaneRef>` (kept by the `Scheduler`), so
+/// the reference count touched by every handle clone and drop is per lane,
+/// not one line shared by all producers.
+pub(crate) struct LaneRef {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) lane: usize,
+}
+
+/// Number of lanes for a machine with `cores` cores: a power of two of at
+/// least four per core, so that the round-robin stripes of the producers,
+/// workers and callers rarely collide; at least 8, at most 64.
+pub(crate) fn lane_count(cores: usize) -> usize {
+    #[cfg(loom)]
+    {
+        let _ = cores;
+        2
+    }
+    #[cfg(not(loom))]
+    {
+        cores
+            .saturating_mul(4)
+            .clamp(MIN_LANES, MAX_LANES)
+            .next_power_of_two()
+    }
+}
+
+/// Fewest lanes (see [`lane_count`]).
+#[cfg(not(loom))]
+const MIN_LANES: usize = 8;
+/// Most lanes (see [`lane_count`]).
+#[cfg(not(loom))]
+const MAX_LANES: usize = 64;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::lane_count;
+
+    #[test]
+    fn lane_count_is_a_bounded_power_of_two() {
+        assert_eq!(lane_count(0), 8);
+        assert_eq!(lane_count(1), 8);
+        assert_eq!(lane_count(2), 8);
+        assert_eq!(lane_count(3), 16);
+        assert_eq!(lane_count(16), 64);
+        assert_eq!(lane_count(usize::MAX), 64);
+    }
+}

@@ -1,0 +1,295 @@
+//! The transitions of a slot's state word (`word.rs`): who may make each
+//! one, and when.
+//!
+//! # Transitions
+//!
+//! | from | to | by | operation |
+//! |------|----|----|-----------|
+//! | FREE(g) | PENDING(g, 0) | the allocating producer (sole owner of a popped free index) | `alloc` (plain store) |
+//! | PENDING(g, s) | PENDING(g, s+1) | any thread with a handle | `reset` (CAS) |
+//! | RUNNING(g, s), repeating | RUNNING(g, s+1) | any thread with a handle | `reset` (CAS) |
+//! | QUEUED(g, s) | QUEUED(g, s+1) | any thread with a handle | `reset` (CAS) |
+//! | PENDING(g, s) | QUEUED(g, s) | tick thread, with `s` = the entry's seq | `claim` (CAS) |
+//! | QUEUED(g, s) | RUNNING(g, s) | the worker holding the entry, `s` = the entry's seq: **the callback starts** | `start` (CAS) |
+//! | QUEUED(g, s') | PENDING(g, s') | the worker, when `s'` ≠ the entry's seq (reset after the claim): the entry goes back to the tick thread | `start` (CAS) |
+//! | PENDING or QUEUED (g, *) | CANCELLED(g) | any thread with a handle; tick thread and producers at shutdown (PENDING only) | `cancel` / `cancel_current` (CAS) |
+//! | RUNNING(g, *), repeating | CANCELLED(g) | any thread with a handle | `cancel` (CAS) |
+//! | RUNNING(g, s) | PENDING(g, s) | the worker that ran it (repeating) | `finish_run` (CAS) |
+//! | RUNNING(g, *) | CANCELLED(g) | the worker that ran it (repeating, at shutdown or after a panic) | `stop_running` (CAS) |
+//! | RUNNING or CANCELLED (g) | FREE(g+1) | the single owner of the timer's entry (see below) | `release` (plain store) |
+//!
+//! `release` is a plain store because no other thread can change the word
+//! in those states: `cancel`/`reset` never CAS a one-shot RUNNING word or a
+//! CANCELLED word, and only the owner of the entry claims or finishes it.
+//!
+//! **Release ownership.** A slot is released exactly once, by whoever holds
+//! the timer's entry (its closure) when it is known to be over: the worker
+//! after a one-shot run or after a cancelled/stopped repeating run; the tick
+//! thread when it removes a cancelled entry from its wheel, pops one whose
+//! claim finds it cancelled, or receives an insert/re-arm of a cancelled
+//! timer. Since the entry is unique (it is moved, never copied), so is the
+//! release. After `release` the index (with its new generation) goes to
+//! its lane's free list; the tick thread does this in batches (`retire`
+//! now, `recycle` at the end of its round or every 256 slots).
+//!
+//! **Linearizability.** "cancel returns true" and "the callback starts" are
+//! the two CASes {PENDING, QUEUED}→CANCELLED and QUEUED→RUNNING on the same
+//! word; the latter is made by the worker immediately before it calls the
+//! closure. For a one-shot timer RUNNING is terminal for `cancel`, so
+//! exactly one succeeds; for a repeating timer `cancel` of a RUNNING word
+//! succeeds and no later `start` can (the worker's `finish_run` fails), so
+//! no run starts after `cancel` returned true. `reset` returning true is
+//! the CAS that bumps `seq`; an entry armed with the old `seq` can no
+//! longer be claimed, so the old deadline can never fire.
+
+use super::word::{
+    bump_seq, gen_of, is_repeat, seq_of, state_of, with_state, CANCELLED, PENDING, QUEUED, RUNNING,
+};
+use super::SlotTable;
+use crate::sync::Ordering;
+
+/// What the tick thread's claim of an expired entry found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// PENDING with the entry's seq: now QUEUED; hand it to a worker.
+    Won,
+    /// The timer was cancelled: drop the entry and release the slot.
+    Cancelled,
+    /// A reset moved the timer after this entry was armed; its message is
+    /// on the way (or already applied to a newer entry).
+    Stale,
+}
+
+/// What a worker's start of a queued entry found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// Now RUNNING: call the closure.
+    Run,
+    /// Reset after the claim: now PENDING again; send the entry back to the
+    /// tick thread (the reset's command carries the new deadline).
+    Moved,
+    /// Cancelled after the claim: drop the entry and release the slot.
+    Cancelled,
+}
+
+impl SlotTable {
+    /// `cancel` from a handle: PENDING or QUEUED → CANCELLED, or RUNNING →
+    /// CANCELLED for a repeating timer. On success, `Some(with_worker)`:
+    /// whether the entry is with a worker (QUEUED, RUNNING), which then
+    /// releases the slot; otherwise the tick thread does.
+    pub(crate) fn cancel(&self, index: u32, gen: u32) -> Option<bool> {
+        let word = self.word(index);
+        let mut w = word.load(Ordering::Acquire);
+        loop {
+            if gen_of(w) != gen {
+                return None;
+            }
+            let running = match state_of(w) {
+                PENDING => false,
+                QUEUED => true,
+                RUNNING if is_repeat(w) => true,
+                _ => return None,
+            };
+            match word.compare_exchange_weak(
+                w,
+                with_state(w, CANCELLED),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(running),
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// PENDING → CANCELLED for the slot's current occupant, whatever its
+    /// generation and sequence. Used at shutdown by the owner of the entry.
+    pub(crate) fn cancel_current(&self, index: u32) -> bool {
+        let word = self.word(index);
+        let mut w = word.load(Ordering::Acquire);
+        while state_of(w) == PENDING {
+            match word.compare_exchange_weak(
+                w,
+                with_state(w, CANCELLED),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(now) => w = now,
+            }
+        }
+        false
+    }
+
+    /// `reset` from a handle: bumps the sequence of a PENDING timer (or of a
+    /// running repeating one). Returns the new sequence on success.
+    pub(crate) fn reset(&self, index: u32, gen: u32) -> Option<u32> {
+        let word = self.word(index);
+        let mut w = word.load(Ordering::Acquire);
+        loop {
+            if gen_of(w) != gen {
+                return None;
+            }
+            match state_of(w) {
+                PENDING | QUEUED => {}
+                RUNNING if is_repeat(w) => {}
+                _ => return None,
+            }
+            let next = bump_seq(w);
+            match word.compare_exchange_weak(w, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(seq_of(next)),
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// The tick thread's claim of an expired entry armed with `seq`.
+    pub(crate) fn claim(&self, index: u32, seq: u32) -> Claim {
+        let word = self.word(index);
+        let mut w = word.load(Ordering::Acquire);
+        loop {
+            match state_of(w) {
+                PENDING if seq_of(w) == seq => {}
+                PENDING => return Claim::Stale,
+                CANCELLED => return Claim::Cancelled,
+                other => unreachable!("claimed a slot in state {other}"),
+            }
+            match word.compare_exchange_weak(
+                w,
+                with_state(w, QUEUED),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Claim::Won,
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// The worker's start of a QUEUED entry armed with `seq`.
+    pub(crate) fn start(&self, index: u32, seq: u32) -> Start {
+        let word = self.word(index);
+        let mut w = word.load(Ordering::Acquire);
+        loop {
+            let (to, outcome) = match state_of(w) {
+                QUEUED if seq_of(w) == seq => (RUNNING, Start::Run),
+                QUEUED => (PENDING, Start::Moved),
+                CANCELLED => return Start::Cancelled,
+                other => unreachable!("started a slot in state {other}"),
+            };
+            match word.compare_exchange_weak(
+                w,
+                with_state(w, to),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return outcome,
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// After a repeating run: RUNNING → PENDING (keeping the sequence).
+    /// `Some(current seq)`, or `None` if the timer was cancelled meanwhile.
+    pub(crate) fn finish_run(&self, index: u32) -> Option<u32> {
+        self.leave_running(index, PENDING)
+    }
+
+    /// After a repeating run that must not be re-armed (shutdown, panic):
+    /// RUNNING → CANCELLED. `false` if it was already cancelled.
+    pub(crate) fn stop_running(&self, index: u32) -> bool {
+        self.leave_running(index, CANCELLED).is_some()
+    }
+
+    fn leave_running(&self, index: u32, to: u64) -> Option<u32> {
+        let word = self.word(index);
+        let mut w = word.load(Ordering::Acquire);
+        loop {
+            match state_of(w) {
+                RUNNING => {}
+                CANCELLED => return None,
+                other => unreachable!("finished a run in state {other}"),
+            }
+            match word.compare_exchange_weak(
+                w,
+                with_state(w, to),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(seq_of(w)),
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// `true` iff `cancel(index, gen)` would succeed now.
+    pub(crate) fn is_active(&self, index: u32, gen: u32) -> bool {
+        let w = self.word(index).load(Ordering::Acquire);
+        gen_of(w) == gen
+            && match state_of(w) {
+                PENDING | QUEUED => true,
+                RUNNING => is_repeat(w),
+                _ => false,
+            }
+    }
+
+    /// The current word (for the tick thread's message checks).
+    pub(crate) fn load(&self, index: u32) -> u64 {
+        self.word(index).load(Ordering::Acquire)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_protocol_single_thread() {
+        let t = SlotTable::new(1);
+        let (i, g) = t.alloc(0, false).unwrap();
+        assert!(t.is_active(i, g));
+        assert_eq!(t.reset(i, g), Some(1));
+        assert_eq!(t.claim(i, 0), Claim::Stale);
+        assert_eq!(t.claim(i, 1), Claim::Won);
+        assert_eq!(t.reset(i, g), Some(2), "queued, not started: still movable");
+        assert_eq!(t.start(i, 1), Start::Moved);
+        assert_eq!(t.claim(i, 2), Claim::Won);
+        assert_eq!(t.start(i, 2), Start::Run);
+        assert_eq!(
+            t.cancel(i, g),
+            None,
+            "a started one-shot cannot be cancelled"
+        );
+        assert_eq!(t.reset(i, g), None);
+        t.release(0, i);
+        assert_eq!(t.cancel(i, g), None, "stale handle");
+        let (j, g2) = t.alloc(0, true).unwrap();
+        assert_eq!(
+            (j, g2),
+            (i, g + 1),
+            "free slot reused with a new generation"
+        );
+        assert_eq!(t.claim(j, 0), Claim::Won);
+        assert_eq!(t.start(j, 0), Start::Run);
+        assert_eq!(
+            t.reset(j, g2),
+            Some(1),
+            "a running repeating timer can be moved"
+        );
+        assert_eq!(t.finish_run(j), Some(1));
+        assert_eq!(t.cancel(j, g), None);
+        assert_eq!(t.cancel(j, g2), Some(false));
+        assert_eq!(t.claim(j, 1), Claim::Cancelled);
+        assert!(!t.cancel_current(j));
+        t.release(0, j);
+        let (k, g3) = t.alloc(0, false).unwrap();
+        assert_eq!(t.claim(k, 0), Claim::Won);
+        assert_eq!(
+            t.cancel(k, g3),
+            Some(true),
+            "queued: cancellable, the worker releases"
+        );
+        assert_eq!(t.start(k, 0), Start::Cancelled);
+        t.release(0, k);
+    }
+}
