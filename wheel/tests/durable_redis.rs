@@ -104,10 +104,7 @@ fn a_claimed_timer_is_cancelled_or_moved_from_another_node() {
 
 #[test]
 fn nodes_reconnect_after_a_redis_restart_and_nothing_acked_is_lost() {
-    let Some(mut server) = RedisServer::for_test(ServerOptions {
-        aof: true,
-        ..Default::default()
-    }) else {
+    let Some(mut server) = RedisServer::for_test(ServerOptions { aof: true }) else {
         return;
     };
     let rec = Recorder::new();

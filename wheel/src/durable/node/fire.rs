@@ -48,17 +48,14 @@ pub(super) fn hold(shared: &Arc<NodeShared>, c: Claimed, at: Instant) {
         let c = guard.claim.take().expect("a claim fires once");
         fire(&guard.shared, c);
     });
-    match scheduled {
-        Ok(handle) => {
-            if let Some(old) = held.insert(key, Held { fence, handle }) {
-                // A newer claim of the same key replaces an older one, whose
-                // start the store would refuse anyway.
-                old.handle.cancel();
-            }
+    // On an error the scheduler is shutting down: the guard inside the
+    // refused closure has already handed the claim back.
+    if let Ok(handle) = scheduled {
+        if let Some(old) = held.insert(key, Held { fence, handle }) {
+            // A newer claim of the same key replaces an older one, whose
+            // start the store would refuse anyway.
+            old.handle.cancel();
         }
-        // The scheduler is shutting down: the guard inside the refused
-        // closure has already handed the claim back.
-        Err(_) => {}
     }
 }
 
@@ -119,7 +116,7 @@ fn run(shared: &NodeShared, c: Claimed, now: Millis, attempt: u32) {
         fence: c.fence,
     };
     let outcome = catch_unwind(AssertUnwindSafe(|| (shared.config.handler)(&fired)))
-        .unwrap_or_else(|_| Outcome::Retry);
+        .unwrap_or(Outcome::Retry);
     let finish = settle(shared, attempt, outcome);
     report(shared, &fired, &finish);
     let mut running = shared.running.lock().unwrap();

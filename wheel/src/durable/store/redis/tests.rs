@@ -46,10 +46,7 @@ fn an_unreachable_server_is_unavailable_within_the_bound() {
 
 #[test]
 fn a_restarted_server_is_reached_again_and_scripts_reload() {
-    let Some(mut server) = RedisServer::for_test(ServerOptions {
-        aof: true,
-        ..Default::default()
-    }) else {
+    let Some(mut server) = RedisServer::for_test(ServerOptions { aof: true }) else {
         return;
     };
     let store = RedisStore::open(options(server.url(), StoreClock::Real)).unwrap();
