@@ -208,3 +208,43 @@ fn a_store_file_held_by_another_process_is_locked() {
         .shutdown()
         .unwrap();
 }
+
+/// A full disk, as the file-size limit of the adding process (writes past
+/// it fail with EFBIG; the signal that would kill the process is ignored,
+/// as a full disk sends none): `add` fails with `Io`, the process exits
+/// cleanly, and every add acknowledged before survives.
+#[test]
+fn a_full_disk_fails_adds_with_io_and_loses_nothing_acked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timers.redb");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 1024; exec {} --embedded {} --add 1000000 --due-in-ms 300",
+        node_binary().display(),
+        path.display()
+    );
+    let out = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("store I/O error"), "stderr: {stderr}");
+    let acked: HashSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("acked ").map(str::to_owned))
+        .collect();
+    assert!(
+        acked.len() > 100,
+        "only {} adds before the disk filled",
+        acked.len()
+    );
+    let rec = Recorder::new();
+    let node = DurableTimers::builder()
+        .embedded(&path)
+        .max_claimed(100_000)
+        .handler(rec.handler(0, |_| Outcome::Done))
+        .build()
+        .unwrap();
+    eventually("every acked timer to fire", || {
+        let fired = rec.by_key();
+        acked.iter().all(|k| fired.contains_key(k))
+    });
+    node.shutdown().unwrap();
+}
