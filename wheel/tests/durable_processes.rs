@@ -62,6 +62,14 @@ impl ChildNode {
     }
 }
 
+/// Waits until every key of `keys` has run.
+fn wait_for_all(rec: &Recorder, keys: &HashSet<String>) {
+    eventually("every acked timer to fire", || {
+        let fired = rec.by_key();
+        keys.iter().all(|k| fired.contains_key(k))
+    });
+}
+
 #[test]
 fn a_killed_node_s_claims_fire_on_another_node_within_lease_plus_a_second() {
     let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
@@ -174,10 +182,7 @@ fn every_acked_add_survives_a_sigkill_of_the_adding_process() {
         .handler(rec.handler(0, |_| Outcome::Done))
         .build()
         .unwrap();
-    eventually("every acked timer to fire", || {
-        let fired = rec.by_key();
-        acked.iter().all(|k| fired.contains_key(k))
-    });
+    wait_for_all(&rec, &acked);
     eprintln!(
         "acked before the kill: {}, fired after the restart: {}",
         acked.len(),
@@ -242,9 +247,6 @@ fn a_full_disk_fails_adds_with_io_and_loses_nothing_acked() {
         .handler(rec.handler(0, |_| Outcome::Done))
         .build()
         .unwrap();
-    eventually("every acked timer to fire", || {
-        let fired = rec.by_key();
-        acked.iter().all(|k| fired.contains_key(k))
-    });
+    wait_for_all(&rec, &acked);
     node.shutdown().unwrap();
 }

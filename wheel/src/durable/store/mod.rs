@@ -121,6 +121,20 @@ pub(crate) struct ClaimBatch {
     pub(crate) expired_dead: u32,
 }
 
+impl ClaimBatch {
+    /// A batch that claimed nothing yet, at `now`.
+    pub(crate) fn empty(now: Millis) -> ClaimBatch {
+        ClaimBatch {
+            now,
+            timers: Vec::new(),
+            next_due: None,
+            next_lease: None,
+            reclaimed: 0,
+            expired_dead: 0,
+        }
+    }
+}
+
 /// What `start` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Start {

@@ -180,14 +180,7 @@ impl Store for Model {
 
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
         Ok(self.with(|s, now| {
-            let mut batch = ClaimBatch {
-                now,
-                timers: Vec::new(),
-                next_due: None,
-                next_lease: None,
-                reclaimed: 0,
-                expired_dead: 0,
-            };
+            let mut batch = ClaimBatch::empty(now);
             s.expire_leases(now, req.max_attempts, &mut batch);
             let horizon = now.saturating_add(req.window);
             let due: Vec<(Millis, String)> = s

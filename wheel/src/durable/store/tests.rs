@@ -152,7 +152,41 @@ impl Bench {
         self.fences[key].saturating_sub(u64::from(stale))
     }
 
+    fn add(
+        &self,
+        store: &dyn Store,
+        key: usize,
+        at: i64,
+        after: bool,
+        payload: u8,
+    ) -> StoreResult<()> {
+        let due = if after {
+            Due::After(at.unsigned_abs())
+        } else {
+            self.due(at)
+        };
+        let payload = vec![payload; usize::from(payload % 5)];
+        store.add(&[NewTimer {
+            key: KEYS[key],
+            due,
+            payload: &payload,
+        }])
+    }
+
+    fn add_many(&self, store: &dyn Store, list: &[(usize, i64)]) -> StoreResult<()> {
+        let batch: Vec<NewTimer<'_>> = list
+            .iter()
+            .map(|(k, at)| NewTimer {
+                key: KEYS[*k],
+                due: self.due(*at),
+                payload: b"m",
+            })
+            .collect();
+        store.add(&batch)
+    }
+
     fn ask(&self, store: &dyn Store, op: &Op) -> StoreResult<Answer> {
+        let fence = |key: &usize, stale: &bool| self.fence(*key, *stale);
         Ok(match op {
             Op::Add {
                 key,
@@ -160,29 +194,11 @@ impl Bench {
                 after,
                 payload,
             } => {
-                let due = if *after {
-                    Due::After(at.unsigned_abs())
-                } else {
-                    self.due(*at)
-                };
-                let payload = vec![*payload; usize::from(*payload % 5)];
-                store.add(&[NewTimer {
-                    key: KEYS[*key],
-                    due,
-                    payload: &payload,
-                }])?;
+                self.add(store, *key, *at, *after, *payload)?;
                 Answer::Unit
             }
             Op::AddMany(list) => {
-                let batch: Vec<NewTimer<'_>> = list
-                    .iter()
-                    .map(|(k, at)| NewTimer {
-                        key: KEYS[*k],
-                        due: self.due(*at),
-                        payload: b"m",
-                    })
-                    .collect();
-                store.add(&batch)?;
+                self.add_many(store, list)?;
                 Answer::Unit
             }
             Op::Cancel(k) => Answer::Bool(store.cancel(KEYS[*k])?),
@@ -205,10 +221,10 @@ impl Bench {
                 Answer::Claim(store.claim(&req)?)
             }
             Op::Start { key, stale, lease } => {
-                Answer::Start(store.start(KEYS[*key], self.fence(*key, *stale), *lease)?)
+                Answer::Start(store.start(KEYS[*key], fence(key, stale), *lease)?)
             }
             Op::Renew { key, stale, lease } => {
-                Answer::Bool(store.renew(KEYS[*key], self.fence(*key, *stale), *lease)?)
+                Answer::Bool(store.renew(KEYS[*key], fence(key, stale), *lease)?)
             }
             Op::Finish {
                 key,
@@ -223,10 +239,10 @@ impl Bench {
                         reason: format!("failed after {delay}"),
                     },
                 };
-                Answer::Bool(store.finish(KEYS[*key], self.fence(*key, *stale), &how)?)
+                Answer::Bool(store.finish(KEYS[*key], fence(key, stale), &how)?)
             }
             Op::Release { key, stale } => {
-                Answer::Bool(store.release(KEYS[*key], self.fence(*key, *stale))?)
+                Answer::Bool(store.release(KEYS[*key], fence(key, stale))?)
             }
             Op::DeadLetters(limit) => Answer::Dead(store.dead_letters(*limit)?),
             Op::RetryDead { key, at } => Answer::Bool(store.retry_dead(KEYS[*key], self.due(*at))?),
@@ -270,93 +286,84 @@ proptest! {
     }
 }
 
-/// A hand-written walk through every transition, so that a store that
-/// differs fails on a named step even if random sequences miss it.
-#[test]
-fn every_transition_agrees_with_the_model() {
-    use Op::*;
-    let claim = |max| Claim {
+fn add(key: usize, at: i64) -> Op {
+    Op::Add {
+        key,
+        at,
+        after: false,
+        payload: key as u8,
+    }
+}
+
+fn start(key: usize, stale: bool, lease: u64) -> Op {
+    Op::Start { key, stale, lease }
+}
+
+fn finish(key: usize, how: u8, delay: u64) -> Op {
+    Op::Finish {
+        key,
+        stale: false,
+        how,
+        delay,
+    }
+}
+
+fn claim(max: usize) -> Op {
+    Op::Claim {
         window: 10,
         lease: 20,
         max,
         max_attempts: 2,
-    };
-    let script = [
-        Add {
-            key: 0,
-            at: 5,
-            after: false,
-            payload: 1,
-        },
+    }
+}
+
+fn walk(script: &[Op]) {
+    let mut bench = Bench::new();
+    for op in script {
+        bench.step(op);
+    }
+}
+
+/// Hand-written walks through every transition, so that a store that
+/// differs fails on a named step even if random sequences miss it.
+#[test]
+fn claims_starts_and_outcomes_agree_with_the_model() {
+    use Op::*;
+    walk(&[
+        add(0, 5),
         Add {
             key: 1,
             at: 5,
             after: true,
             payload: 2,
         },
-        Add {
-            key: 2,
-            at: 500,
-            after: false,
-            payload: 3,
-        },
+        add(2, 500),
         claim(10),
-        Start {
-            key: 0,
-            stale: false,
-            lease: 30,
-        }, // not yet due
+        start(0, false, 30), // not yet due
         Advance(5),
-        Start {
-            key: 0,
-            stale: true,
-            lease: 30,
-        }, // stale fence
-        Start {
-            key: 0,
-            stale: false,
-            lease: 30,
-        },
-        Finish {
-            key: 0,
-            stale: false,
-            how: 1,
-            delay: 3,
-        }, // retry
-        Cancel(1), // claimed: true
+        start(0, true, 30), // a stale fence
+        start(0, false, 30),
+        finish(0, 1, 3), // retry in 3
+        Cancel(1),       // claimed: true
         Advance(3),
         claim(10),
-        Start {
-            key: 0,
-            stale: false,
-            lease: 30,
-        },
-        Cancel(0), // running: false, and removed
-        Finish {
-            key: 0,
-            stale: false,
-            how: 0,
-            delay: 0,
-        },
-        Add {
-            key: 3,
-            at: 0,
-            after: false,
-            payload: 4,
-        },
+        start(0, false, 30),
+        Cancel(0),       // running: false, and removed
+        finish(0, 0, 0), // its outcome is ignored
+        Counts,
+    ]);
+}
+
+#[test]
+fn leases_dead_letters_and_releases_agree_with_the_model() {
+    use Op::*;
+    walk(&[
+        add(3, 0),
         claim(1),
-        Start {
-            key: 3,
-            stale: false,
-            lease: 5,
-        },
+        start(3, false, 5),
         Advance(6), // the run's lease passes
-        claim(1),   // reclaimed: pending again, then claimed again
-        Start {
-            key: 3,
-            stale: false,
-            lease: 5,
-        },
+        claim(1),   // pending again, and claimed again
+        start(3, false, 5),
         Advance(6), // passes again, on the last attempt: dead
         claim(1),
         DeadLetters(10),
@@ -373,10 +380,7 @@ fn every_transition_agrees_with_the_model() {
             lease: 9,
         },
         Reschedule { key: 3, at: 100 },
+        finish(3, 2, 0), // not running: refused
         Counts,
-    ];
-    let mut bench = Bench::new();
-    for op in &script {
-        bench.step(op);
-    }
+    ]);
 }

@@ -167,14 +167,7 @@ impl<'t> Tables<'t> {
 
     pub(super) fn claim(&mut self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
         let now = self.now;
-        let mut batch = ClaimBatch {
-            now,
-            timers: Vec::new(),
-            next_due: None,
-            next_lease: None,
-            reclaimed: 0,
-            expired_dead: 0,
-        };
+        let mut batch = ClaimBatch::empty(now);
         self.expire_leases(req.max_attempts, &mut batch)?;
         let horizon = now.saturating_add(req.window);
         let due = first_keys(&self.due, req.max, horizon)?;
