@@ -13,7 +13,8 @@
 //!
 //! Every request carries `Wheel-Timer-Key`, `Wheel-Attempt`, `Wheel-Fence`
 //! and `Wheel-Due`, and with a signing secret `Wheel-Signature` (see
-//! [`HttpConfig::signing_secret`] for the receiver's check).
+//! [`HttpConfig::signing_secret`] for the receiver's check, and
+//! [`verify_signature`] for receivers written in Rust).
 //!
 //! Who handles what, on a node built with `http`: a timer whose payload is
 //! a callback is sent by HTTP; any other timer goes to the
@@ -60,6 +61,7 @@ use std::sync::Arc;
 
 pub use self::callback::{HttpCallback, Method};
 pub use self::config::HttpConfig;
+pub use self::headers::verify_signature;
 use self::send::Sender;
 use super::node::Handler;
 #[cfg(doc)]
