@@ -353,6 +353,11 @@ fn add_callback_refuses_bad_input_with_typed_errors_and_stores_nothing() {
         Err(DurableError::InvalidMethod("TRACE".into()))
     );
     assert_eq!(timers.stats().pending, 0);
+    let bad_config = DurableTimers::builder()
+        .embedded(dir.path().join("other.redb"))
+        .http(HttpConfig::new().per_host_limit(0))
+        .build();
+    assert!(matches!(bad_config, Err(DurableError::Config(_))));
     // The same checks pass a good callback, stored like any timer.
     add(ok, &[("Content-Type", "text/plain")], 100).unwrap();
     assert_eq!(timers.stats().pending, 1);

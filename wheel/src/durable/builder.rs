@@ -330,7 +330,7 @@ impl DurableTimersBuilder {
     /// [`DurableError::Config`] for settings that cannot work (no store or
     /// two, zero workers or `max_claimed`, a zero lease, a claim window
     /// shorter than the poll, an empty namespace, `redis` without the
-    /// feature); the store's errors on opening ([`Locked`],
+    /// feature, zero HTTP timeouts or a per-host limit outside 1 to 1024); the store's errors on opening ([`Locked`],
     /// [`Corrupt`], [`Io`], [`Unavailable`]).
     ///
     /// [`Locked`]: DurableError::Locked

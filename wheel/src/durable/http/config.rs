@@ -3,6 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
+/// The largest per-host limit: the node runs a worker thread for each.
+const MAX_PER_HOST: usize = 1024;
+
 /// How a node sends HTTP callbacks; given to
 /// [`DurableTimersBuilder::http`](crate::durable::DurableTimersBuilder::http).
 ///
@@ -27,7 +30,7 @@ use std::time::Duration;
 pub struct HttpConfig {
     pub(crate) connect_timeout: Duration,
     pub(crate) timeout: Duration,
-    /// At least 1 (checked by the builder).
+    /// 1 to [`MAX_PER_HOST`] (checked by the builder).
     pub(crate) per_host_limit: usize,
     pub(crate) signing_secret: Option<Vec<u8>>,
 }
@@ -99,7 +102,7 @@ impl HttpConfig {
     }
 
     /// Requests in flight to one host (name and port) from this node, at
-    /// most (at least 1). The node runs this many workers on top of
+    /// most (1 to 1024). The node runs this many workers on top of
     /// [`workers`](crate::durable::DurableTimersBuilder::workers), so that
     /// one slow host can never occupy all of them.
     ///
@@ -176,8 +179,8 @@ impl HttpConfig {
         if self.connect_timeout.is_zero() || self.timeout.is_zero() {
             return Err("the HTTP timeouts must be non-zero");
         }
-        if self.per_host_limit == 0 {
-            return Err("the HTTP per-host limit must be at least 1");
+        if self.per_host_limit == 0 || self.per_host_limit > MAX_PER_HOST {
+            return Err("the HTTP per-host limit must be 1 to 1024");
         }
         Ok(())
     }
@@ -191,6 +194,9 @@ mod tests {
     fn settings_that_cannot_work_are_named() {
         assert_eq!(HttpConfig::new().check(), Ok(()));
         assert!(HttpConfig::new().per_host_limit(0).check().is_err());
+        assert!(HttpConfig::new().per_host_limit(1).check().is_ok());
+        assert!(HttpConfig::new().per_host_limit(1024).check().is_ok());
+        assert!(HttpConfig::new().per_host_limit(1025).check().is_err());
         assert!(HttpConfig::new().timeout(Duration::ZERO).check().is_err());
         assert!(HttpConfig::new()
             .connect_timeout(Duration::ZERO)
