@@ -5,6 +5,7 @@
 //! port, the per-host limit, and the checks of `add_callback`.
 #![cfg(feature = "http")]
 
+mod durable_common;
 mod durable_http_common;
 
 use std::collections::HashSet;

@@ -4,6 +4,7 @@
 //! node. Each test starts its own `redis-server`.
 #![cfg(all(feature = "http", feature = "redis"))]
 
+mod durable_common;
 mod durable_http_common;
 
 use std::collections::HashSet;

@@ -1,6 +1,7 @@
 //! A scripted HTTP receiver on loopback for the callback tests: records
 //! every request as it arrives and answers it from a script, each answer on
 //! a thread of its own (so a slow or held answer holds up nothing else).
+//! Test files that use it declare `mod durable_common;` too.
 #![allow(dead_code)] // each test file uses a different subset
 
 use std::collections::HashMap;
@@ -11,8 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use wheel::durable::http::verify_signature;
 
-/// How long a test waits for something that must happen.
-pub const LIVENESS: Duration = Duration::from_secs(30);
+pub use crate::durable_common::{eventually, LIVENESS};
 
 /// One request as the receiver saw it.
 #[derive(Debug, Clone)]
@@ -283,14 +283,5 @@ impl Gate {
             }
             open = self.0 .1.wait_timeout(open, left).unwrap().0;
         }
-    }
-}
-
-/// Polls `f` until it is true; panics after LIVENESS.
-pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let until = Instant::now() + LIVENESS;
-    while !f() {
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
