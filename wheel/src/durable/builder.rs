@@ -20,8 +20,8 @@ enum Choice {
 ///
 /// Pick one store: [`embedded`](Self::embedded) (one file, one process) or
 /// [`redis`](Self::redis) (feature `redis`, shared). Without a
-/// [`handler`](Self::handler) the result is a client that adds, cancels and
-/// reads but fires nothing.
+/// [`handler`](Self::handler) (or `http`, feature `http`) the result is a
+/// client that adds, cancels and reads but fires nothing.
 ///
 /// Defaults: namespace `"wheel"`, 4 workers, a 5 s lease, the default
 /// [`RetryPolicy`], timers claimed 2 s ahead, a safety poll every 500 ms,
@@ -56,6 +56,9 @@ pub struct DurableTimersBuilder {
     max_payload: usize,
     unavailable_after: Duration,
     clock: StoreClock,
+    /// Set: this node sends callback timers by HTTP.
+    #[cfg(feature = "http")]
+    http: Option<super::http::HttpConfig>,
 }
 
 impl std::fmt::Debug for DurableTimersBuilder {
@@ -88,6 +91,8 @@ impl Default for DurableTimersBuilder {
             max_payload: DEFAULT_MAX_PAYLOAD,
             unavailable_after: Duration::from_secs(5),
             clock: StoreClock::Real,
+            #[cfg(feature = "http")]
+            http: None,
         }
     }
 }
@@ -164,6 +169,28 @@ impl DurableTimersBuilder {
         F: Fn(&Fired) -> Outcome + Send + Sync + 'static,
     {
         self.handler = Some(Arc::new(f));
+        self
+    }
+
+    /// Makes this node send callback timers (added with
+    /// [`add_callback`](DurableTimers::add_callback)) by HTTP, with or
+    /// without a [`handler`](Self::handler) for the other timers (feature
+    /// `http`). The node runs [`per_host_limit`] workers on top of
+    /// [`workers`](Self::workers). See [`wheel::durable::http`].
+    ///
+    /// [`per_host_limit`]: super::http::HttpConfig::per_host_limit
+    /// [`wheel::durable::http`]: super::http
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel::durable::http::HttpConfig;
+    /// let b = wheel::durable::DurableTimers::builder().http(HttpConfig::new());
+    /// # drop(b);
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn http(mut self, config: super::http::HttpConfig) -> Self {
+        self.http = Some(config);
         self
     }
 
@@ -303,7 +330,7 @@ impl DurableTimersBuilder {
     /// [`DurableError::Config`] for settings that cannot work (no store or
     /// two, zero workers or `max_claimed`, a zero lease, a claim window
     /// shorter than the poll, an empty namespace, `redis` without the
-    /// feature); the store's errors on opening ([`Locked`],
+    /// feature, zero HTTP timeouts or a per-host limit outside 1 to 1024); the store's errors on opening ([`Locked`],
     /// [`Corrupt`], [`Io`], [`Unavailable`]).
     ///
     /// [`Locked`]: DurableError::Locked
@@ -321,15 +348,22 @@ impl DurableTimersBuilder {
     pub fn build(self) -> Result<DurableTimers, DurableError> {
         self.check()?;
         let store = self.open_store()?;
-        let node = match &self.handler {
-            None => None,
-            Some(h) => {
-                let mut config = self.node.clone();
-                config.handler = h.clone();
-                Some(config)
-            }
-        };
-        DurableTimers::start(store, node, self.max_payload)
+        DurableTimers::start(store, self.node_config(), self.max_payload)
+    }
+
+    /// How the node fires, or `None` for a client that fires nothing.
+    fn node_config(&self) -> Option<NodeConfig> {
+        let mut config = self.node.clone();
+        #[cfg(feature = "http")]
+        if let Some(http) = &self.http {
+            config.handler = super::http::handler(http, self.handler.clone(), &config.retry);
+            // One slow host may hold `per_host_limit` workers for long: the
+            // configured workers stay free for everything else.
+            config.workers = config.workers.saturating_add(http.per_host_limit);
+            return Some(config);
+        }
+        config.handler = self.handler.clone()?;
+        Some(config)
     }
 
     fn check(&self) -> Result<(), DurableError> {
@@ -350,6 +384,10 @@ impl DurableTimersBuilder {
         }
         if self.node.window < self.node.poll || self.node.poll.is_zero() {
             return bad("the poll must be non-zero and no longer than claim_ahead");
+        }
+        #[cfg(feature = "http")]
+        if let Some(Err(why)) = self.http.as_ref().map(super::http::HttpConfig::check) {
+            return bad(why);
         }
         Ok(())
     }

@@ -52,6 +52,15 @@ pub enum DurableError {
     /// Redis script error, an unexpected reply): a bug or an incompatible
     /// server.
     Store(String),
+    /// An HTTP callback's method is not one of GET, POST, PUT, PATCH and
+    /// DELETE (from parsing a method name; feature `http`).
+    InvalidMethod(String),
+    /// An HTTP callback's URL does not parse, or is not an `http://` or
+    /// `https://` URL with a host (feature `http`).
+    InvalidUrl(String),
+    /// An HTTP callback's header has an invalid name or value, or a name
+    /// the node sets itself (feature `http`).
+    InvalidHeader(String),
 }
 
 impl fmt::Display for DurableError {
@@ -75,6 +84,9 @@ impl fmt::Display for DurableError {
             DurableError::Io(why) => write!(f, "store I/O error: {why}"),
             DurableError::Config(why) => write!(f, "invalid configuration: {why}"),
             DurableError::Store(why) => write!(f, "store error: {why}"),
+            DurableError::InvalidMethod(m) => write!(f, "unsupported HTTP method: {m}"),
+            DurableError::InvalidUrl(why) => write!(f, "invalid callback URL: {why}"),
+            DurableError::InvalidHeader(why) => write!(f, "invalid callback header: {why}"),
         }
     }
 }

@@ -15,6 +15,7 @@
 //! | [`RetryPolicy`] | back-off and attempts for handlers that ask to retry |
 //! | [`TimerInfo`], [`TimerState`], [`DeadLetter`], [`DurableStats`] | what the store and the node report |
 //! | [`DurableError`] | every failure, typed |
+//! | [`http`] (feature `http`) | callback timers: "call this URL at that time" |
 //!
 //! Stores: the embedded one (feature `durable`, one [redb] file owned by one
 //! process) and Redis (feature `redis`, shared by any number of processes).
@@ -55,6 +56,8 @@
 mod builder;
 mod error;
 mod fired;
+#[cfg(feature = "http")]
+pub mod http;
 mod info;
 mod lateness;
 mod node;

@@ -140,6 +140,46 @@ impl DurableTimers {
         self.store.add(&[NewTimer { key, due, payload }])
     }
 
+    /// Adds a callback timer (or replaces the timer with this key): at
+    /// `due`, a node built with
+    /// [`http`](crate::durable::DurableTimersBuilder::http) sends `cb`
+    /// (feature `http`; see [`wheel::durable::http`](crate::durable::http)).
+    /// Checked, then stored like [`add`](Self::add): durable on return.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidUrl`](DurableError::InvalidUrl) (not an `http://` or
+    /// `https://` URL with a host), [`InvalidHeader`](DurableError::InvalidHeader)
+    /// (a bad name or value, or a name the node sets), then as for
+    /// [`add`](Self::add) ([`PayloadTooLarge`](DurableError::PayloadTooLarge)
+    /// counts the encoded request: URL, headers and body).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel::durable::http::{HttpCallback, Method};
+    /// use wheel::durable::DurableError;
+    /// # fn main() -> Result<(), DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let remind = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
+    /// timers.add_callback("remind:9", at, &remind)?;
+    /// let ftp = HttpCallback::new(Method::Get, "ftp://files.example/x");
+    /// assert!(matches!(timers.add_callback("x", at, &ftp), Err(DurableError::InvalidUrl(_))));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn add_callback(
+        &self,
+        key: &str,
+        due: SystemTime,
+        cb: &super::http::HttpCallback,
+    ) -> Result<(), DurableError> {
+        self.add(key, due, &cb.to_payload()?)
+    }
+
     /// Adds (or replaces) many timers in one store call. Every input is
     /// checked before anything is written; the embedded store commits them
     /// in one transaction, Redis in one `MULTI` block.

@@ -1,0 +1,356 @@
+//! HTTP-callback timers end to end: "call this URL at that time".
+//!
+//! ```text
+//! cargo run --release -p wheel --features http,redis --example delayed_callbacks
+//! cargo run --release -p wheel --features http,redis --example delayed_callbacks -- \
+//!     --redis redis://127.0.0.1:6379/0 --nodes 3
+//! ```
+//!
+//! Starts a receiver on loopback that checks each request's signature,
+//! then schedules a few hundred signed callbacks over about ten seconds:
+//! orders to close unless paid (every tenth is paid, and its callback
+//! cancelled) and reminders. Each arrival prints its lateness (arrival
+//! minus due time); a summary follows.
+//!
+//! With no arguments one node fires, on the embedded store in a temporary
+//! directory. With `--redis URL` the example starts `--nodes N` node
+//! processes on Redis (itself, re-run with `--node`), kills one with
+//! SIGKILL halfway, and shows that every callback still arrives: the dead
+//! node's claims are taken over when their lease ends, so a few come late,
+//! and one it was sending as it died may come twice (at least once; the
+//! `Wheel-Fence` header tells the copies apart).
+//!
+//! Options: `--count N` callbacks (default 300), `--seconds S` to spread
+//! them over (default 10).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use wheel::durable::http::{verify_signature, HttpCallback, HttpConfig, Method};
+use wheel::durable::{DurableError, DurableTimers};
+
+const SECRET: &[u8] = b"whsec_delayed_callbacks_example";
+
+struct Args {
+    redis: Option<String>,
+    nodes: usize,
+    /// Run as one node process (started by the parent).
+    node: bool,
+    namespace: String,
+    count: u64,
+    seconds: u64,
+}
+
+fn parse() -> Result<Args, lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut a = Args {
+        redis: None,
+        nodes: 3,
+        node: false,
+        namespace: format!("callbacks-{}", std::process::id()),
+        count: 300,
+        seconds: 10,
+    };
+    let mut p = lexopt::Parser::from_env();
+    while let Some(arg) = p.next()? {
+        match arg {
+            Long("redis") => a.redis = Some(p.value()?.string()?),
+            Long("nodes") => a.nodes = p.value()?.parse()?,
+            Long("node") => a.node = true,
+            Long("namespace") => a.namespace = p.value()?.string()?,
+            Long("count") => a.count = p.value()?.parse()?,
+            Long("seconds") => a.seconds = p.value()?.parse()?,
+            _ => return Err(arg.unexpected()),
+        }
+    }
+    if a.nodes == 0 || a.count == 0 {
+        return Err("--nodes and --count must be at least 1".into());
+    }
+    Ok(a)
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The node's HTTP settings: signed requests, short timeouts for loopback.
+fn http_config() -> HttpConfig {
+    HttpConfig::new()
+        .signing_secret(SECRET.to_vec())
+        .timeout(Duration::from_secs(5))
+}
+
+fn main() {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("delayed_callbacks: {e}");
+            std::process::exit(2);
+        }
+    };
+    let result = if args.node {
+        run_node(&args)
+    } else {
+        run(&args)
+    };
+    match result {
+        Ok(true) => {}
+        Ok(false) => std::process::exit(1),
+        Err(e) => {
+            eprintln!("delayed_callbacks: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// One node process: fires until its standard input closes.
+fn run_node(args: &Args) -> Result<bool, DurableError> {
+    let url = args.redis.as_deref().unwrap_or_default();
+    let timers = DurableTimers::builder()
+        .redis(url)
+        .namespace(&args.namespace)
+        // A short lease so that a killed node's claims move on quickly.
+        .lease(Duration::from_secs(2))
+        .http(http_config())
+        .build()?;
+    println!("ready");
+    let _ = std::io::stdout().flush();
+    for line in std::io::stdin().lock().lines() {
+        if line.is_err() {
+            break;
+        }
+    }
+    timers.shutdown()?;
+    Ok(true)
+}
+
+/// One request as the receiver saw it.
+struct Arrival {
+    due_ms: u64,
+    at_ms: u64,
+    signed: bool,
+}
+
+type Arrivals = Arc<Mutex<HashMap<String, Vec<Arrival>>>>;
+
+/// The receiver: answers 200 to every request, checks its signature, and
+/// prints its lateness.
+fn start_receiver() -> (u16, Arrivals) {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("bind a loopback port");
+    let port = server.server_addr().to_ip().expect("an IP address").port();
+    let arrivals: Arrivals = Arc::default();
+    let log = arrivals.clone();
+    std::thread::spawn(move || {
+        for mut request in server.incoming_requests() {
+            let at_ms = unix_ms(SystemTime::now());
+            let header = |name: &str| {
+                request
+                    .headers()
+                    .iter()
+                    .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+                    .map(|h| h.value.as_str().to_owned())
+                    .unwrap_or_default()
+            };
+            let (key, due, attempt, sig) = (
+                header("Wheel-Timer-Key"),
+                header("Wheel-Due"),
+                header("Wheel-Attempt"),
+                header("Wheel-Signature"),
+            );
+            let mut body = Vec::new();
+            let _ = request.as_reader().read_to_end(&mut body);
+            let due_ms: u64 = due.parse().unwrap_or(0);
+            let signed = verify(&sig, &body);
+            let late = at_ms.saturating_sub(due_ms);
+            println!("{key:<14} late {late:>5} ms  attempt {attempt}  signature {signed}");
+            let arrival = Arrival {
+                due_ms,
+                at_ms,
+                signed,
+            };
+            log.lock().unwrap().entry(key).or_default().push(arrival);
+            let _ = request.respond(tiny_http::Response::empty(200));
+        }
+    });
+    (port, arrivals)
+}
+
+/// Checks `Wheel-Signature` against the body as a receiver does: the
+/// HMAC must match, and the signing time be within five minutes of now.
+fn verify(header: &str, body: &[u8]) -> bool {
+    let now = unix_ms(SystemTime::now()) / 1000;
+    verify_signature(SECRET, header, body).is_some_and(|t| now.abs_diff(t) <= 300)
+}
+
+/// The callbacks to schedule: (key, offset from now, request, paid).
+fn workload(port: u16, count: u64, seconds: u64) -> Vec<(String, Duration, HttpCallback, bool)> {
+    let base = format!("http://127.0.0.1:{port}");
+    let span_ms = seconds * 1000;
+    (0..count)
+        .map(|i| {
+            // Scatters due times over the span in a fixed order (7919 is
+            // prime: a permutation of the slots for any count below it).
+            let slot = (i * 7_919) % count;
+            let offset = Duration::from_millis(1_000 + slot * span_ms / count);
+            if i % 3 == 2 {
+                let cb = HttpCallback::new(Method::Post, format!("{base}/reminders/{i}"))
+                    .header("Content-Type", "application/json")
+                    .body(format!(r#"{{"user":{i},"text":"your cart is waiting"}}"#).into());
+                (format!("reminder:{i}"), offset, cb, false)
+            } else {
+                let cb = HttpCallback::new(Method::Post, format!("{base}/orders/{i}/close"))
+                    .header("Content-Type", "application/json")
+                    .body(format!(r#"{{"order":{i},"reason":"unpaid"}}"#).into());
+                (format!("order:{i}"), offset, cb, i % 10 == 0)
+            }
+        })
+        .collect()
+}
+
+/// The parent: receiver, nodes, callbacks, and (on Redis) one kill.
+fn run(args: &Args) -> Result<bool, DurableError> {
+    let (port, arrivals) = start_receiver();
+    let dir = tempfile::tempdir().map_err(|e| DurableError::Io(e.to_string()))?;
+    let mut children = Vec::new();
+    let timers = match &args.redis {
+        None => DurableTimers::builder()
+            .embedded(dir.path().join("callbacks.redb"))
+            .http(http_config())
+            .build()?,
+        Some(url) => {
+            for _ in 0..args.nodes {
+                children.push(spawn_node(url, &args.namespace)?);
+            }
+            println!("{} node processes on {url}", children.len());
+            DurableTimers::builder()
+                .redis(url)
+                .namespace(&args.namespace)
+                .build()?
+        }
+    };
+    let work = workload(port, args.count, args.seconds);
+    let start = SystemTime::now();
+    for (key, offset, cb, _) in &work {
+        timers.add_callback(key, start + *offset, cb)?;
+    }
+    let mut paid = 0;
+    for (key, _, _, is_paid) in &work {
+        if *is_paid && timers.cancel(key)? {
+            paid += 1;
+        }
+    }
+    println!(
+        "scheduled {} callbacks over {} s; {paid} orders paid, their callbacks cancelled",
+        work.len(),
+        args.seconds
+    );
+    let expected: Vec<&str> = work.iter().filter(|w| !w.3).map(|w| w.0.as_str()).collect();
+    let killed_at = wait_and_kill(args, &mut children, &arrivals, &expected, start);
+    let ok = summary(&arrivals, &expected, killed_at);
+    for mut c in children {
+        drop(c.stdin.take()); // closing stdin stops a node cleanly
+        let _ = c.wait();
+    }
+    timers.shutdown()?;
+    Ok(ok)
+}
+
+fn spawn_node(url: &str, namespace: &str) -> Result<Child, DurableError> {
+    let io = |e: std::io::Error| DurableError::Io(e.to_string());
+    let exe = std::env::current_exe().map_err(io)?;
+    let mut child = Command::new(exe)
+        .args(["--node", "--redis", url, "--namespace", namespace])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(io)?;
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("piped");
+    BufReader::new(stdout).read_line(&mut line).map_err(io)?;
+    if line.trim() != "ready" {
+        return Err(DurableError::Config(format!(
+            "a node did not start: {line:?}"
+        )));
+    }
+    Ok(child)
+}
+
+/// Waits until every expected callback arrived (or a generous deadline),
+/// killing the first node halfway through the schedule when there are
+/// node processes. Returns when the kill happened, in Unix ms.
+fn wait_and_kill(
+    args: &Args,
+    children: &mut [Child],
+    arrivals: &Arrivals,
+    expected: &[&str],
+    start: SystemTime,
+) -> Option<u64> {
+    let begun = Instant::now();
+    let halfway = Duration::from_millis(1_000 + args.seconds * 500);
+    let deadline = Duration::from_secs(args.seconds + 30);
+    let mut killed_at = None;
+    loop {
+        let all = {
+            let got = arrivals.lock().unwrap();
+            expected.iter().all(|k| got.contains_key(*k))
+        };
+        if all || begun.elapsed() > deadline {
+            return killed_at;
+        }
+        if killed_at.is_none()
+            && !children.is_empty()
+            && start.elapsed().unwrap_or_default() >= halfway
+        {
+            let victim = &mut children[0];
+            let _ = victim.kill(); // SIGKILL: no shutdown, claims left held
+            let _ = victim.wait();
+            println!("--- killed node 0 (pid {}) with SIGKILL ---", victim.id());
+            killed_at = Some(unix_ms(SystemTime::now()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Prints the summary; true when every expected callback arrived, no
+/// cancelled one did, and every signature checked out.
+fn summary(arrivals: &Arrivals, expected: &[&str], killed_at: Option<u64>) -> bool {
+    let got = arrivals.lock().unwrap();
+    let missing = expected.iter().filter(|k| !got.contains_key(**k)).count();
+    let unexpected = got
+        .keys()
+        .filter(|k| !expected.contains(&k.as_str()))
+        .count();
+    let requests: usize = got.values().map(Vec::len).sum();
+    let twice = got.values().filter(|v| v.len() > 1).count();
+    let bad_sig = got.values().flatten().filter(|a| !a.signed).count();
+    let mut late: Vec<u64> = got
+        .values()
+        .filter_map(|v| v.first())
+        .map(|a| a.at_ms.saturating_sub(a.due_ms))
+        .collect();
+    late.sort_unstable();
+    let pct = |q: f64| late.get(((late.len() as f64 * q).ceil() as usize).saturating_sub(1));
+    println!("\n=== summary ===");
+    println!(
+        "callbacks expected {}, arrived {}, missing {missing}",
+        expected.len(),
+        got.len()
+    );
+    println!("requests {requests} (keys sent more than once: {twice}), cancelled that arrived: {unexpected}");
+    println!("signatures failing: {bad_sig}");
+    if let (Some(p50), Some(p99), Some(max)) = (pct(0.5), pct(0.99), late.last()) {
+        println!("lateness of first arrivals: p50 {p50} ms, p99 {p99} ms, max {max} ms");
+    }
+    if killed_at.is_some() {
+        let taken_over = late.iter().filter(|l| **l > 1_000).count();
+        println!(
+            "one node killed: {taken_over} callbacks arrived over 1 s late \
+             (its claims, taken over by the others when their lease ended)"
+        );
+    }
+    missing == 0 && unexpected == 0 && bad_sig == 0
+}

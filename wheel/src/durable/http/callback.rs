@@ -1,0 +1,312 @@
+//! What a callback timer sends ([`HttpCallback`], [`Method`]) and the
+//! checks `add_callback` makes before anything is stored.
+//!
+//! The checks are the client's own: the URL parses as the `http` crate's
+//! `Uri` that `ureq` sends with, and names and values are the `http`
+//! crate's `HeaderName` and `HeaderValue`, so a callback that is stored can
+//! always be sent.
+
+use std::fmt;
+use std::str::FromStr;
+
+use ureq::http::{HeaderName, HeaderValue, Uri};
+
+use super::wire;
+use crate::durable::DurableError;
+
+/// The HTTP method of a callback.
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::http::Method;
+///
+/// assert_eq!("patch".parse::<Method>(), Ok(Method::Patch));
+/// assert!("TRACE".parse::<Method>().is_err());
+/// assert_eq!(Method::Delete.as_str(), "DELETE");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// `GET`: sent without a body when the body is empty.
+    Get,
+    /// `POST`.
+    Post,
+    /// `PUT`.
+    Put,
+    /// `PATCH`.
+    Patch,
+    /// `DELETE`: sent without a body when the body is empty.
+    Delete,
+}
+
+impl Method {
+    /// Every method, in the order of their codes in a stored callback.
+    pub(crate) const ALL: [Method; 5] = [
+        Method::Get,
+        Method::Post,
+        Method::Put,
+        Method::Patch,
+        Method::Delete,
+    ];
+
+    /// The method's name as sent on the wire.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(wheel::durable::http::Method::Post.as_str(), "POST");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+        }
+    }
+
+    /// Whether an empty body is left out of the request entirely (no
+    /// `Content-Length: 0`), as clients do for these methods.
+    pub(crate) fn omits_empty_body(self) -> bool {
+        matches!(self, Method::Get | Method::Delete)
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Method {
+    type Err = DurableError;
+
+    /// Parses a method name, in any case.
+    fn from_str(s: &str) -> Result<Method, DurableError> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| DurableError::InvalidMethod(s.to_owned()))
+    }
+}
+
+/// One HTTP request to send when a callback timer is due.
+///
+/// [`DurableTimers::add_callback`](crate::durable::DurableTimers::add_callback)
+/// checks it and stores it as the timer's payload; a node built with
+/// [`http`](crate::durable::DurableTimersBuilder::http) sends it. Set
+/// `Content-Type` yourself in `headers` when the body needs one.
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::http::{HttpCallback, Method};
+///
+/// let cb = HttpCallback::new(Method::Post, "https://shop.example/orders/17/close")
+///     .header("Content-Type", "application/json")
+///     .body(br#"{"reason":"unpaid"}"#.to_vec());
+/// assert_eq!(cb.headers.len(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpCallback {
+    /// The method.
+    pub method: Method,
+    /// An absolute `http://` or `https://` URL.
+    pub url: String,
+    /// Extra request headers, sent in this order. Names starting with
+    /// `Wheel-`, and `Host`, `Content-Length`, `Transfer-Encoding` and
+    /// `Connection`, are the node's and refused.
+    pub headers: Vec<(String, String)>,
+    /// The request body (counted against the store's payload limit).
+    pub body: Vec<u8>,
+}
+
+/// Header names the client or the node sets: a callback may not.
+const RESERVED: [&str; 4] = ["host", "content-length", "transfer-encoding", "connection"];
+
+impl HttpCallback {
+    /// A callback with no extra headers and an empty body.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel::durable::http::{HttpCallback, Method};
+    /// let cb = HttpCallback::new(Method::Get, "http://127.0.0.1:8080/ping");
+    /// assert!(cb.body.is_empty());
+    /// ```
+    pub fn new(method: Method, url: impl Into<String>) -> HttpCallback {
+        HttpCallback {
+            method,
+            url: url.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// Adds a request header.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel::durable::http::{HttpCallback, Method};
+    /// let cb = HttpCallback::new(Method::Get, "http://a.example/").header("Accept", "text/plain");
+    /// assert_eq!(cb.headers[0].0, "Accept");
+    /// ```
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> HttpCallback {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the request body.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel::durable::http::{HttpCallback, Method};
+    /// let cb = HttpCallback::new(Method::Put, "http://a.example/x").body(b"on".to_vec());
+    /// assert_eq!(cb.body, b"on");
+    /// ```
+    #[must_use]
+    pub fn body(mut self, body: Vec<u8>) -> HttpCallback {
+        self.body = body;
+        self
+    }
+
+    /// Reads back a callback from a timer's payload (for instance a dead
+    /// letter's), or `None` when the payload is not a callback.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel::durable::http::HttpCallback;
+    /// assert_eq!(HttpCallback::from_payload(b"close"), None);
+    /// ```
+    pub fn from_payload(payload: &[u8]) -> Option<HttpCallback> {
+        wire::decode(payload)
+    }
+
+    /// Checks the URL and the headers (the method is checked by its type),
+    /// then encodes the callback as a payload.
+    pub(crate) fn to_payload(&self) -> Result<Vec<u8>, DurableError> {
+        self.uri()?;
+        for (name, value) in &self.headers {
+            check_header(name, value)?;
+        }
+        Ok(wire::encode(self))
+    }
+
+    /// The URL as the client parses it: absolute, `http` or `https`, with
+    /// a host.
+    pub(crate) fn uri(&self) -> Result<Uri, DurableError> {
+        let bad = |why: String| DurableError::InvalidUrl(format!("{:?}: {why}", self.url));
+        let uri: Uri = self.url.parse().map_err(|e| bad(format!("{e}")))?;
+        match uri.scheme_str() {
+            Some(s) if s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https") => {}
+            Some(s) => return Err(bad(format!("the scheme {s:?} is not http or https"))),
+            None => return Err(bad("not an absolute URL".into())),
+        }
+        if uri.host().map_or(true, str::is_empty) {
+            return Err(bad("no host".into()));
+        }
+        Ok(uri)
+    }
+}
+
+/// Checks one header as the client will send it.
+pub(crate) fn check_header(name: &str, value: &str) -> Result<(), DurableError> {
+    let bad = |why: &str| DurableError::InvalidHeader(format!("{name:?}: {why}"));
+    let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("not a valid name"))?;
+    let lower = parsed.as_str();
+    if lower.starts_with("wheel-") || RESERVED.contains(&lower) {
+        return Err(bad("set by the node, not by a callback"));
+    }
+    HeaderValue::from_str(value).map_err(|_| bad("not a valid value"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url_error(url: &str) -> bool {
+        matches!(
+            HttpCallback::new(Method::Get, url).to_payload(),
+            Err(DurableError::InvalidUrl(_))
+        )
+    }
+
+    #[test]
+    fn methods_parse_in_any_case_and_only_the_five() {
+        for m in Method::ALL {
+            assert_eq!(m.as_str().parse::<Method>(), Ok(m));
+            assert_eq!(m.as_str().to_lowercase().parse::<Method>(), Ok(m));
+        }
+        for bad in ["", "HEAD", "OPTIONS", "TRACE", "CONNECT", "GETS"] {
+            assert_eq!(
+                bad.parse::<Method>(),
+                Err(DurableError::InvalidMethod(bad.into()))
+            );
+        }
+    }
+
+    #[test]
+    fn only_absolute_http_and_https_urls_with_a_host_pass() {
+        for good in [
+            "http://127.0.0.1:9/x",
+            "https://shop.example/orders/17?close=1",
+            "HTTP://a.example",
+            "http://[::1]:8080/",
+        ] {
+            assert!(!url_error(good), "{good}");
+        }
+        for bad in [
+            "",
+            "/relative",
+            "ftp://a.example/",
+            "mailto:x@a.example",
+            "http://",
+            "http:// a.example/",
+            "http://a.example/\n",
+            "not a url",
+        ] {
+            assert!(url_error(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn header_names_and_values_are_checked_and_ours_are_refused() {
+        assert_eq!(check_header("Content-Type", "application/json"), Ok(()));
+        assert_eq!(check_header("X-Empty", ""), Ok(()));
+        for (name, value) in [
+            ("", "v"),
+            ("Bad Name", "v"),
+            ("X-A", "line\nbreak"),
+            ("X-A", "nul\0"),
+            ("wheel-fence", "1"),
+            ("Wheel-Signature", "t=1,v1=00"),
+            ("Host", "a.example"),
+            ("content-length", "3"),
+            ("Transfer-Encoding", "chunked"),
+            ("Connection", "close"),
+        ] {
+            assert!(
+                matches!(
+                    check_header(name, value),
+                    Err(DurableError::InvalidHeader(_))
+                ),
+                "{name:?}: {value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_checked_callback_reads_back_from_its_payload() {
+        let cb = HttpCallback::new(Method::Patch, "http://a.example/x")
+            .header("X-A", "1")
+            .body(vec![0, 1, 2]);
+        let payload = cb.to_payload().unwrap();
+        assert_eq!(HttpCallback::from_payload(&payload), Some(cb));
+    }
+}

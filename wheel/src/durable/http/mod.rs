@@ -1,0 +1,92 @@
+//! HTTP-callback timers: "call this URL at that time" (feature `http`).
+//!
+//! [`DurableTimers::add_callback`] checks an [`HttpCallback`] (an `http://`
+//! or `https://` URL that parses, valid header names and values, the
+//! encoded request within the payload limit) and stores it as the timer's
+//! payload, through the same path as `add`: durable on return, the same
+//! key rules. A node built with [`DurableTimersBuilder::http`] sends each
+//! due callback from a worker with a blocking client (`ureq`, keep-alive
+//! connections pooled) and turns the reply into the run's [`Outcome`]:
+//! 2xx is done; 408, 429, 5xx, timeouts and connection errors are retried
+//! with back-off, honouring `Retry-After`; any other status is a dead letter
+//! at once, its reason the status and the start of the reply's body.
+//!
+//! Every request carries `Wheel-Timer-Key`, `Wheel-Attempt`, `Wheel-Fence`
+//! and `Wheel-Due`, and with a signing secret `Wheel-Signature` (see
+//! [`HttpConfig::signing_secret`] for the receiver's check, and
+//! [`verify_signature`] for receivers written in Rust).
+//!
+//! Who handles what, on a node built with `http`: a timer whose payload is
+//! a callback is sent by HTTP; any other timer goes to the
+//! [`handler`](DurableTimersBuilder::handler), or becomes a dead letter when
+//! there is none. A node built without `http` hands callback payloads to
+//! its handler like any other, so every node that fires a namespace holding
+//! callbacks needs `http`. `docs/durable.md` ("HTTP callbacks") has the
+//! status table, the headers, the per-host limit and the timeouts.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use std::time::{Duration, SystemTime};
+//! use wheel::durable::http::{HttpCallback, HttpConfig, Method};
+//! use wheel::durable::DurableTimers;
+//!
+//! # fn main() -> Result<(), wheel::durable::DurableError> {
+//! let timers = DurableTimers::builder()
+//!     .embedded("callbacks.redb")
+//!     .http(HttpConfig::new().signing_secret(b"whsec_5f1c".to_vec()))
+//!     .build()?;
+//! let close = HttpCallback::new(Method::Post, "https://shop.example/orders/17/close")
+//!     .header("Content-Type", "application/json")
+//!     .body(br#"{"reason":"unpaid"}"#.to_vec());
+//! let in_30_min = SystemTime::now() + Duration::from_secs(30 * 60);
+//! timers.add_callback("order:17:close", in_30_min, &close)?;
+//! # Ok(()) }
+//! ```
+//!
+//! [`DurableTimers::add_callback`]: crate::durable::DurableTimers::add_callback
+//! [`DurableTimersBuilder::http`]: crate::durable::DurableTimersBuilder::http
+//! [`DurableTimersBuilder`]: crate::durable::DurableTimersBuilder
+
+mod callback;
+mod config;
+mod headers;
+mod hosts;
+mod http_date;
+mod reply;
+mod send;
+mod wire;
+
+use std::sync::Arc;
+
+pub use self::callback::{HttpCallback, Method};
+pub use self::config::HttpConfig;
+pub use self::headers::verify_signature;
+use self::send::Sender;
+use super::node::Handler;
+#[cfg(doc)]
+use super::DurableTimersBuilder;
+use super::{Fired, Outcome, RetryPolicy};
+
+/// The reason of a timer that is not a callback, on a node without a
+/// handler.
+const NO_HANDLER: &str =
+    "no handler: this node sends HTTP callbacks only, and this timer's payload is not one";
+
+/// The node's handler when it is built with `http`: callbacks by HTTP, the
+/// rest to `user`.
+pub(crate) fn handler(config: &HttpConfig, user: Option<Handler>, policy: &RetryPolicy) -> Handler {
+    let sender = Sender::new(config, policy.clone());
+    Arc::new(move |fired: &Fired| {
+        if wire::is_callback(&fired.payload) {
+            return match wire::decode(&fired.payload) {
+                Some(cb) => sender.fire(fired, &cb),
+                None => Outcome::Fail("a damaged HTTP callback payload".into()),
+            };
+        }
+        match &user {
+            Some(h) => h(fired),
+            None => Outcome::Fail(NO_HANDLER.into()),
+        }
+    })
+}

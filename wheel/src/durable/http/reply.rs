@@ -1,0 +1,227 @@
+//! What a reply, or a request that got none, comes to.
+//!
+//! | reply | outcome |
+//! | --- | --- |
+//! | 2xx | done |
+//! | 408, 429, 5xx | retry: after `Retry-After` when given, else the policy's back-off |
+//! | any other status (3xx: redirects are not followed; other 4xx) | a dead letter at once |
+//! | no reply: timeout, refused or reset connection, DNS, TLS | retry with the policy's back-off |
+//! | a request that cannot be built | a dead letter at once |
+//!
+//! A retry on the last attempt the policy allows becomes a dead letter
+//! whose reason is the last failure; a dead letter's reason holds the
+//! status and the first [`REASON_BODY`] bytes of the reply's body.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ureq::http::StatusCode;
+
+use super::http_date;
+use crate::durable::{Outcome, RetryPolicy};
+
+/// How much of a reply's body a reason keeps, in bytes.
+pub(crate) const REASON_BODY: usize = 1024;
+
+/// What one request came to, before the retry policy has its say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Done,
+    /// Worth another try, after `after` or the policy's back-off.
+    Retry {
+        after: Option<Duration>,
+        why: String,
+    },
+    /// Never worth another try.
+    Dead(String),
+}
+
+/// `HTTP 404 Not Found` and, when there is one, `: ` and the body's start.
+fn describe(status: u16, note: &str, body: &[u8]) -> String {
+    let name = StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
+    let mut s = format!("HTTP {status}");
+    if !name.is_empty() {
+        s.push(' ');
+        s.push_str(name);
+    }
+    s.push_str(note);
+    if !body.is_empty() {
+        s.push_str(": ");
+        s.push_str(&String::from_utf8_lossy(
+            &body[..body.len().min(REASON_BODY)],
+        ));
+    }
+    s
+}
+
+/// The verdict on a reply with this status, `Retry-After` value and body.
+pub(crate) fn of_status(
+    status: u16,
+    retry_after: Option<&str>,
+    body: &[u8],
+    now: SystemTime,
+) -> Verdict {
+    match status {
+        200..=299 => Verdict::Done,
+        408 | 429 | 500..=599 => Verdict::Retry {
+            after: retry_after.and_then(|v| wait_of(v, now)),
+            why: describe(status, "", body),
+        },
+        300..=399 => Verdict::Dead(describe(status, " (redirects are not followed)", body)),
+        _ => Verdict::Dead(describe(status, "", body)),
+    }
+}
+
+/// The verdict on a request that got no reply.
+pub(crate) fn of_error(e: &ureq::Error) -> Verdict {
+    match e {
+        ureq::Error::BadUri(_) | ureq::Error::Http(_) => {
+            Verdict::Dead(format!("the request cannot be built: {e}"))
+        }
+        _ => Verdict::Retry {
+            after: None,
+            why: format!("no reply: {e}"),
+        },
+    }
+}
+
+/// The wait a `Retry-After` value asks for: delay-seconds, or an HTTP date
+/// (a date already past asks for none). `None` when it is neither.
+pub(crate) fn wait_of(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // More digits than a u64 holds: as long a wait as can be said.
+        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
+    }
+    let at = http_date::parse(value)?;
+    let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(at).unwrap_or(0));
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The outcome the node records for `verdict` on run number `attempt`.
+pub(crate) fn outcome(verdict: Verdict, attempt: u32, policy: &RetryPolicy) -> Outcome {
+    match verdict {
+        Verdict::Done => Outcome::Done,
+        Verdict::Dead(reason) => Outcome::Fail(reason),
+        // The node would give up too, but with a reason that does not say
+        // what went wrong: give up here, with the failure as the reason.
+        Verdict::Retry { why, .. } if policy.delay(attempt).is_none() => {
+            Outcome::Fail(format!("gave up after {attempt} attempts: {why}"))
+        }
+        Verdict::Retry { after: Some(d), .. } => Outcome::RetryAfter(d),
+        Verdict::Retry { after: None, .. } => Outcome::Retry,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn retry(after: Option<Duration>, why: &str) -> Verdict {
+        Verdict::Retry {
+            after,
+            why: why.into(),
+        }
+    }
+
+    #[test]
+    fn statuses_map_to_the_table() {
+        let now = SystemTime::now();
+        for s in [200, 201, 204, 299] {
+            assert_eq!(of_status(s, None, b"", now), Verdict::Done, "{s}");
+        }
+        assert_eq!(
+            of_status(503, None, b"down", now),
+            retry(None, "HTTP 503 Service Unavailable: down")
+        );
+        assert_eq!(
+            of_status(429, Some("1"), b"", now),
+            retry(Some(Duration::from_secs(1)), "HTTP 429 Too Many Requests")
+        );
+        assert_eq!(
+            of_status(408, Some("soon"), b"", now),
+            retry(None, "HTTP 408 Request Timeout")
+        );
+        assert_eq!(of_status(599, None, b"", now), retry(None, "HTTP 599"));
+        assert_eq!(
+            of_status(404, Some("5"), b"no such order", now),
+            Verdict::Dead("HTTP 404 Not Found: no such order".into())
+        );
+        assert_eq!(
+            of_status(301, None, b"", now),
+            Verdict::Dead("HTTP 301 Moved Permanently (redirects are not followed)".into())
+        );
+        for s in [100, 400, 401, 403, 409, 410, 422, 499, 600] {
+            assert!(
+                matches!(of_status(s, None, b"", now), Verdict::Dead(_)),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reason_keeps_the_first_kib_of_the_body() {
+        let body = vec![b'x'; 3 * REASON_BODY];
+        let Verdict::Dead(reason) = of_status(400, None, &body, SystemTime::now()) else {
+            panic!("a 400 is dead at once");
+        };
+        assert_eq!(reason.len(), "HTTP 400 Bad Request: ".len() + REASON_BODY);
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_a_date() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        let wait = |v| wait_of(v, now);
+        assert_eq!(wait("0"), Some(Duration::ZERO));
+        assert_eq!(wait(" 120 "), Some(Duration::from_secs(120)));
+        assert_eq!(
+            wait("99999999999999999999999"),
+            Some(Duration::from_secs(u64::MAX))
+        );
+        assert_eq!(
+            wait("Sun, 06 Nov 1994 08:50:07 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(wait("Sun, 06 Nov 1994 08:00:00 GMT"), Some(Duration::ZERO));
+        for bad in ["", "-1", "1.5", "+3", "soon"] {
+            assert_eq!(wait(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_policy_decides_between_a_retry_and_giving_up() {
+        let policy = RetryPolicy::new().max_attempts(3);
+        assert_eq!(outcome(Verdict::Done, 3, &policy), Outcome::Done);
+        assert_eq!(
+            outcome(Verdict::Dead("HTTP 404".into()), 1, &policy),
+            Outcome::Fail("HTTP 404".into())
+        );
+        assert_eq!(outcome(retry(None, "x"), 2, &policy), Outcome::Retry);
+        assert_eq!(
+            outcome(retry(Some(Duration::from_secs(1)), "x"), 2, &policy),
+            Outcome::RetryAfter(Duration::from_secs(1))
+        );
+        assert_eq!(
+            outcome(retry(Some(Duration::from_secs(1)), "HTTP 503"), 3, &policy),
+            Outcome::Fail("gave up after 3 attempts: HTTP 503".into())
+        );
+    }
+
+    #[test]
+    fn errors_without_a_reply_are_retried_unless_the_request_is_bad() {
+        assert!(matches!(
+            of_error(&ureq::Error::ConnectionFailed),
+            Verdict::Retry { after: None, .. }
+        ));
+        assert!(matches!(
+            of_error(&ureq::Error::HostNotFound),
+            Verdict::Retry { .. }
+        ));
+        assert!(matches!(
+            of_error(&ureq::Error::BadUri("x".into())),
+            Verdict::Dead(_)
+        ));
+    }
+}

@@ -1,0 +1,287 @@
+//! A scripted HTTP receiver on loopback for the callback tests: records
+//! every request as it arrives and answers it from a script, each answer on
+//! a thread of its own (so a slow or held answer holds up nothing else).
+//! Test files that use it declare `mod durable_common;` too.
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use wheel::durable::http::verify_signature;
+
+pub use crate::durable_common::{eventually, LIVENESS};
+
+/// One request as the receiver saw it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The machine's clock when its head arrived.
+    pub at: SystemTime,
+}
+
+impl Received {
+    /// A header's value (names in any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn number(&self, name: &str) -> u64 {
+        self.header(name)
+            .unwrap_or_else(|| panic!("no {name} on {self:?}"))
+            .parse()
+            .unwrap()
+    }
+
+    /// `Wheel-Timer-Key`, percent-decoded.
+    pub fn key(&self) -> String {
+        percent_decode(self.header("Wheel-Timer-Key").expect("a key header"))
+    }
+
+    pub fn attempt(&self) -> u32 {
+        u32::try_from(self.number("Wheel-Attempt")).unwrap()
+    }
+
+    pub fn fence(&self) -> u64 {
+        self.number("Wheel-Fence")
+    }
+
+    /// `Wheel-Due` as a time.
+    pub fn due(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.number("Wheel-Due"))
+    }
+
+    /// Whether `Wheel-Signature` checks out under `secret`, with a signing
+    /// time within a minute of now.
+    pub fn signed_with(&self, secret: &[u8]) -> bool {
+        let header = self.header("Wheel-Signature").unwrap_or_default();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        verify_signature(secret, header, &self.body).is_some_and(|t| now.abs_diff(t) <= 60)
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// What the script answers.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn status(status: u16) -> Reply {
+        Reply {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Reply {
+        self.body = body.into();
+        self
+    }
+}
+
+/// The script: given a request and which request to its path this is (1
+/// for the first), the reply. It runs on the request's own thread and may
+/// sleep or block.
+pub type Script = dyn Fn(&Received, usize) -> Reply + Send + Sync;
+
+#[derive(Default)]
+struct Log {
+    requests: Mutex<Vec<Received>>,
+    arrived: Condvar,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+/// A receiver on a free loopback port, stopped when dropped.
+pub struct Receiver {
+    server: Arc<tiny_http::Server>,
+    log: Arc<Log>,
+    port: u16,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Receiver {
+    pub fn start(script: impl Fn(&Received, usize) -> Reply + Send + Sync + 'static) -> Receiver {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let port = server.server_addr().to_ip().unwrap().port();
+        let log = Arc::new(Log::default());
+        let script: Arc<Script> = Arc::new(script);
+        let thread = {
+            let (server, log) = (server.clone(), log.clone());
+            std::thread::spawn(move || serve(&server, &log, &script))
+        };
+        Receiver {
+            server,
+            log,
+            port,
+            thread: Some(thread),
+        }
+    }
+
+    /// Answers 200 to everything.
+    pub fn ok() -> Receiver {
+        Receiver::start(|_, _| Reply::status(200))
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.log.requests.lock().unwrap().clone()
+    }
+
+    /// The requests to `path`, in order of arrival.
+    pub fn to(&self, path: &str) -> Vec<Received> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path == path)
+            .collect()
+    }
+
+    /// Waits until at least `n` requests arrived; panics after LIVENESS.
+    pub fn wait_for(&self, n: usize) -> Vec<Received> {
+        let until = Instant::now() + LIVENESS;
+        let mut got = self.log.requests.lock().unwrap();
+        while got.len() < n {
+            let now = Instant::now();
+            assert!(
+                now < until,
+                "only {} of {n} requests after {LIVENESS:?}",
+                got.len()
+            );
+            got = self.log.arrived.wait_timeout(got, until - now).unwrap().0;
+        }
+        got.clone()
+    }
+
+    /// The most requests that were in flight at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.log.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Requests by timer key, each key's in order of arrival.
+    pub fn by_key(&self) -> HashMap<String, Vec<Received>> {
+        let mut m: HashMap<String, Vec<Received>> = HashMap::new();
+        for r in self.requests() {
+            m.entry(r.key()).or_default().push(r);
+        }
+        m
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(server: &tiny_http::Server, log: &Arc<Log>, script: &Arc<Script>) {
+    let mut per_path: HashMap<String, usize> = HashMap::new();
+    while let Ok(mut request) = server.recv() {
+        let at = SystemTime::now();
+        let mut body = Vec::new();
+        let _ = request.as_reader().read_to_end(&mut body);
+        let received = Received {
+            method: request.method().as_str().to_owned(),
+            path: request.url().to_owned(),
+            headers: request
+                .headers()
+                .iter()
+                .map(|h| (h.field.as_str().to_string(), h.value.as_str().to_owned()))
+                .collect(),
+            body,
+            at,
+        };
+        let nth = {
+            let n = per_path.entry(received.path.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        let now = log.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        log.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        log.requests.lock().unwrap().push(received.clone());
+        log.arrived.notify_all();
+        let (log, script) = (log.clone(), script.clone());
+        std::thread::spawn(move || {
+            let reply = script(&received, nth);
+            log.in_flight.fetch_sub(1, Ordering::SeqCst);
+            let mut response =
+                tiny_http::Response::from_data(reply.body).with_status_code(reply.status);
+            for (name, value) in &reply.headers {
+                let h = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).unwrap();
+                response = response.with_header(h);
+            }
+            // The client may have given up (a timeout): nothing to do then.
+            let _ = request.respond(response);
+        });
+    }
+}
+
+/// A port with nothing listening on it.
+pub fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A gate that scripts wait at until the test opens it (or LIVENESS).
+#[derive(Clone, Default)]
+pub struct Gate(Arc<(Mutex<bool>, Condvar)>);
+
+impl Gate {
+    pub fn open(&self) {
+        *self.0 .0.lock().unwrap() = true;
+        self.0 .1.notify_all();
+    }
+
+    pub fn wait(&self) {
+        let until = Instant::now() + LIVENESS;
+        let mut open = self.0 .0.lock().unwrap();
+        while !*open {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            open = self.0 .1.wait_timeout(open, left).unwrap().0;
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! HTTP-callback timers on Redis with three nodes in one process, against
+//! a scripted receiver on loopback: exactly one request per callback when
+//! nothing fails, and retries, `Retry-After` and dead letters as on one
+//! node. Each test starts its own `redis-server`.
+#![cfg(all(feature = "http", feature = "redis"))]
+
+mod durable_common;
+mod durable_http_common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use durable_http_common::{eventually, Receiver, Reply};
+use wheel::durable::http::{HttpCallback, HttpConfig, Method};
+use wheel::durable::redis_server::{RedisServer, ServerOptions};
+use wheel::durable::{DurableTimers, RetryPolicy};
+
+const SECRET: &[u8] = b"whsec_three_nodes";
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Three firing nodes and a client, all on one namespace.
+fn cluster(url: &str, ns: &str, retry: &RetryPolicy) -> (Vec<DurableTimers>, DurableTimers) {
+    let builder = || DurableTimers::builder().redis(url).namespace(ns);
+    let nodes = (0..3)
+        .map(|_| {
+            builder()
+                .retry(retry.clone())
+                .http(HttpConfig::new().signing_secret(SECRET.to_vec()))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    (nodes, builder().build().unwrap())
+}
+
+#[test]
+fn three_nodes_send_each_of_300_callbacks_exactly_once_never_early() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let rx = Receiver::ok();
+    let (nodes, client) = cluster(&server.url(), "cb3", &RetryPolicy::new());
+    let client = Arc::new(client);
+    let start = SystemTime::now() + ms(500);
+    for i in 0..300u64 {
+        let cb = HttpCallback::new(Method::Post, rx.url(&format!("/orders/{i}/close")))
+            .header("Content-Type", "application/json")
+            .body(format!("{{\"order\":{i}}}").into_bytes());
+        client
+            .add_callback(&format!("order:{i}"), start + ms(i * 5), &cb)
+            .unwrap();
+    }
+    let got = rx.wait_for(300);
+    // Longer than a lease would take to pass: a duplicate would show now.
+    std::thread::sleep(ms(500));
+    assert_eq!(rx.requests().len(), 300, "a callback was sent twice");
+    let keys: HashSet<String> = got.iter().map(|r| r.key()).collect();
+    assert_eq!(keys.len(), 300);
+    for r in &got {
+        assert!(r.at >= r.due(), "{} arrived before it was due", r.key());
+        assert_eq!(r.attempt(), 1);
+        assert!(r.signed_with(SECRET), "{}: bad signature", r.key());
+        let i: u64 = r.key()["order:".len()..].parse().unwrap();
+        assert_eq!(r.path, format!("/orders/{i}/close"));
+        assert_eq!(r.body, format!("{{\"order\":{i}}}").into_bytes());
+    }
+    eventually("every timer done", || {
+        client.stats().pending == 0 && client.stats().claimed == 0
+    });
+    let fired: u64 = nodes.iter().map(|n| n.stats().fired).sum();
+    assert_eq!(fired, 300);
+    for n in nodes {
+        n.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn three_nodes_retry_honour_retry_after_and_dead_letter_like_one() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    // The path names the behaviour; each key has a path of its own.
+    let rx = Receiver::start(|r, nth| {
+        let kind = r.path.split('/').nth(1).unwrap_or("");
+        match (kind, nth) {
+            ("flaky", 1) => Reply::status(503),
+            ("busy", 1) => Reply::status(429).header("Retry-After", "1"),
+            ("gone", _) => Reply::status(410).body("order deleted"),
+            _ => Reply::status(200),
+        }
+    });
+    let retry = RetryPolicy::new()
+        .initial(ms(300))
+        .jitter(0.0)
+        .max_attempts(5);
+    let (nodes, client) = cluster(&server.url(), "mix", &retry);
+    let now = SystemTime::now() + ms(200);
+    for kind in ["ok", "flaky", "busy", "gone"] {
+        for i in 0..10 {
+            let cb = HttpCallback::new(Method::Post, rx.url(&format!("/{kind}/{i}")));
+            client
+                .add_callback(&format!("{kind}:{i}"), now + ms(i * 20), &cb)
+                .unwrap();
+        }
+    }
+    // ok 10, flaky 20, busy 20, gone 10.
+    rx.wait_for(60);
+    eventually("every timer done or dead", || {
+        let s = client.stats();
+        s.pending == 0 && s.claimed == 0 && s.dead == 10
+    });
+    std::thread::sleep(ms(500));
+    assert_eq!(rx.requests().len(), 60, "an extra request");
+    for (key, runs) in rx.by_key() {
+        let attempts: Vec<u32> = runs.iter().map(|r| r.attempt()).collect();
+        let kind = key.split(':').next().unwrap();
+        let wait = |min: Duration| {
+            let waited = runs[1].at.duration_since(runs[0].at).unwrap();
+            assert!(waited >= min, "{key} retried after {waited:?}");
+        };
+        match kind {
+            "ok" | "gone" => assert_eq!(attempts, [1], "{key}"),
+            "flaky" => {
+                assert_eq!(attempts, [1, 2], "{key}");
+                wait(ms(300));
+            }
+            "busy" => {
+                assert_eq!(attempts, [1, 2], "{key}");
+                wait(ms(1_000));
+            }
+            _ => panic!("unexpected key {key}"),
+        }
+    }
+    let dead = client.dead_letters(100).unwrap();
+    assert_eq!(dead.len(), 10);
+    for d in &dead {
+        assert!(d.key.starts_with("gone:"), "{}", d.key);
+        assert_eq!(d.reason, "HTTP 410 Gone: order deleted");
+        assert_eq!(d.attempts, 1);
+    }
+    let retried: u64 = nodes.iter().map(|n| n.stats().retried).sum();
+    assert_eq!(retried, 20);
+    for n in nodes {
+        n.shutdown().unwrap();
+    }
+}
