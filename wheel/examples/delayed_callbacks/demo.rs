@@ -1,27 +1,4 @@
-//! HTTP-callback timers end to end: "call this URL at that time".
-//!
-//! ```text
-//! cargo run --release -p wheel --features http,redis --example delayed_callbacks
-//! cargo run --release -p wheel --features http,redis --example delayed_callbacks -- \
-//!     --redis redis://127.0.0.1:6379/0 --nodes 3
-//! ```
-//!
-//! Starts a receiver on loopback that checks each request's signature,
-//! then schedules a few hundred signed callbacks over about ten seconds:
-//! orders to close unless paid (every tenth is paid, and its callback
-//! cancelled) and reminders. Each arrival prints its lateness (arrival
-//! minus due time); a summary follows.
-//!
-//! With no arguments one node fires, on the embedded store in a temporary
-//! directory. With `--redis URL` the example starts `--nodes N` node
-//! processes on Redis (itself, re-run with `--node`), kills one with
-//! SIGKILL halfway, and shows that every callback still arrives: the dead
-//! node's claims are taken over when their lease ends, so a few come late,
-//! and one it was sending as it died may come twice (at least once; the
-//! `Wheel-Fence` header tells the copies apart).
-//!
-//! Options: `--count N` callbacks (default 300), `--seconds S` to spread
-//! them over (default 10).
+//! The example itself (built with the `http` and `redis` features).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -84,7 +61,7 @@ fn http_config() -> HttpConfig {
         .timeout(Duration::from_secs(5))
 }
 
-fn main() {
+pub(crate) fn main() {
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
