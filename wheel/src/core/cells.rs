@@ -46,6 +46,8 @@
 //!   (it is compacted when they would). The test counts dead cells only, so
 //!   a push (one more live cell) can never make a compaction newly due.
 
+use std::fmt;
+
 use super::slab::NIL;
 
 /// Cells per block: 31 `u32` indices and the next block's index fill 128
@@ -82,10 +84,55 @@ pub(crate) const COMPACT_MIN: usize = 64;
 /// The dead bits of a whole block: the low [`BLOCK_CELLS`] bits.
 const ALL_CELLS: u32 = (1 << BLOCK_CELLS) - 1;
 
+/// The address of a cell: its block and its offset in the block, packed as
+/// `block << BLOCK_SHIFT | offset`. It names one cell for as long as the
+/// cell's block is in a bucket (see the module docs). Ticks are never
+/// addresses: the wheel calls a tick `at`, `when` or `tick`, and an address
+/// `addr`, `pos` or `cell`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct CellAddr(u32);
+
+impl CellAddr {
+    /// No cell: the `pos` of an entry that is being moved or removed, and
+    /// the content of an unused kill-log entry.
+    pub(crate) const NONE: CellAddr = CellAddr(NIL);
+
+    /// The address of cell `offset` of block `block`.
+    #[inline]
+    fn new(block: u32, offset: u32) -> CellAddr {
+        CellAddr((block << BLOCK_SHIFT) | offset)
+    }
+
+    /// The index of the block holding the cell.
+    #[inline]
+    fn block(self) -> usize {
+        (self.0 >> BLOCK_SHIFT) as usize
+    }
+
+    /// The cell's offset in its block.
+    #[inline]
+    fn offset(self) -> u32 {
+        self.0 & OFFSET_MASK
+    }
+
+    /// The address whose packed form is `raw` (for tests of code that only
+    /// stores addresses).
+    #[cfg(test)]
+    pub(crate) fn from_raw(raw: u32) -> CellAddr {
+        CellAddr(raw)
+    }
+}
+
+impl fmt::Display for CellAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.block(), self.offset())
+    }
+}
+
 /// What a compaction needs from the owner of the entries its cells name.
 pub(crate) trait CellOwner {
     /// The live cell of entry `index` has moved to address `to`.
-    fn moved(&mut self, index: u32, to: u32);
+    fn moved(&mut self, index: u32, to: CellAddr);
 }
 
 /// A block of cells: 128 bytes, two cache lines' worth.
@@ -126,12 +173,6 @@ pub(crate) struct Blocks {
     dead: Vec<u32>,
     free: u32,
     in_use: usize,
-}
-
-/// The address of cell `offset` of block `block`.
-#[inline]
-fn addr(block: u32, offset: u32) -> u32 {
-    (block << BLOCK_SHIFT) | offset
 }
 
 impl Blocks {
@@ -187,26 +228,26 @@ impl Blocks {
 
     /// The tag of the block holding the cell at `addr`.
     #[inline]
-    pub(crate) fn tag(&self, addr: u32) -> u32 {
-        self.tags[(addr >> BLOCK_SHIFT) as usize]
+    pub(crate) fn tag(&self, addr: CellAddr) -> u32 {
+        self.tags[addr.block()]
     }
 
     /// Tags the block holding the cell at `addr`.
     #[inline]
-    pub(crate) fn set_tag(&mut self, addr: u32, tag: u32) {
-        self.tags[(addr >> BLOCK_SHIFT) as usize] = tag;
+    pub(crate) fn set_tag(&mut self, addr: CellAddr, tag: u32) {
+        self.tags[addr.block()] = tag;
     }
 
     /// `true` if the cell at `addr` is dead (its dead bit is set).
     #[inline]
-    pub(crate) fn is_dead(&self, addr: u32) -> bool {
-        self.dead[(addr >> BLOCK_SHIFT) as usize] & (1 << (addr & OFFSET_MASK)) != 0
+    pub(crate) fn is_dead(&self, addr: CellAddr) -> bool {
+        self.dead[addr.block()] & (1 << addr.offset()) != 0
     }
 
     /// Sets the dead bit of the cell at `addr`.
     #[inline]
-    pub(crate) fn set_dead(&mut self, addr: u32) {
-        self.dead[(addr >> BLOCK_SHIFT) as usize] |= 1 << (addr & OFFSET_MASK);
+    pub(crate) fn set_dead(&mut self, addr: CellAddr) {
+        self.dead[addr.block()] |= 1 << addr.offset();
     }
 
     /// Returns the chain of blocks `head ..= tail` to the free list, in O(1).
@@ -221,9 +262,9 @@ impl Blocks {
     /// blocks on the way (O(blocks)).
     fn free_through(&mut self, head: u32, tail: u32) {
         let mut count = 1;
-        let mut at = head;
-        while at != tail {
-            at = self.blocks[at as usize].next;
+        let mut block = head;
+        while block != tail {
+            block = self.blocks[block as usize].next;
             count += 1;
         }
         self.free_chain(head, tail, count);
@@ -231,21 +272,21 @@ impl Blocks {
 
     /// The index stored in the cell at `addr` ([`NIL`] if dead).
     #[inline]
-    pub(crate) fn get(&self, addr: u32) -> u32 {
-        self.blocks[(addr >> BLOCK_SHIFT) as usize].cells[(addr & OFFSET_MASK) as usize]
+    pub(crate) fn get(&self, addr: CellAddr) -> u32 {
+        self.blocks[addr.block()].cells[addr.offset() as usize]
     }
 
     /// Checks the free list against the count of blocks in use.
     #[cfg(any(test, fuzzing))]
     pub(crate) fn check(&self, in_buckets: usize) -> Result<(), String> {
         let mut free = 0usize;
-        let mut at = self.free;
-        while at != NIL {
+        let mut block = self.free;
+        while block != NIL {
             free += 1;
             if free > self.blocks.len() {
                 return Err("block free list has a cycle".into());
             }
-            at = self.blocks[at as usize].next;
+            block = self.blocks[block as usize].next;
         }
         if free + self.in_use != self.blocks.len() || in_buckets != self.in_use {
             return Err(format!(
@@ -304,7 +345,7 @@ impl Bucket {
 
     /// Appends a cell holding `index` and returns its address.
     #[inline(always)]
-    pub(crate) fn push(&mut self, arena: &mut Blocks, index: u32) -> u32 {
+    pub(crate) fn push(&mut self, arena: &mut Blocks, index: u32) -> CellAddr {
         if self.tail == NIL || self.end == BLOCK_CELLS as u32 {
             let b = arena.alloc();
             if self.tail == NIL {
@@ -317,19 +358,20 @@ impl Bucket {
             self.end = 0;
             self.blocks += 1;
         }
-        let at = addr(self.tail, self.end);
+        let addr = CellAddr::new(self.tail, self.end);
         arena.blocks[self.tail as usize].cells[self.end as usize] = index;
         self.end += 1;
         self.live += 1;
-        at
+        addr
     }
 
-    /// Makes this bucket's live cell at `at` dead (its entry has left): sets
-    /// its dead bit and counts it. Returns `true` if the bucket has no live
-    /// cell left; the caller then frees it with [`Bucket::clear`].
+    /// Kills this bucket's live cell at `addr` at once (its entry has left):
+    /// marks it (sets its dead bit) and counts it dead. Returns `true` if
+    /// the bucket has no live cell left; the caller then frees it with
+    /// [`Bucket::clear`].
     #[inline]
-    pub(crate) fn kill(&mut self, arena: &mut Blocks, at: u32) -> bool {
-        arena.set_dead(at);
+    pub(crate) fn kill(&mut self, arena: &mut Blocks, addr: CellAddr) -> bool {
+        arena.set_dead(addr);
         self.live -= 1;
         self.dead += 1;
         self.live == 0
@@ -381,8 +423,8 @@ impl Bucket {
 
     /// The address of the front cell, if any.
     #[inline]
-    pub(crate) fn front(&self) -> Option<u32> {
-        (self.head != NIL).then(|| addr(self.head, self.start))
+    pub(crate) fn front(&self) -> Option<CellAddr> {
+        (self.head != NIL).then(|| CellAddr::new(self.head, self.start))
     }
 
     /// Drops the front cell (live or dead); frees its block once passed.
@@ -440,8 +482,8 @@ impl Bucket {
         let mut blocks = 1;
         let mut live = 0;
         // A written cell's bit is cleared; the reader has read it already.
-        while let Some((at, index)) = taken.next_cell(arena, false) {
-            if arena.is_dead(at) {
+        while let Some((addr, index)) = taken.next_cell(arena, false) {
+            if arena.is_dead(addr) {
                 taken.skip_dead(arena);
                 continue;
             }
@@ -454,8 +496,8 @@ impl Bucket {
             // then its entry is not touched (a cache miss spared when the
             // bucket holds few dead cells, as in a sweep, see
             // `Wheel::sweep`).
-            let to = addr(wb, wo);
-            if to != at {
+            let to = CellAddr::new(wb, wo);
+            if to != addr {
                 arena.blocks[wb as usize].cells[wo as usize] = index;
                 arena.dead[wb as usize] &= !(1 << wo);
                 owner.moved(index, to);
@@ -512,7 +554,7 @@ impl Bucket {
     /// Every cell (live or dead) as (address, content), front to back, and
     /// the number of blocks walked; for checks.
     #[cfg(any(test, fuzzing))]
-    pub(crate) fn walk(&self, arena: &Blocks) -> Result<(Vec<(u32, u32)>, usize), String> {
+    pub(crate) fn walk(&self, arena: &Blocks) -> Result<(Vec<(CellAddr, u32)>, usize), String> {
         let mut cells = Vec::new();
         if self.head == NIL {
             if *self != Bucket::EMPTY {
@@ -538,7 +580,8 @@ impl Bucket {
                 }
                 continue;
             }
-            cells.push((addr(b, o), arena.get(addr(b, o))));
+            let addr = CellAddr::new(b, o);
+            cells.push((addr, arena.get(addr)));
             o += 1;
         }
         if arena.blocks[self.tail as usize].next != NIL {
@@ -574,7 +617,7 @@ impl Taken {
     /// `free`, each block goes back to the arena once read (its cells may
     /// then be reused by the caller's own pushes).
     #[inline]
-    pub(crate) fn next_cell(&mut self, arena: &mut Blocks, free: bool) -> Option<(u32, u32)> {
+    pub(crate) fn next_cell(&mut self, arena: &mut Blocks, free: bool) -> Option<(CellAddr, u32)> {
         loop {
             if self.block == NIL || (self.block == self.tail && self.offset == self.end) {
                 if free && self.block != NIL {
@@ -592,10 +635,10 @@ impl Taken {
                 }
                 continue;
             }
-            let at = addr(self.block, self.offset);
+            let addr = CellAddr::new(self.block, self.offset);
             let index = arena.blocks[self.block as usize].cells[self.offset as usize];
             self.offset += 1;
-            return Some((at, index));
+            return Some((addr, index));
         }
     }
 
@@ -639,10 +682,10 @@ mod tests {
     /// A cell owner that records what a compaction tells it, as
     /// `(index, new address)`.
     #[derive(Default)]
-    struct Moves(Vec<(u32, u32)>);
+    struct Moves(Vec<(u32, CellAddr)>);
 
     impl CellOwner for Moves {
-        fn moved(&mut self, index: u32, to: u32) {
+        fn moved(&mut self, index: u32, to: CellAddr) {
             self.0.push((index, to));
         }
     }
@@ -665,7 +708,7 @@ mod tests {
     fn push_kill_compact_keep_order_and_addresses() {
         let mut arena = Blocks::with_capacity(0);
         let mut b = Bucket::EMPTY;
-        let addrs: Vec<u32> = (0..300).map(|i| b.push(&mut arena, i)).collect();
+        let addrs: Vec<CellAddr> = (0..300).map(|i| b.push(&mut arena, i)).collect();
         for (i, &a) in addrs.iter().enumerate() {
             assert_eq!(arena.get(a), i as u32);
         }
@@ -684,9 +727,9 @@ mod tests {
         // Entry 0 has no dead cell before it: it stays, and is not told.
         assert_eq!(b.front(), Some(addrs[0]));
         assert_eq!(owner.indices(), want[1..]);
-        for &(index, at) in &owner.0 {
-            assert_eq!(arena.get(at), index);
-            assert!(!arena.is_dead(at), "a moved cell keeps no dead bit");
+        for &(index, to) in &owner.0 {
+            assert_eq!(arena.get(to), index);
+            assert!(!arena.is_dead(to), "a moved cell keeps no dead bit");
         }
         assert_eq!((b.live, b.dead), (60, 0));
         // `walk` checks that the new tail keeps no bit past its end.
@@ -717,7 +760,7 @@ mod tests {
         for i in 0..70 {
             a.push(&mut arena, i);
         }
-        let kept: Vec<u32> = (70..200).map(|i| b.push(&mut arena, i)).collect();
+        let kept: Vec<CellAddr> = (70..200).map(|i| b.push(&mut arena, i)).collect();
         a.append(&mut arena, &mut b);
         assert!(b.is_empty());
         // The cells of `b` kept their addresses; the rest of `a`'s last
@@ -727,10 +770,10 @@ mod tests {
         assert_eq!((a.live, a.dead), (200, padding));
         a.walk(&arena).unwrap();
         let mut seen = Vec::new();
-        while let Some(at) = a.front() {
-            let index = arena.get(at);
+        while let Some(addr) = a.front() {
+            let index = arena.get(addr);
             // Padding holds NIL and is marked dead.
-            assert_eq!(index == NIL, arena.is_dead(at));
+            assert_eq!(index == NIL, arena.is_dead(addr));
             a.advance(&mut arena, index != NIL);
             if index != NIL {
                 seen.push(index);
@@ -746,19 +789,19 @@ mod tests {
         let mut arena = Blocks::with_capacity(0);
         let mut b = Bucket::EMPTY;
         // Blocks of 31: cells 0..31, 31..62, 62..70 (the tail, end 8).
-        let addrs: Vec<u32> = (0..70).map(|i| b.push(&mut arena, i)).collect();
-        for &at in addrs[5..31]
+        let addrs: Vec<CellAddr> = (0..70).map(|i| b.push(&mut arena, i)).collect();
+        for &addr in addrs[5..31]
             .iter()
             .chain(&addrs[40..62])
             .chain(&addrs[66..70])
         {
-            arena.set_dead(at);
+            arena.set_dead(addr);
         }
         let mut taken = b.take();
         let mut seen = Vec::new();
         let mut skipped = Vec::new();
-        while let Some((at, index)) = taken.next_cell(&mut arena, true) {
-            if arena.is_dead(at) {
+        while let Some((addr, index)) = taken.next_cell(&mut arena, true) {
+            if arena.is_dead(addr) {
                 skipped.push((index, taken.skip_dead(&arena)));
             } else {
                 seen.push(index);
@@ -773,7 +816,7 @@ mod tests {
         arena.check(0).unwrap();
         // A dead cell followed by a live one skips nothing.
         let mut b = Bucket::EMPTY;
-        let addrs: Vec<u32> = (0..3).map(|i| b.push(&mut arena, i)).collect();
+        let addrs: Vec<CellAddr> = (0..3).map(|i| b.push(&mut arena, i)).collect();
         arena.set_dead(addrs[0]);
         let mut taken = b.take();
         assert_eq!(taken.next_cell(&mut arena, true), Some((addrs[0], 0)));
@@ -785,11 +828,11 @@ mod tests {
     fn taken_cells_free_their_blocks() {
         let mut arena = Blocks::with_capacity(0);
         let mut b = Bucket::EMPTY;
-        let addrs: Vec<u32> = (0..127).map(|i| b.push(&mut arena, i)).collect();
+        let addrs: Vec<CellAddr> = (0..127).map(|i| b.push(&mut arena, i)).collect();
         let mut taken = b.take();
-        let got: Vec<(u32, u32)> =
+        let got: Vec<(CellAddr, u32)> =
             std::iter::from_fn(|| taken.next_cell(&mut arena, true)).collect();
-        let want: Vec<(u32, u32)> = addrs.into_iter().zip(0..127).collect();
+        let want: Vec<(CellAddr, u32)> = addrs.into_iter().zip(0..127).collect();
         assert_eq!(got, want);
         arena.check(0).unwrap();
     }
@@ -798,9 +841,9 @@ mod tests {
     fn compacting_only_dead_cells_frees_everything() {
         let mut arena = Blocks::with_capacity(0);
         let mut b = Bucket::EMPTY;
-        let addrs: Vec<u32> = (0..140).map(|i| b.push(&mut arena, i)).collect();
-        for &at in &addrs[1..] {
-            b.kill(&mut arena, at);
+        let addrs: Vec<CellAddr> = (0..140).map(|i| b.push(&mut arena, i)).collect();
+        for &addr in &addrs[1..] {
+            b.kill(&mut arena, addr);
         }
         b.compact(&mut arena, &mut Moves::default());
         assert_eq!(contents(&b, &arena), [0]);
@@ -818,9 +861,9 @@ mod tests {
         // live until a compaction reads their bits.
         let mut arena = Blocks::with_capacity(0);
         let mut b = Bucket::EMPTY;
-        let addrs: Vec<u32> = (0..100).map(|i| b.push(&mut arena, i)).collect();
-        for &at in &addrs[40..80] {
-            arena.set_dead(at);
+        let addrs: Vec<CellAddr> = (0..100).map(|i| b.push(&mut arena, i)).collect();
+        for &addr in &addrs[40..80] {
+            arena.set_dead(addr);
         }
         assert_eq!((b.live, b.dead), (100, 0));
         let mut owner = Moves::default();

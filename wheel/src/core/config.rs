@@ -182,6 +182,57 @@ impl Default for WheelConfig {
     }
 }
 
+/// Sizes that trade memory or work per wheel for speed at scale: fixed
+/// when a wheel is built, the same for every layout.
+///
+/// Every wheel runs [`Tuning::DEFAULT`]. The model-based tests and the fuzz
+/// targets also run `Tuning::SMALL`, whose thresholds a wheel of a few
+/// dozen timers crosses all the time, so that the paths these sizes guard
+/// (lanes of fresh indices, new chunks, sweeps) run constantly; they run
+/// the default too, so the sizes every user gets are tested as well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tuning {
+    /// Lazily dead cells allowed beyond `COMPACT_RATIO` per pending timer
+    /// before a sweep starts (see `core/lazy.rs`).
+    pub(crate) sweep_min: usize,
+    /// Lanes of fresh slab indices (a power of two, see `core/slab.rs`).
+    pub(crate) lanes: usize,
+    /// Fresh indices a lane takes at a time.
+    pub(crate) chunk: u32,
+    /// Slabs smaller than this many entries take fresh indices one at a
+    /// time, in order, and reserve nothing.
+    pub(crate) lanes_from: usize,
+}
+
+impl Tuning {
+    /// The sizes of every wheel.
+    ///
+    /// - `sweep_min`: 64 KiB of cells, which keeps small wheels that cancel
+    ///   everything they insert (a `DelayQueue` of a few thousand items)
+    ///   from sweeping at all.
+    /// - `lanes`: one per level-1 slot of the default layout.
+    /// - `chunk`: 64 entries are 1.5 KiB with a `u64` payload, enough for
+    ///   the hardware to stream them.
+    /// - `lanes_from`: 1.5 MiB of entries with a `u64` payload, about what
+    ///   stays in cache anyway.
+    pub(crate) const DEFAULT: Tuning = Tuning {
+        sweep_min: 1 << 14,
+        lanes: 256,
+        chunk: 64,
+        lanes_from: 1 << 16,
+    };
+
+    /// Sizes that a wheel of a few dozen timers goes past: it sweeps, opens
+    /// lanes and uses up chunks all the time.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) const SMALL: Tuning = Tuning {
+        sweep_min: 8,
+        lanes: 4,
+        chunk: 4,
+        lanes_from: 8,
+    };
+}
+
 /// The geometry of one level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LevelGeom {

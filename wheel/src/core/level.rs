@@ -8,7 +8,7 @@
 //! - on the top level only, `min_when[s]` is a lower bound of the deadlines
 //!   in slot `s` (`u64::MAX` when empty).
 
-use super::cells::{Blocks, Bucket};
+use super::cells::{Blocks, Bucket, CellAddr};
 use super::config::LevelGeom;
 
 /// A level: `2^bits` slot buckets and the bitmaps that find occupied ones.
@@ -63,14 +63,14 @@ impl Level {
     /// first cell has a bit to set, and testing the bucket (read for the
     /// push anyway) is cheaper than testing the bit.
     #[inline(always)]
-    pub(crate) fn push(&mut self, blocks: &mut Blocks, slot: usize, index: u32) -> u32 {
+    pub(crate) fn push(&mut self, blocks: &mut Blocks, slot: usize, index: u32) -> CellAddr {
         let bucket = &mut self.slots[slot];
         let first = bucket.is_empty();
-        let at = bucket.push(blocks, index);
+        let addr = bucket.push(blocks, index);
         if first {
             self.set(slot);
         }
-        at
+        addr
     }
 
     /// Marks `slot` empty.
