@@ -241,7 +241,9 @@ impl<T> Wheel<T> {
     /// the reading loop is short, so many of its cache misses are in flight
     /// at once (placing each entry right after reading it would leave room
     /// for few).
-    #[inline(always)]
+    ///
+    /// Not forced inline into `process`: the expire path ran more
+    /// instructions that way.
     fn cascade_slot(&mut self, level: usize, slot: usize, bulk: bool) {
         let top = self.layout.top();
         // Cells marked dead beyond those the bucket counted dead are its

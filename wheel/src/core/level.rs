@@ -134,9 +134,9 @@ impl Level {
     #[cfg(any(test, fuzzing))]
     pub(crate) fn check_bitmaps(&self) -> Result<(), String> {
         let mut count = 0;
-        for s in self.occupied_slots() {
-            if self.slots[s].is_empty() {
-                return Err(format!("slot {s} marked occupied but empty"));
+        for slot in self.occupied_slots() {
+            if self.slots[slot].is_empty() {
+                return Err(format!("slot {slot} marked occupied but empty"));
             }
             count += 1;
         }
@@ -180,8 +180,8 @@ mod tests {
     fn next_occupied_from_starts_at_its_slot_and_stops_at_the_end() {
         let mut level = Level::new(LevelGeom::new(0, 8), false);
         assert_eq!(level.next_occupied_from(0), None);
-        for s in [0, 63, 64, 200, 255] {
-            level.set(s);
+        for slot in [0, 63, 64, 200, 255] {
+            level.set(slot);
         }
         let from = |f| level.next_occupied_from(f);
         assert_eq!(from(0), Some(0));

@@ -298,9 +298,9 @@ impl<T> Wheel<T> {
     }
 
     /// An empty wheel with the given layout and tuning (see [`Tuning`]):
-    /// for the tests and the fuzz targets, which run the small tuning as
-    /// well as the default one.
-    #[cfg(any(test, fuzzing))]
+    /// for the tests, which run the small tuning as well as the default
+    /// one.
+    #[cfg(test)]
     pub(crate) fn with_tuning(config: WheelConfig, tuning: Tuning) -> Self {
         Self::build(config, 0, tuning)
     }

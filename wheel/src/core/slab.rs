@@ -75,7 +75,7 @@ pub(crate) struct Slab<T> {
     chunk: u32,
     /// The slab size from which fresh indices come from lanes
     /// ([`Tuning::lanes_from`]).
-    lanes_from: usize,
+    lanes_from: u32,
 }
 
 impl<T> Slab<T> {
@@ -83,7 +83,7 @@ impl<T> Slab<T> {
     pub(crate) fn with_capacity(capacity: usize, tuning: &Tuning) -> Self {
         debug_assert!(tuning.lanes.is_power_of_two() && tuning.chunk > 0);
         // A slab that will use lanes needs room for their open chunks too.
-        let room = if capacity >= tuning.lanes_from {
+        let room = if capacity >= tuning.lanes_from as usize {
             capacity + tuning.lanes * tuning.chunk as usize
         } else {
             capacity
@@ -153,7 +153,7 @@ impl<T> Slab<T> {
     #[inline]
     fn fresh(&mut self, near: u64) -> (u32, u32) {
         let len = self.entries.len();
-        if len < self.lanes_from {
+        if len < self.lanes_from as usize {
             let index = fresh_index(len, 1);
             // A placeholder, so that `fill` always overwrites.
             self.entries.push(SlabEntry::Vacant {
@@ -392,7 +392,7 @@ impl<T> Slab<T> {
         let mut reserved = vec![false; self.entries.len()];
         let mut in_lanes = 0;
         for (lane, &(next, end)) in self.lanes.iter().enumerate() {
-            if next > end || (next < end && self.entries.len() < self.lanes_from) {
+            if next > end || (next < end && self.entries.len() < self.lanes_from as usize) {
                 return Err(format!("lane {lane} has chunk {next}..{end}"));
             }
             for i in next..end {
@@ -502,7 +502,7 @@ mod tests {
         assert!(lanes >= 4 && chunk >= 2);
         let mut slab = Slab::with_capacity(0, tuning);
         // Below `lanes_from`, fresh indices come in order whatever `near`.
-        for i in 0..lanes_from as u64 {
+        for i in 0..u64::from(lanes_from) {
             assert_eq!(slab.insert((), i * 7).0, i as u32);
         }
         slab.check().unwrap();
@@ -511,7 +511,7 @@ mod tests {
         let (b0, _) = slab.insert((), 5);
         let (a1, _) = slab.insert((), 3 + lanes as u64);
         let (b1, _) = slab.insert((), 5);
-        assert_eq!(a0 as usize, lanes_from);
+        assert_eq!(a0, lanes_from);
         assert_eq!(b0, a0 + chunk);
         assert_eq!((a1, b1), (a0 + 1, b0 + 1));
         slab.check().unwrap();
