@@ -5,12 +5,14 @@
 //! that returns it pops the cell instead, see `Wheel::pop_ready`); from then
 //! on the cell is dead, and it goes through the steps below, each named by
 //! the one function that takes it. A dead cell is *marked* once its dead
-//! bit is set, and *counted* once its bucket's `dead` counts it.
+//! bit is set, *counted* once its bucket's `dead` counts it, and *dropped*
+//! once a reader of its bucket takes it out (steps 3 to 5 below, or the
+//! bucket's other readers).
 //!
 //! ```text
-//!            kill ─┬─ exact bucket ──▶ kill_now: marked and counted ──┐
-//!                  │                                                 ├──▶ dropped
-//!                  └─ lazy bucket ──▶ logged ──flush_kills──▶ marked ─┘
+//!    kill ─┬─ exact bucket ──▶ kill_now: marked and counted ──┐
+//!          │                                                  ├──▶ dropped
+//!          └─ lazy bucket ──▶ logged ──flush_kills──▶ marked ─┘
 //! ```
 //!
 //! 1. **kill** ([`Wheel::kill`]): the one entry point, given the entry's old
@@ -23,6 +25,10 @@
 //!    - in a *lazy* bucket (levels 1 and up, not staged) the cell is only
 //!      *logged*: its address goes into the kill log, and nothing else is
 //!      touched. A logged cell is unmarked, and its bucket counts it live.
+//!
+//!    `drain` alone kills its cells now in every bucket, lazy ones too
+//!    (through [`Wheel::locate`] and `kill_now`): it has flushed the log,
+//!    and the bucket it takes a cell from is settled at once.
 //! 2. **flush** ([`Wheel::flush_kills`]): marks every logged cell and adds
 //!    their number to `lazy_dead`: they are now marked but *uncounted*, the
 //!    bucket's *share* of `lazy_dead`. It runs when the log is full and

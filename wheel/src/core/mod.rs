@@ -31,15 +31,14 @@
 //!   was cancelled or moved on, or it is padding) and has its dead bit set,
 //!   except the cells in the *kill log*: up to [`DEFER_KILLS`] cells of
 //!   cancelled or reset entries in lazy buckets, not yet marked (see
-//!   [`lazy`]). Every step that reads a lazy bucket flushes the log
-//!   first.
+//!   [`lazy`]). Every step that reads a lazy bucket flushes the log first.
 //! - The ready queue, level 0 and the stage are *exact* buckets: each counts
 //!   its dead cells. Levels 1 and up are *lazy*: a cancel marks the cell and
 //!   leaves its bucket alone, which counts the cell as live until it reads
 //!   it; `lazy_dead` counts all such cells, and sweeps (see [`lazy`]) keep
 //!   it below about [`COMPACT_RATIO`] per pending timer plus the tuning's
-//!   `sweep_min`. Which bucket holds an entry's live cell
-//!   follows from `when` and `elapsed` alone:
+//!   `sweep_min`. Which bucket holds an entry's live cell follows from
+//!   `when` and `elapsed` alone:
 //! - Entries with `when <= elapsed` are in the ready queue, in the order
 //!   they must be returned (non-decreasing `when`, FIFO among equals). Its
 //!   front cell is live whenever the queue is non-empty.
@@ -305,6 +304,8 @@ impl<T> Wheel<T> {
         Self::build(config, 0, tuning)
     }
 
+    /// The constructor every other one (and the test harness) goes
+    /// through.
     fn build(config: WheelConfig, capacity: usize, tuning: Tuning) -> Self {
         let layout = Layout::new(&config);
         let top = layout.top();

@@ -4,9 +4,10 @@
 //!
 //! An entry's cell is placed once per insert or reset, by its effective
 //! deadline and `elapsed` alone (see the invariants in [`super`]); a cell an
-//! entry leaves dies through [`Wheel::kill`] (see [`super::lazy`]), which
-//! needs the entry's old deadline and address, so every caller reads them
-//! before it frees the entry or points its `pos` elsewhere.
+//! entry leaves dies through [`Wheel::kill`] (or, in `drain`,
+//! `Wheel::kill_now`; see [`super::lazy`]), which needs the entry's old
+//! deadline and address, so every caller reads them before it frees the
+//! entry or points its `pos` elsewhere.
 
 use super::cells::CellAddr;
 use super::{Expired, TimerKey, Wheel};

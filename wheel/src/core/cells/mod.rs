@@ -1,10 +1,12 @@
 //! Slot contents: unrolled lists of entry indices ("cells") in one shared
 //! arena of 128-byte blocks.
 //!
-//! A slot holds its entries as a [`Bucket`]: a chain of [`Block`]s, each 128
-//! bytes holding [`BLOCK_CELLS`] cells and the index of the next block.
-//! Cells are appended in placement order. An entry remembers the *address*
-//! of its cell (`block * 32 + offset`, stable while the cell exists), so:
+//! A slot holds its entries as a [`Bucket`] (`bucket.rs`): a chain of
+//! [`Block`](arena::Block)s, each 128 bytes holding [`BLOCK_CELLS`] cells
+//! and the index of the next block, taken from one arena, [`Blocks`]
+//! (`arena.rs`). Cells are appended in placement order. An entry remembers
+//! the *address* of its cell, a [`CellAddr`] (`block * 32 + offset`,
+//! stable while the cell exists), so:
 //!
 //! - a cell is *live* iff the entry it names is occupied and remembers this
 //!   very address. An address names one cell for as long as its block is
@@ -20,9 +22,8 @@
 //!   no cell, only one word that is most likely in cache; a compaction then
 //!   loads the entries of live cells only, to tell them where they moved;
 //! - processing a slot reads its cells block by block: 31 entry indices per
-//!   block, known up front, so the entries' cache misses
-//!   overlap instead of forming a chain of dependent loads as an intrusive
-//!   list's would;
+//!   block, known up front, so the entries' cache misses overlap instead of
+//!   forming a chain of dependent loads as an intrusive list's would;
 //! - a whole bucket moves to another chain, or back to the free list, in
 //!   O(1) by relinking blocks, and the cells keep their addresses.
 //!
@@ -30,7 +31,7 @@
 //! `Blocks::check` and `Bucket::walk`):
 //! - every block is either on the free list or in exactly one bucket;
 //! - a cell of a bucket is dead iff its dead bit is set (but for the wheel's
-//!   kill log, see `Wheel::kill`); the bits of a tail block's cells past the
+//!   kill log, see `core/lazy.rs`); the bits of a tail block's cells past the
 //!   bucket's `end` are clear (so a push needs not touch them);
 //! - an empty bucket has no blocks and zero counts;
 //! - a non-empty bucket's cells are the cells of its blocks from `start` in
@@ -53,8 +54,6 @@ mod tests;
 
 use std::fmt;
 
-#[cfg(test)]
-use self::arena::Block;
 pub(crate) use self::arena::Blocks;
 pub(crate) use self::bucket::Bucket;
 use super::slab::NIL;

@@ -1,5 +1,6 @@
 //! Tests of buckets and the block arena.
 
+use super::arena::Block;
 use super::*;
 
 fn contents(b: &Bucket, arena: &Blocks) -> Vec<u32> {
