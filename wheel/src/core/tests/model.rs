@@ -148,24 +148,27 @@ fn hand_written_run_agrees_with_model() {
     }
 }
 
+/// Runs every committed seed of the fuzz target `target` through `run`,
+/// under both tunings.
 #[cfg(not(loom))]
-#[test]
-fn replay_seed_corpus_wheel_ops() {
-    for data in seed_corpus("wheel_ops") {
+fn replay(target: &str, run: fn(&[u8], Checks, TuningPreset)) {
+    for data in seed_corpus(target) {
         for preset in TuningPreset::ALL {
-            run_wheel_ops(&data, Checks::EveryOp, preset);
+            run(&data, Checks::EveryOp, preset);
         }
     }
 }
 
 #[cfg(not(loom))]
 #[test]
+fn replay_seed_corpus_wheel_ops() {
+    replay("wheel_ops", run_wheel_ops);
+}
+
+#[cfg(not(loom))]
+#[test]
 fn replay_seed_corpus_config() {
-    for data in seed_corpus("config") {
-        for preset in TuningPreset::ALL {
-            run_config_ops(&data, Checks::EveryOp, preset);
-        }
-    }
+    replay("config", run_config_ops);
 }
 
 proptest! {
