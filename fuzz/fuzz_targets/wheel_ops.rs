@@ -1,5 +1,5 @@
 //! Random layouts and operation sequences on `Wheel<u64>`, checked step by
-//! step against the reference model (see `wheel/src/fuzzing.rs`).
+//! step against the reference model (see `wheel/src/core/testing/`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

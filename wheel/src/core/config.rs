@@ -182,6 +182,58 @@ impl Default for WheelConfig {
     }
 }
 
+/// Sizes that trade memory or work per wheel for speed at scale: fixed
+/// when a wheel is built, the same for every layout.
+///
+/// Every wheel runs [`Tuning::DEFAULT`]. The model-based tests and the fuzz
+/// targets also run `Tuning::SMALL`, whose thresholds a wheel of a few
+/// dozen timers crosses all the time, so that the paths these sizes guard
+/// (lanes of fresh indices, new chunks, sweeps) run constantly; they run
+/// the default too, so the sizes every user gets are tested as well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tuning {
+    /// Lazily dead cells allowed beyond `COMPACT_RATIO` per pending timer
+    /// before a sweep starts (see `core/lazy.rs`).
+    pub(crate) sweep_min: usize,
+    /// Lanes of fresh slab indices (a power of two, see `core/slab.rs`).
+    pub(crate) lanes: usize,
+    /// Fresh indices a lane takes at a time.
+    pub(crate) chunk: u32,
+    /// Slabs smaller than this many entries take fresh indices one at a
+    /// time, in order, and reserve nothing. A `u32`: a slab below it has
+    /// room for one more index, which the compiler then knows.
+    pub(crate) lanes_from: u32,
+}
+
+impl Tuning {
+    /// The sizes of every wheel.
+    ///
+    /// - `sweep_min`: 64 KiB of cells, which keeps small wheels that cancel
+    ///   everything they insert (a `DelayQueue` of a few thousand items)
+    ///   from sweeping at all.
+    /// - `lanes`: one per level-1 slot of the default layout.
+    /// - `chunk`: 64 entries are 1.5 KiB with a `u64` payload, enough for
+    ///   the hardware to stream them.
+    /// - `lanes_from`: 1.5 MiB of entries with a `u64` payload, about what
+    ///   stays in cache anyway.
+    pub(crate) const DEFAULT: Tuning = Tuning {
+        sweep_min: 1 << 14,
+        lanes: 256,
+        chunk: 64,
+        lanes_from: 1 << 16,
+    };
+
+    /// Sizes that a wheel of a few dozen timers goes past: it sweeps, opens
+    /// lanes and uses up chunks all the time.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) const SMALL: Tuning = Tuning {
+        sweep_min: 8,
+        lanes: 4,
+        chunk: 4,
+        lanes_from: 8,
+    };
+}
+
 /// The geometry of one level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LevelGeom {
@@ -191,7 +243,7 @@ pub(crate) struct LevelGeom {
     pub(crate) bits: u32,
     /// `2^bits - 1`, stored so that [`slot_of`](LevelGeom::slot_of), on
     /// every insert and cancel, is a shift and an AND (computing the mask
-    /// each time took four more instructions in the compiled code).
+    /// each time costs more instructions).
     mask: u64,
 }
 
@@ -313,7 +365,7 @@ impl Layout {
 mod tests {
     use super::*;
 
-    fn layout(bits: &[u32]) -> Layout {
+    fn layout_of(bits: &[u32]) -> Layout {
         Layout::new(&WheelConfig::new(bits).unwrap())
     }
 
@@ -358,76 +410,82 @@ mod tests {
 
     #[test]
     fn stage_target_boundaries() {
-        let l = layout(&[6, 6, 6]);
+        let layout = layout_of(&[6, 6, 6]);
         // The next level-0 turn starts at 64, in level-1 slot 1.
-        assert_eq!(l.stage_target(0), Some((64, 1)));
-        assert_eq!(l.stage_target(63), Some((64, 1)));
-        assert_eq!(l.stage_target(64), Some((128, 2)));
+        assert_eq!(layout.stage_target(0), Some((64, 1)));
+        assert_eq!(layout.stage_target(63), Some((64, 1)));
+        assert_eq!(layout.stage_target(64), Some((128, 2)));
         // 4096 starts a new level-1 turn: level 2 cascades there first.
-        assert_eq!(l.stage_target(4095 - 63), None);
-        assert_eq!(l.stage_target(4095), None);
-        assert_eq!(l.stage_target(4096), Some((4096 + 64, 1)));
-        assert_eq!(l.stage_target(u64::MAX), None);
-        assert_eq!(l.stage_target(u64::MAX - 64), Some((u64::MAX - 63, 63)));
+        assert_eq!(layout.stage_target(4095 - 63), None);
+        assert_eq!(layout.stage_target(4095), None);
+        assert_eq!(layout.stage_target(4096), Some((4096 + 64, 1)));
+        assert_eq!(layout.stage_target(u64::MAX), None);
+        assert_eq!(
+            layout.stage_target(u64::MAX - 64),
+            Some((u64::MAX - 63, 63))
+        );
         // Level 1 must not be the top level.
-        assert_eq!(layout(&[6, 6]).stage_target(0), None);
-        assert_eq!(layout(&[6]).stage_target(0), None);
+        assert_eq!(layout_of(&[6, 6]).stage_target(0), None);
+        assert_eq!(layout_of(&[6]).stage_target(0), None);
         // Levels that end at bit 64.
-        let l = layout(&[8; 8]);
-        assert_eq!(l.stage_target(0), Some((256, 1)));
-        assert_eq!(l.stage_target(u64::MAX - 256), Some((u64::MAX - 255, 255)));
-        assert_eq!(l.stage_target(u64::MAX - 255), None);
+        let layout = layout_of(&[8; 8]);
+        assert_eq!(layout.stage_target(0), Some((256, 1)));
+        assert_eq!(
+            layout.stage_target(u64::MAX - 256),
+            Some((u64::MAX - 255, 255))
+        );
+        assert_eq!(layout.stage_target(u64::MAX - 255), None);
         // 0x...fffe_ff00 starts the last level-0 turn of a level-1 turn.
         assert_eq!(
-            l.stage_target(u64::MAX - 65536 - 300),
+            layout.stage_target(u64::MAX - 65536 - 300),
             Some((u64::MAX - 65791, 255))
         );
-        assert_eq!(l.stage_target(u64::MAX - 65791), None);
+        assert_eq!(layout.stage_target(u64::MAX - 65791), None);
     }
 
     #[test]
     fn level_for_boundaries_near_zero() {
-        let l = layout(&[6, 6, 6]);
-        assert_eq!(l.level_for(0, 0), 0);
-        assert_eq!(l.level_for(0, 1), 0);
-        assert_eq!(l.level_for(0, 63), 0);
-        assert_eq!(l.level_for(0, 64), 1);
-        assert_eq!(l.level_for(63, 64), 1);
-        assert_eq!(l.level_for(64, 127), 0);
-        assert_eq!(l.level_for(0, 4095), 1);
-        assert_eq!(l.level_for(0, 4096), 2);
-        assert_eq!(l.level_for(0, (1 << 18) - 1), 2);
+        let layout = layout_of(&[6, 6, 6]);
+        assert_eq!(layout.level_for(0, 0), 0);
+        assert_eq!(layout.level_for(0, 1), 0);
+        assert_eq!(layout.level_for(0, 63), 0);
+        assert_eq!(layout.level_for(0, 64), 1);
+        assert_eq!(layout.level_for(63, 64), 1);
+        assert_eq!(layout.level_for(64, 127), 0);
+        assert_eq!(layout.level_for(0, 4095), 1);
+        assert_eq!(layout.level_for(0, 4096), 2);
+        assert_eq!(layout.level_for(0, (1 << 18) - 1), 2);
         // Beyond the 18-bit span: top level, waiting for turns.
-        assert_eq!(l.level_for(0, 1 << 18), 2);
-        assert_eq!(l.level_for(0, u64::MAX), 2);
+        assert_eq!(layout.level_for(0, 1 << 18), 2);
+        assert_eq!(layout.level_for(0, u64::MAX), 2);
     }
 
     #[test]
     fn level_for_boundaries_near_max() {
-        let l = layout(&[8; 8]);
-        assert_eq!(l.level_for(u64::MAX - 1, u64::MAX), 0);
-        assert_eq!(l.level_for(u64::MAX - 255, u64::MAX), 0);
-        assert_eq!(l.level_for(u64::MAX - 256, u64::MAX), 1);
-        assert_eq!(l.level_for(0, u64::MAX), 7);
-        assert_eq!(l.level_for(1 << 63, u64::MAX), 7);
-        assert_eq!(l.level_for((1 << 56) - 1, 1 << 56), 7);
-        assert_eq!(l.level_for((1 << 56) - 1, (1 << 56) - 2 + 1), 0);
+        let layout = layout_of(&[8; 8]);
+        assert_eq!(layout.level_for(u64::MAX - 1, u64::MAX), 0);
+        assert_eq!(layout.level_for(u64::MAX - 255, u64::MAX), 0);
+        assert_eq!(layout.level_for(u64::MAX - 256, u64::MAX), 1);
+        assert_eq!(layout.level_for(0, u64::MAX), 7);
+        assert_eq!(layout.level_for(1 << 63, u64::MAX), 7);
+        assert_eq!(layout.level_for((1 << 56) - 1, 1 << 56), 7);
+        assert_eq!(layout.level_for((1 << 56) - 1, (1 << 56) - 2 + 1), 0);
     }
 
     #[test]
     fn uneven_layout_levels() {
-        let l = layout(&[3, 1, 4]);
-        assert_eq!(l.levels[1], LevelGeom::new(3, 1));
-        assert_eq!(l.levels[2], LevelGeom::new(4, 4));
-        assert_eq!(l.level_for(0, 7), 0);
-        assert_eq!(l.level_for(0, 8), 1);
-        assert_eq!(l.level_for(0, 15), 1);
-        assert_eq!(l.level_for(0, 16), 2);
-        assert_eq!(l.level_for(0, 255), 2);
-        assert_eq!(l.level_for(0, 256), 2); // beyond the 8-bit span
-        assert_eq!(l.top(), 2);
+        let layout = layout_of(&[3, 1, 4]);
+        assert_eq!(layout.levels[1], LevelGeom::new(3, 1));
+        assert_eq!(layout.levels[2], LevelGeom::new(4, 4));
+        assert_eq!(layout.level_for(0, 7), 0);
+        assert_eq!(layout.level_for(0, 8), 1);
+        assert_eq!(layout.level_for(0, 15), 1);
+        assert_eq!(layout.level_for(0, 16), 2);
+        assert_eq!(layout.level_for(0, 255), 2);
+        assert_eq!(layout.level_for(0, 256), 2); // beyond the 8-bit span
+        assert_eq!(layout.top(), 2);
         // A single level is its own top.
-        let one = layout(&[4]);
+        let one = layout_of(&[4]);
         assert_eq!(one.level_for(0, 15), 0);
         assert_eq!(one.level_for(0, 16), 0);
     }

@@ -6,6 +6,8 @@
 //! fewer than [`DEFER_KILLS`] cells; [`KillLog::push`] says when it is full,
 //! and the wheel then empties it at once.
 
+use super::cells::CellAddr;
+
 /// Cells of cancelled entries the wheel keeps before making them dead in
 /// one go.
 pub(crate) const DEFER_KILLS: usize = 64;
@@ -17,14 +19,14 @@ pub(crate) const DEFER_KILLS: usize = 64;
 /// "Instructions off the insert and cancel paths", has the counts).
 #[derive(Debug)]
 pub(crate) struct KillLog {
-    cells: Box<[u32; DEFER_KILLS]>,
+    cells: Box<[CellAddr; DEFER_KILLS]>,
     len: usize,
 }
 
 impl KillLog {
     pub(crate) fn new() -> KillLog {
         KillLog {
-            cells: Box::new([0; DEFER_KILLS]),
+            cells: Box::new([CellAddr::NONE; DEFER_KILLS]),
             len: 0,
         }
     }
@@ -32,18 +34,18 @@ impl KillLog {
     /// Logs a cell; returns `true` if the log is now full (the caller must
     /// then empty it before logging again).
     #[inline]
-    pub(crate) fn push(&mut self, pos: u32) -> bool {
+    pub(crate) fn push(&mut self, addr: CellAddr) -> bool {
         debug_assert!(self.len < DEFER_KILLS, "kill log pushed while full");
         // The mask keeps the index in range without a bounds check; the
         // invariant keeps it from wrapping.
-        self.cells[self.len % DEFER_KILLS] = pos;
+        self.cells[self.len % DEFER_KILLS] = addr;
         self.len += 1;
         self.len >= DEFER_KILLS
     }
 
     /// The logged cells, oldest first.
     #[inline]
-    pub(crate) fn as_slice(&self) -> &[u32] {
+    pub(crate) fn as_slice(&self) -> &[CellAddr] {
         &self.cells[..self.len]
     }
 
@@ -69,19 +71,20 @@ mod tests {
 
     #[test]
     fn push_reports_full_at_the_limit_and_clear_empties() {
+        let addr = CellAddr::from_raw;
         let mut log = KillLog::new();
         assert!(log.is_empty());
         for i in 0..DEFER_KILLS as u32 - 1 {
-            assert!(!log.push(i + 100));
+            assert!(!log.push(addr(i + 100)));
         }
-        assert!(log.push(7));
+        assert!(log.push(addr(7)));
         assert_eq!(log.len(), DEFER_KILLS);
-        assert_eq!(log.as_slice()[0], 100);
-        assert_eq!(log.as_slice()[DEFER_KILLS - 1], 7);
+        assert_eq!(log.as_slice()[0], addr(100));
+        assert_eq!(log.as_slice()[DEFER_KILLS - 1], addr(7));
         log.clear();
         assert!(log.is_empty());
         assert!(log.as_slice().is_empty());
-        assert!(!log.push(2));
-        assert_eq!(log.as_slice(), &[2]);
+        assert!(!log.push(addr(2)));
+        assert_eq!(log.as_slice(), &[addr(2)]);
     }
 }

@@ -8,7 +8,7 @@
 //! - on the top level only, `min_when[s]` is a lower bound of the deadlines
 //!   in slot `s` (`u64::MAX` when empty).
 
-use super::cells::{Blocks, Bucket};
+use super::cells::{Blocks, Bucket, CellAddr};
 use super::config::LevelGeom;
 
 /// A level: `2^bits` slot buckets and the bitmaps that find occupied ones.
@@ -63,14 +63,14 @@ impl Level {
     /// first cell has a bit to set, and testing the bucket (read for the
     /// push anyway) is cheaper than testing the bit.
     #[inline(always)]
-    pub(crate) fn push(&mut self, blocks: &mut Blocks, slot: usize, index: u32) -> u32 {
+    pub(crate) fn push(&mut self, blocks: &mut Blocks, slot: usize, index: u32) -> CellAddr {
         let bucket = &mut self.slots[slot];
         let first = bucket.is_empty();
-        let at = bucket.push(blocks, index);
+        let addr = bucket.push(blocks, index);
         if first {
             self.set(slot);
         }
-        at
+        addr
     }
 
     /// Marks `slot` empty.
@@ -134,9 +134,9 @@ impl Level {
     #[cfg(any(test, fuzzing))]
     pub(crate) fn check_bitmaps(&self) -> Result<(), String> {
         let mut count = 0;
-        for s in self.occupied_slots() {
-            if self.slots[s].is_empty() {
-                return Err(format!("slot {s} marked occupied but empty"));
+        for slot in self.occupied_slots() {
+            if self.slots[slot].is_empty() {
+                return Err(format!("slot {slot} marked occupied but empty"));
             }
             count += 1;
         }
@@ -180,8 +180,8 @@ mod tests {
     fn next_occupied_from_starts_at_its_slot_and_stops_at_the_end() {
         let mut level = Level::new(LevelGeom::new(0, 8), false);
         assert_eq!(level.next_occupied_from(0), None);
-        for s in [0, 63, 64, 200, 255] {
-            level.set(s);
+        for slot in [0, 63, 64, 200, 255] {
+            level.set(slot);
         }
         let from = |f| level.next_occupied_from(f);
         assert_eq!(from(0), Some(0));

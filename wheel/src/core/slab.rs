@@ -1,4 +1,4 @@
-//! Entry storage: a slab of nodes with a free list and generational keys.
+//! SlabEntry storage: a slab of nodes with a free list and generational keys.
 //!
 //! Invariants:
 //! - An index is either occupied (a [`Node`]) or vacant. Vacant indices that
@@ -11,42 +11,30 @@
 //! - Indices past the end of the vector (after `shrink_to_fit`) start at a
 //!   generation above every generation ever handed out, for the same reason.
 //! - Generations start at 1 (a node stores its generation as a
-//!   `NonZeroU32`, whose zero is `Entry`'s niche).
+//!   `NonZeroU32`, whose zero is `SlabEntry`'s niche).
 //! - `u32::MAX` is never a valid index: it is [`NIL`].
-//! - Once the slab holds [`LANES_FROM`] entries, fresh indices are handed
-//!   out in chunks of [`CHUNK`], one open chunk per *lane* (a lane is picked
+//! - Once the slab holds `lanes_from` entries, fresh indices are handed
+//!   out in chunks of `chunk`, one open chunk per *lane* (a lane is picked
 //!   from the deadline, see [`Slab::vacant`]), so that entries due close
 //!   together sit close together in memory. A lane's unused rest of its
-//!   chunk, `lanes[l].0 .. lanes[l].1`, holds vacant entries with the
+//!   chunk, `lanes[lane].0 .. lanes[lane].1`, holds vacant entries with the
 //!   generation `fresh_gen` that are on no free list; there are at most
-//!   `LANES * (CHUNK - 1)` of them.
+//!   `lanes.len() * (chunk - 1)` of them. The sizes come from the wheel's
+//!   [`Tuning`].
 
 use std::num::NonZeroU32;
 
-/// An index that names no entry (also the "not in any bucket" position).
+use super::cells::CellAddr;
+use super::config::Tuning;
+
+/// An index that names no entry (and, as a cell address,
+/// [`CellAddr::NONE`]).
 pub(crate) const NIL: u32 = u32::MAX;
-
-/// Whether the lane sizes are shrunk so that the model-based tests and the
-/// fuzz targets, whose wheels hold a few dozen timers, run through lanes,
-/// new chunks and their reserve all the time.
-const SMALL_LANES: bool = cfg!(any(test, fuzzing));
-
-/// Lanes of fresh indices (a power of two).
-const LANES: usize = if SMALL_LANES { 4 } else { 256 };
-
-/// Fresh indices a lane takes at a time: 64 entries are 1.5 KiB with a
-/// `u64` payload, enough for the hardware to stream them.
-const CHUNK: u32 = if SMALL_LANES { 4 } else { 64 };
-
-/// Slabs smaller than this many entries (1.5 MiB with a `u64` payload, about
-/// what stays in cache anyway) take fresh indices one at a time, in order,
-/// and reserve nothing.
-const LANES_FROM: usize = if SMALL_LANES { 8 } else { 1 << 16 };
 
 /// An occupied entry: the user's value, its deadline, its generation and the
 /// position of its cell in the bucket (or ready queue) that holds it.
 ///
-/// The generation is a `NonZeroU32` so that `Entry` needs no separate
+/// The generation is a `NonZeroU32` so that `SlabEntry` needs no separate
 /// discriminant (zero is the niche), keeping a `u64` payload entry at 24
 /// bytes.
 #[derive(Debug)]
@@ -55,13 +43,13 @@ pub(crate) struct Node<T> {
     /// The effective deadline (tick).
     pub(crate) when: u64,
     pub(crate) gen: NonZeroU32,
-    /// Position of this entry's live cell in its bucket or in the ready
-    /// queue; [`NIL`] while it is being moved or removed.
-    pub(crate) pos: u32,
+    /// The address of this entry's live cell, in its bucket or in the
+    /// ready queue; [`CellAddr::NONE`] while it is being moved or removed.
+    pub(crate) pos: CellAddr,
 }
 
 #[derive(Debug)]
-pub(crate) enum Entry<T> {
+pub(crate) enum SlabEntry<T> {
     Occupied(Node<T>),
     Vacant {
         /// Next index of the free list (or [`NIL`]).
@@ -74,22 +62,29 @@ pub(crate) enum Entry<T> {
 /// The slab of timer entries.
 #[derive(Debug)]
 pub(crate) struct Slab<T> {
-    entries: Vec<Entry<T>>,
+    entries: Vec<SlabEntry<T>>,
     free_head: u32,
     len: usize,
     /// The generation a never-used index starts at: above every
     /// generation handed out to an index that `shrink_to_fit` released.
     fresh_gen: u32,
     /// Per lane, the rest of its chunk of fresh indices: `next .. end`
-    /// (empty when equal).
+    /// (empty when equal). [`Tuning::lanes`] of them, a power of two.
     lanes: Box<[(u32, u32)]>,
+    /// Fresh indices a lane takes at a time ([`Tuning::chunk`]).
+    chunk: u32,
+    /// The slab size from which fresh indices come from lanes
+    /// ([`Tuning::lanes_from`]).
+    lanes_from: u32,
 }
 
 impl<T> Slab<T> {
-    pub(crate) fn with_capacity(capacity: usize) -> Self {
+    /// An empty slab with room for `capacity` entries, sized by `tuning`.
+    pub(crate) fn with_capacity(capacity: usize, tuning: &Tuning) -> Self {
+        debug_assert!(tuning.lanes.is_power_of_two() && tuning.chunk > 0);
         // A slab that will use lanes needs room for their open chunks too.
-        let room = if capacity >= LANES_FROM {
-            capacity + LANES * CHUNK as usize
+        let room = if capacity >= tuning.lanes_from as usize {
+            capacity + tuning.lanes * tuning.chunk as usize
         } else {
             capacity
         };
@@ -98,7 +93,9 @@ impl<T> Slab<T> {
             free_head: NIL,
             len: 0,
             fresh_gen: 1,
-            lanes: vec![(0, 0); LANES].into_boxed_slice(),
+            lanes: vec![(0, 0); tuning.lanes].into_boxed_slice(),
+            chunk: tuning.chunk,
+            lanes_from: tuning.lanes_from,
         }
     }
 
@@ -118,7 +115,7 @@ impl<T> Slab<T> {
     /// knowing its position. Reuses a freed index if there is one (taking
     /// it off the free list at once: its vacant entry, read here for the
     /// next free index and the generation, is read only once); else, in a
-    /// slab of [`LANES_FROM`] entries or more, takes the next index of the
+    /// slab of `lanes_from` entries or more, takes the next index of the
     /// lane that `near` picks (opening a new chunk for it if needed); else
     /// the next index at the end. Until `fill`, the index is on no list. (A
     /// caller that panicked in between, which `Wheel::insert` does only
@@ -133,7 +130,7 @@ impl<T> Slab<T> {
         let index = self.free_head;
         if index != NIL {
             match self.entries[index as usize] {
-                Entry::Vacant {
+                SlabEntry::Vacant {
                     next_free,
                     gen: Some(gen),
                 } => {
@@ -150,16 +147,16 @@ impl<T> Slab<T> {
     /// [`vacant`](Slab::vacant) when the free list is empty: a never-used
     /// index, from `near`'s lane or at the end. The end case of a small
     /// slab is inlined, the lane case is not: the end case is every insert
-    /// into a fresh small wheel, such as a new `DelayQueue`'s, where the
-    /// call cost about 0.7 ns per push+remove pair at 10K items (see
-    /// `docs/design.md`, "Entries and keys").
+    /// into a fresh small wheel, such as a new `DelayQueue`'s, where a call
+    /// costs more than the work it would wrap (see `docs/design.md`,
+    /// "Entries and keys").
     #[inline]
     fn fresh(&mut self, near: u64) -> (u32, u32) {
         let len = self.entries.len();
-        if len < LANES_FROM {
+        if len < self.lanes_from as usize {
             let index = fresh_index(len, 1);
             // A placeholder, so that `fill` always overwrites.
-            self.entries.push(Entry::Vacant {
+            self.entries.push(SlabEntry::Vacant {
                 next_free: NIL,
                 gen: Some(self.fresh_gen),
             });
@@ -168,19 +165,22 @@ impl<T> Slab<T> {
         self.fresh_in_lane(near)
     }
 
-    /// [`fresh`](Slab::fresh) in a slab of [`LANES_FROM`] entries or more.
+    /// [`fresh`](Slab::fresh) in a slab of `lanes_from` entries or more.
     #[inline(never)]
     fn fresh_in_lane(&mut self, near: u64) -> (u32, u32) {
         let len = self.entries.len();
-        let lane = &mut self.lanes[near as usize & (LANES - 1)];
+        let chunk = self.chunk;
+        // `lanes.len()` is a power of two.
+        let mask = self.lanes.len() - 1;
+        let lane = &mut self.lanes[near as usize & mask];
         if lane.0 == lane.1 {
             // A new chunk at the end. Its indices were never used, so
             // `fresh_gen` is theirs, as for any fresh index (it changes
             // only in `shrink_to_fit`, which empties the lanes).
-            let first = fresh_index(len, CHUNK);
-            *lane = (first, first + CHUNK);
+            let first = fresh_index(len, chunk);
+            *lane = (first, first + chunk);
             let gen = Some(self.fresh_gen);
-            self.entries.extend((0..CHUNK).map(|_| Entry::Vacant {
+            self.entries.extend((0..chunk).map(|_| SlabEntry::Vacant {
                 next_free: NIL,
                 gen,
             }));
@@ -191,13 +191,12 @@ impl<T> Slab<T> {
     }
 
     /// Stores a new node at `index` with generation `gen`, both from
-    /// [`vacant`](Slab::vacant), with its cell at `pos` ([`NIL`] if in no
-    /// bucket yet).
+    /// [`vacant`](Slab::vacant), with its cell at `pos`.
     #[inline]
-    pub(crate) fn fill(&mut self, index: u32, gen: u32, value: T, when: u64, pos: u32) {
+    pub(crate) fn fill(&mut self, index: u32, gen: u32, value: T, when: u64, pos: CellAddr) {
         // Every generation handed out is at least 1 (`fresh_gen` starts
         // there and only grows; freeing adds 1 without wrapping).
-        self.entries[index as usize] = Entry::Occupied(Node {
+        self.entries[index as usize] = SlabEntry::Occupied(Node {
             value,
             when,
             gen: NonZeroU32::new(gen).unwrap_or(NonZeroU32::MIN),
@@ -206,16 +205,16 @@ impl<T> Slab<T> {
         self.len += 1;
     }
 
-    /// Stores a new node at [`vacant`](Slab::vacant) (see
+    /// Stores a new node, in no bucket, at [`vacant`](Slab::vacant) (see
     /// [`fill`](Slab::fill)) and returns its index and generation.
     ///
     /// # Panics
     ///
     /// As [`vacant`](Slab::vacant).
     #[cfg(test)]
-    pub(crate) fn insert(&mut self, value: T, when: u64, pos: u32) -> (u32, u32) {
+    pub(crate) fn insert(&mut self, value: T, when: u64) -> (u32, u32) {
         let (index, gen) = self.vacant(when);
-        self.fill(index, gen, value, when, pos);
+        self.fill(index, gen, value, when, CellAddr::NONE);
         (index, gen)
     }
 
@@ -223,23 +222,23 @@ impl<T> Slab<T> {
     #[inline]
     pub(crate) fn remove(&mut self, index: u32) -> Node<T> {
         let (next_free, gen) = match &self.entries[index as usize] {
-            Entry::Occupied(node) => match node.gen.get().checked_add(1) {
+            SlabEntry::Occupied(node) => match node.gen.get().checked_add(1) {
                 Some(g) => (self.free_head, Some(g)),
                 None => (NIL, None),
             },
-            Entry::Vacant { .. } => unreachable!("removing a vacant entry"),
+            SlabEntry::Vacant { .. } => unreachable!("removing a vacant entry"),
         };
         let old = std::mem::replace(
             &mut self.entries[index as usize],
-            Entry::Vacant { next_free, gen },
+            SlabEntry::Vacant { next_free, gen },
         );
         if gen.is_some() {
             self.free_head = index;
         }
         self.len -= 1;
         match old {
-            Entry::Occupied(node) => node,
-            Entry::Vacant { .. } => unreachable!(),
+            SlabEntry::Occupied(node) => node,
+            SlabEntry::Vacant { .. } => unreachable!(),
         }
     }
 
@@ -249,7 +248,7 @@ impl<T> Slab<T> {
     pub(crate) fn remove_key(&mut self, index: u32, gen: u32) -> Option<Node<T>> {
         let entry = self.entries.get_mut(index as usize)?;
         let next_gen = match entry {
-            Entry::Occupied(node) if node.gen.get() == gen => gen.checked_add(1),
+            SlabEntry::Occupied(node) if node.gen.get() == gen => gen.checked_add(1),
             _ => return None,
         };
         let next_free = if next_gen.is_some() {
@@ -259,7 +258,7 @@ impl<T> Slab<T> {
         };
         let old = std::mem::replace(
             entry,
-            Entry::Vacant {
+            SlabEntry::Vacant {
                 next_free,
                 gen: next_gen,
             },
@@ -269,8 +268,8 @@ impl<T> Slab<T> {
         }
         self.len -= 1;
         match old {
-            Entry::Occupied(node) => Some(node),
-            Entry::Vacant { .. } => None,
+            SlabEntry::Occupied(node) => Some(node),
+            SlabEntry::Vacant { .. } => None,
         }
     }
 
@@ -278,7 +277,7 @@ impl<T> Slab<T> {
     #[inline]
     pub(crate) fn get_key(&self, index: u32, gen: u32) -> Option<&Node<T>> {
         match self.entries.get(index as usize) {
-            Some(Entry::Occupied(node)) if node.gen.get() == gen => Some(node),
+            Some(SlabEntry::Occupied(node)) if node.gen.get() == gen => Some(node),
             _ => None,
         }
     }
@@ -287,7 +286,7 @@ impl<T> Slab<T> {
     #[inline]
     pub(crate) fn get_key_mut(&mut self, index: u32, gen: u32) -> Option<&mut Node<T>> {
         match self.entries.get_mut(index as usize) {
-            Some(Entry::Occupied(node)) if node.gen.get() == gen => Some(node),
+            Some(SlabEntry::Occupied(node)) if node.gen.get() == gen => Some(node),
             _ => None,
         }
     }
@@ -296,7 +295,7 @@ impl<T> Slab<T> {
     #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&Node<T>> {
         match self.entries.get(index as usize) {
-            Some(Entry::Occupied(node)) => Some(node),
+            Some(SlabEntry::Occupied(node)) => Some(node),
             _ => None,
         }
     }
@@ -305,8 +304,8 @@ impl<T> Slab<T> {
     #[inline]
     pub(crate) fn node(&self, index: u32) -> &Node<T> {
         match &self.entries[index as usize] {
-            Entry::Occupied(node) => node,
-            Entry::Vacant { .. } => unreachable!("linked index {index} is vacant"),
+            SlabEntry::Occupied(node) => node,
+            SlabEntry::Vacant { .. } => unreachable!("linked index {index} is vacant"),
         }
     }
 
@@ -314,8 +313,8 @@ impl<T> Slab<T> {
     #[inline]
     pub(crate) fn node_mut(&mut self, index: u32) -> &mut Node<T> {
         match &mut self.entries[index as usize] {
-            Entry::Occupied(node) => node,
-            Entry::Vacant { .. } => unreachable!("linked index {index} is vacant"),
+            SlabEntry::Occupied(node) => node,
+            SlabEntry::Vacant { .. } => unreachable!("linked index {index} is vacant"),
         }
     }
 
@@ -324,7 +323,7 @@ impl<T> Slab<T> {
         self.entries
             .get(from..)?
             .iter()
-            .position(|e| matches!(e, Entry::Occupied(_)))
+            .position(|e| matches!(e, SlabEntry::Occupied(_)))
             .map(|i| (from + i) as u32)
     }
 
@@ -334,7 +333,7 @@ impl<T> Slab<T> {
         let keep = self
             .entries
             .iter()
-            .rposition(|e| matches!(e, Entry::Occupied(_)))
+            .rposition(|e| matches!(e, SlabEntry::Occupied(_)))
             .map_or(0, |i| i + 1);
         if keep < self.entries.len() {
             // Above every generation handed out so far: each one is either
@@ -347,9 +346,9 @@ impl<T> Slab<T> {
                 .entries
                 .iter()
                 .map(|e| match e {
-                    Entry::Occupied(node) => node.gen.get().saturating_add(1),
-                    Entry::Vacant { gen: Some(g), .. } => *g,
-                    Entry::Vacant { gen: None, .. } => u32::MAX,
+                    SlabEntry::Occupied(node) => node.gen.get().saturating_add(1),
+                    SlabEntry::Vacant { gen: Some(g), .. } => *g,
+                    SlabEntry::Vacant { gen: None, .. } => u32::MAX,
                 })
                 .max()
                 .unwrap_or(1);
@@ -362,7 +361,7 @@ impl<T> Slab<T> {
         self.lanes.fill((0, 0));
         self.free_head = NIL;
         for i in (0..self.entries.len()).rev() {
-            if let Entry::Vacant {
+            if let SlabEntry::Vacant {
                 next_free,
                 gen: Some(_),
             } = &mut self.entries[i]
@@ -380,7 +379,7 @@ impl<T> Slab<T> {
         let occupied = self
             .entries
             .iter()
-            .filter(|e| matches!(e, Entry::Occupied(_)))
+            .filter(|e| matches!(e, SlabEntry::Occupied(_)))
             .count();
         if occupied != self.len {
             return Err(format!("len {} but {} occupied", self.len, occupied));
@@ -388,17 +387,17 @@ impl<T> Slab<T> {
         let reusable = self
             .entries
             .iter()
-            .filter(|e| matches!(e, Entry::Vacant { gen: Some(_), .. }))
+            .filter(|e| matches!(e, SlabEntry::Vacant { gen: Some(_), .. }))
             .count();
         let mut reserved = vec![false; self.entries.len()];
         let mut in_lanes = 0;
         for (lane, &(next, end)) in self.lanes.iter().enumerate() {
-            if next > end || (next < end && self.entries.len() < LANES_FROM) {
+            if next > end || (next < end && self.entries.len() < self.lanes_from as usize) {
                 return Err(format!("lane {lane} has chunk {next}..{end}"));
             }
             for i in next..end {
                 match self.entries.get(i as usize) {
-                    Some(Entry::Vacant { gen: Some(g), .. }) if *g == self.fresh_gen => {}
+                    Some(SlabEntry::Vacant { gen: Some(g), .. }) if *g == self.fresh_gen => {}
                     _ => return Err(format!("lane {lane} holds unusable index {i}")),
                 }
                 if std::mem::replace(&mut reserved[i as usize], true) {
@@ -414,7 +413,7 @@ impl<T> Slab<T> {
                 return Err(format!("free list reaches lane index {at}"));
             }
             match self.entries.get(at as usize) {
-                Some(Entry::Vacant {
+                Some(SlabEntry::Vacant {
                     next_free,
                     gen: Some(_),
                 }) => at = *next_free,
@@ -457,21 +456,21 @@ mod tests {
     fn entry_is_24_bytes_for_u64_payload() {
         // 8 value + 8 when + 4 gen + 4 pos, no discriminant (the
         // generation's zero is the niche).
-        assert_eq!(std::mem::size_of::<Entry<u64>>(), 24);
-        assert_eq!(std::mem::size_of::<Entry<()>>(), 16);
+        assert_eq!(std::mem::size_of::<SlabEntry<u64>>(), 24);
+        assert_eq!(std::mem::size_of::<SlabEntry<()>>(), 16);
     }
 
     #[test]
     fn generations_make_old_keys_stale() {
-        let mut slab = Slab::with_capacity(0);
-        let (i, g) = slab.insert("a", 5, NIL);
+        let mut slab = Slab::with_capacity(0, &Tuning::DEFAULT);
+        let (i, g) = slab.insert("a", 5);
         assert!(g >= 1);
         assert_eq!(slab.get_key(i, g).map(|n| n.value), Some("a"));
-        assert_eq!(slab.get(i).map(|n| n.pos), Some(NIL));
+        assert_eq!(slab.get(i).map(|n| n.pos), Some(CellAddr::NONE));
         slab.remove(i);
         assert!(slab.get_key(i, g).is_none());
         assert!(slab.get(i).is_none());
-        let (i2, g2) = slab.insert("b", 6, NIL);
+        let (i2, g2) = slab.insert("b", 6);
         assert_eq!(i2, i, "freed index is reused");
         assert_ne!(g2, g);
         assert!(slab.get_key(i, g).is_none());
@@ -481,63 +480,70 @@ mod tests {
 
     #[test]
     fn wrapped_generation_retires_the_index() {
-        let mut slab = Slab::with_capacity(0);
-        let (i, _) = slab.insert(1u8, 0, NIL);
+        let mut slab = Slab::with_capacity(0, &Tuning::DEFAULT);
+        let (i, _) = slab.insert(1u8, 0);
         slab.node_mut(i).gen = NonZeroU32::MAX;
         slab.remove(i);
         slab.check().unwrap();
-        let (j, _) = slab.insert(2u8, 0, NIL);
+        let (j, _) = slab.insert(2u8, 0);
         assert_ne!(i, j, "a retired index is never reused");
         assert!(slab.get_key(i, u32::MAX).is_none());
     }
 
     #[test]
     fn lanes_group_fresh_indices_and_keep_the_free_list_first() {
-        let mut slab = Slab::with_capacity(0);
-        const { assert!(LANES >= 4 && CHUNK >= 2) };
-        // Below `LANES_FROM`, fresh indices come in order whatever `near`.
-        for i in 0..LANES_FROM as u64 {
-            assert_eq!(slab.insert((), i * 7, NIL).0, i as u32);
+        for tuning in [Tuning::SMALL, Tuning::DEFAULT] {
+            lanes_group_fresh_indices(&tuning);
+        }
+    }
+
+    fn lanes_group_fresh_indices(tuning: &Tuning) {
+        let (lanes, chunk, lanes_from) = (tuning.lanes, tuning.chunk, tuning.lanes_from);
+        assert!(lanes >= 4 && chunk >= 2);
+        let mut slab = Slab::with_capacity(0, tuning);
+        // Below `lanes_from`, fresh indices come in order whatever `near`.
+        for i in 0..u64::from(lanes_from) {
+            assert_eq!(slab.insert((), i * 7).0, i as u32);
         }
         slab.check().unwrap();
         // From there on, each lane takes a chunk and fills it in order.
-        let (a0, _) = slab.insert((), 3, NIL);
-        let (b0, _) = slab.insert((), 5, NIL);
-        let (a1, _) = slab.insert((), 3 + LANES as u64, NIL);
-        let (b1, _) = slab.insert((), 5, NIL);
-        assert_eq!(a0 as usize, LANES_FROM);
-        assert_eq!(b0, a0 + CHUNK);
+        let (a0, _) = slab.insert((), 3);
+        let (b0, _) = slab.insert((), 5);
+        let (a1, _) = slab.insert((), 3 + lanes as u64);
+        let (b1, _) = slab.insert((), 5);
+        assert_eq!(a0, lanes_from);
+        assert_eq!(b0, a0 + chunk);
         assert_eq!((a1, b1), (a0 + 1, b0 + 1));
         slab.check().unwrap();
         // A chunk used up opens the next one at the end.
-        let rest: Vec<u32> = (2..=CHUNK).map(|_| slab.insert((), 3, NIL).0).collect();
+        let rest: Vec<u32> = (2..=chunk).map(|_| slab.insert((), 3).0).collect();
         assert_eq!(
             rest[..rest.len() - 1],
-            (a0 + 2..a0 + CHUNK).collect::<Vec<_>>()
+            (a0 + 2..a0 + chunk).collect::<Vec<_>>()
         );
-        assert_eq!(*rest.last().unwrap(), b0 + CHUNK);
+        assert_eq!(*rest.last().unwrap(), b0 + chunk);
         slab.check().unwrap();
         // Freed indices are reused before any lane's.
         slab.remove(7);
-        assert_eq!(slab.insert((), 5, NIL).0, 7);
+        assert_eq!(slab.insert((), 5).0, 7);
         slab.check().unwrap();
         // `shrink_to_fit` drops the trailing chunk and puts the lanes'
         // unused indices on the free list; old keys stay stale.
-        let (last, last_gen) = slab.insert((), 3, NIL);
+        let (last, last_gen) = slab.insert((), 3);
         slab.remove(last);
         slab.shrink_to_fit();
         slab.check().unwrap();
         assert!(slab.get_key(last, last_gen).is_none());
         assert!(slab.lanes.iter().all(|&(n, e)| n == e));
-        let (i, g) = slab.insert((), 3, NIL);
+        let (i, g) = slab.insert((), 3);
         assert_ne!((i, g), (last, last_gen));
         slab.check().unwrap();
     }
 
     #[test]
     fn shrink_keeps_keys_unique() {
-        let mut slab = Slab::with_capacity(16);
-        let keys: Vec<_> = (0..8).map(|v| slab.insert(v, 0, NIL)).collect();
+        let mut slab = Slab::with_capacity(16, &Tuning::DEFAULT);
+        let keys: Vec<_> = (0..8).map(|v| slab.insert(v, 0)).collect();
         for &(i, _) in &keys[2..] {
             slab.remove(i);
         }
@@ -545,7 +551,7 @@ mod tests {
         slab.check().unwrap();
         assert_eq!(slab.len(), 2);
         // Reusing a truncated index must not revive an old key.
-        let again: Vec<_> = (0..6).map(|v| slab.insert(v, 0, NIL)).collect();
+        let again: Vec<_> = (0..6).map(|v| slab.insert(v, 0)).collect();
         for &(i, g) in &keys[2..] {
             assert!(slab.get_key(i, g).is_none());
         }

@@ -1,4 +1,4 @@
-//! A plain reference model of [`Wheel`](super::Wheel) for differential tests
+//! A plain reference model of [`Wheel`](crate::Wheel) for differential tests
 //! and fuzzing: a `BTreeMap` keyed by (effective deadline, sequence number).
 //!
 //! It is deliberately simple (O(log n) everything) so that it is obviously
@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 /// The reference model. Timers are named by a model id (the caller keeps the
-/// mapping to the wheel's [`TimerKey`](super::TimerKey)s).
+/// mapping to the wheel's [`TimerKey`](crate::TimerKey)s).
 #[derive(Debug, Default)]
 pub struct Model<T> {
     now: u64,
