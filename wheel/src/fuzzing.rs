@@ -13,7 +13,8 @@ pub use crate::core::testing::{
     SLOTS_PER_CHECK,
 };
 pub use crate::delay_queue::fuzz::{
-    run_delay_queue, run_delay_queue_ops, Delay, DqHarness, DqInput, DqOp, TickSpec,
+    run_delay_queue, run_delay_queue_ops, run_delay_queue_with, Delay, DqHarness, DqInput, DqOp,
+    TickSpec,
 };
 
 #[cfg(all(test, not(loom)))]

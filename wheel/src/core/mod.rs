@@ -306,7 +306,7 @@ impl<T> Wheel<T> {
 
     /// The constructor every other one (and the test harness) goes
     /// through.
-    fn build(config: WheelConfig, capacity: usize, tuning: Tuning) -> Self {
+    pub(crate) fn build(config: WheelConfig, capacity: usize, tuning: Tuning) -> Self {
         let layout = Layout::new(&config);
         let top = layout.top();
         let levels = layout

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::{DelayQueue, DEFAULT_TICK};
 use crate::clock::{check_tick, ManualClock};
+use crate::core::Tuning;
 use crate::error::BuildError;
 
 /// Configures a [`DelayQueue`].
@@ -25,6 +26,9 @@ pub struct DelayQueueBuilder<T> {
     tick: Duration,
     clock: Option<ManualClock>,
     capacity: usize,
+    /// The wheel's tuning: always the default outside the tests, whose
+    /// harness also runs the small one (see `Tuning`).
+    tuning: Tuning,
     _items: PhantomData<fn() -> T>,
 }
 
@@ -35,6 +39,7 @@ impl<T> DelayQueueBuilder<T> {
             tick: DEFAULT_TICK,
             clock: None,
             capacity: 0,
+            tuning: Tuning::DEFAULT,
             _items: PhantomData,
         }
     }
@@ -110,7 +115,18 @@ impl<T> DelayQueueBuilder<T> {
     /// ```
     pub fn build(self) -> Result<DelayQueue<T>, BuildError> {
         check_tick(self.tick)?;
-        Ok(DelayQueue::from_parts(self.tick, self.clock, self.capacity))
+        Ok(DelayQueue::from_parts(
+            self.tick,
+            self.clock,
+            self.capacity,
+            self.tuning,
+        ))
+    }
+
+    /// The wheel's tuning, for the harness that runs both.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn tuning(self, tuning: Tuning) -> Self {
+        DelayQueueBuilder { tuning, ..self }
     }
 }
 

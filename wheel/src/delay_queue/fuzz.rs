@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use arbitrary::{Arbitrary, Unstructured};
 
 use crate::clock::NEVER;
-use crate::fuzzing::{clamp, ops_until_empty, KeyBook, Model, Pick, MAX_OPS};
+use crate::fuzzing::{clamp, ops_until_empty, KeyBook, Model, Pick, TuningPreset, MAX_OPS};
 use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock};
 
 /// A tick length for the queue under test (some invalid, to check the
@@ -225,12 +225,13 @@ fn duration_from_nanos(ns: u128) -> Duration {
 impl DqHarness {
     /// Builds the queue; `None` if the tick is invalid (after checking the
     /// builder reported the right error).
-    pub fn new(tick: TickSpec, capacity: u16) -> Option<DqHarness> {
+    pub fn new(tick: TickSpec, capacity: u16, preset: TuningPreset) -> Option<DqHarness> {
         let clock = ManualClock::new();
         let built = DelayQueue::builder()
             .tick(tick.duration())
             .clock(clock.clone())
             .capacity(usize::from(capacity))
+            .tuning(preset.tuning())
             .build();
         let queue = match (tick, built) {
             (TickSpec::Zero, Err(BuildError::ZeroTick)) => return None,
@@ -566,8 +567,14 @@ impl DqHarness {
 }
 
 /// Runs a decoded `delay_queue_ops` input. Panics on divergence.
+/// Runs a decoded input with the tuning [`TuningPreset::for_ops`] picks.
 pub fn run_delay_queue(input: &DqInput) {
-    let Some(mut h) = DqHarness::new(input.tick, input.capacity) else {
+    run_delay_queue_with(input, TuningPreset::for_ops(input.ops.len()));
+}
+
+/// Runs a decoded input with the queue's wheel on `preset`.
+pub fn run_delay_queue_with(input: &DqInput, preset: TuningPreset) {
+    let Some(mut h) = DqHarness::new(input.tick, input.capacity, preset) else {
         return;
     };
     for &op in input.ops.iter().take(MAX_OPS) {
@@ -591,7 +598,12 @@ mod tests {
     #[test]
     fn replay_seed_corpus_delay_queue_ops() {
         for data in crate::fuzzing::seed_corpus("delay_queue_ops") {
-            run_delay_queue_ops(&data);
+            let Ok(input) = DqInput::arbitrary_take_rest(Unstructured::new(&data)) else {
+                continue;
+            };
+            for preset in TuningPreset::ALL {
+                run_delay_queue_with(&input, preset);
+            }
         }
     }
 

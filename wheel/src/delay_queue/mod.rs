@@ -36,7 +36,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::clock::{Clock, ManualClock, TimeBase};
-use crate::core::TimerKey;
+use crate::core::{TimerKey, Tuning};
 use crate::sync::{lock, Arc, Mutex};
 
 mod builder;
@@ -176,7 +176,7 @@ impl<T> DelayQueue<T> {
     /// assert!(q.is_empty());
     /// ```
     pub fn new() -> Self {
-        Self::from_parts(DEFAULT_TICK, None, 0)
+        Self::from_parts(DEFAULT_TICK, None, 0, Tuning::DEFAULT)
     }
 
     /// A builder to choose the tick, a [`ManualClock`] and the capacity.
@@ -204,7 +204,12 @@ impl<T> DelayQueue<T> {
     }
 
     /// Builds a queue from a validated tick.
-    pub(super) fn from_parts(tick: Duration, manual: Option<ManualClock>, capacity: usize) -> Self {
+    pub(super) fn from_parts(
+        tick: Duration,
+        manual: Option<ManualClock>,
+        capacity: usize,
+        tuning: Tuning,
+    ) -> Self {
         let clock = match manual {
             Some(m) => Clock::Manual(m),
             None => Clock::System,
@@ -219,7 +224,7 @@ impl<T> DelayQueue<T> {
             l
         });
         DelayQueue {
-            state: Mutex::new(State::new(capacity)),
+            state: Mutex::new(State::new(capacity, tuning)),
             signal,
             time,
             _listener: listener,

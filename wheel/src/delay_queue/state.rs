@@ -26,7 +26,7 @@ use std::time::Instant;
 use super::signal::Signal;
 use super::{Closed, DelayKey};
 use crate::clock::{TimeBase, NEVER};
-use crate::core::Wheel;
+use crate::core::{Tuning, Wheel, WheelConfig};
 use crate::sync::Arc;
 
 /// What the state lock guards.
@@ -56,9 +56,9 @@ pub(super) struct State<T> {
 /// must be woken; the caller wakes it, after releasing the lock.
 impl<T> State<T> {
     /// An open queue with room for `capacity` items, no taker waiting.
-    pub(super) fn new(capacity: usize) -> State<T> {
+    pub(super) fn new(capacity: usize, tuning: Tuning) -> State<T> {
         State {
-            wheel: Wheel::with_capacity(capacity),
+            wheel: Wheel::build(WheelConfig::default(), capacity, tuning),
             closed: false,
             waiters: 0,
             leader: 0,
