@@ -566,7 +566,6 @@ impl DqHarness {
     }
 }
 
-/// Runs a decoded `delay_queue_ops` input. Panics on divergence.
 /// Runs a decoded input with the tuning [`TuningPreset::for_ops`] picks.
 pub fn run_delay_queue(input: &DqInput) {
     run_delay_queue_with(input, TuningPreset::for_ops(input.ops.len()));
