@@ -1,0 +1,153 @@
+//! The durable section's chart: for each rate, the distribution (CDF) of
+//! how far each handler started from its due time, one line per
+//! implementation, on a log axis of milliseconds. Distance, not signed
+//! lateness, so that early and late fit on one log axis; a line whose
+//! timers mostly ran early says so in its legend.
+
+use plotters::prelude::*;
+use std::path::Path;
+
+use super::Summary;
+
+/// One implementation's line.
+#[derive(Debug, Clone)]
+pub struct CdfSeries {
+    /// Legend text.
+    pub name: String,
+    /// (distance from due in ms, fraction of timers at most that far),
+    /// increasing in both.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One panel: one rate.
+#[derive(Debug, Clone)]
+pub struct CdfPanel {
+    /// Caption.
+    pub title: String,
+    /// Lines.
+    pub series: Vec<CdfSeries>,
+}
+
+/// The smallest distance drawn, ms: closer starts are drawn at it.
+const FLOOR_MS: f64 = 0.01;
+/// Points per line at most.
+const POINTS: usize = 200;
+const PANEL_W: u32 = 560;
+const PANEL_H: u32 = 420;
+const LEGEND_ROW_H: u32 = 22;
+
+/// A line for `s`, named `name` (with "(early)" when most ran early).
+pub fn series(name: &str, s: &Summary) -> CdfSeries {
+    let mut d: Vec<f64> = s
+        .lateness
+        .iter()
+        .map(|ns| (ns.unsigned_abs() as f64 / 1e6).max(FLOOR_MS))
+        .collect();
+    d.sort_by(f64::total_cmp);
+    let n = d.len();
+    let step = n.div_ceil(POINTS).max(1);
+    let mut points: Vec<(f64, f64)> = (step - 1..n)
+        .step_by(step)
+        .map(|i| (d[i], (i + 1) as f64 / n as f64))
+        .collect();
+    if let Some(&last) = d.last() {
+        if points.last().map(|p| p.1) != Some(1.0) {
+            points.push((last, 1.0));
+        }
+    }
+    let early = s.early * 2 > s.lateness.len();
+    CdfSeries {
+        name: if early { format!("{name} (early)") } else { name.to_owned() },
+        points,
+    }
+}
+
+/// Draws `panels` side by side into an SVG at `path`, one legend (the
+/// first panel's names) under them.
+pub fn draw(path: &Path, panels: &[CdfPanel]) -> Result<(), Box<dyn std::error::Error>> {
+    let names: Vec<&str> = panels
+        .first()
+        .map(|p| p.series.iter().map(|s| s.name.as_str()).collect())
+        .unwrap_or_default();
+    let width = PANEL_W * panels.len().max(1) as u32;
+    let height = PANEL_H + LEGEND_ROW_H * names.len().div_ceil(2) as u32 + 10;
+    let root = SVGBackend::new(path, (width, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (plots, legend) = root.split_vertically(PANEL_H);
+    for (i, name) in names.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let x = 20 + (i % 2) as i32 * (width as i32 / 2);
+        let y = 10 + (i / 2) as i32 * LEGEND_ROW_H as i32;
+        legend.draw(&PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)))?;
+        legend.draw(&Text::new(name.to_string(), (x + 32, y - 7), ("sans-serif", 14).into_font()))?;
+    }
+    let areas = plots.split_evenly((1, panels.len().max(1)));
+    for (area, panel) in areas.iter().zip(panels) {
+        draw_panel(area, panel)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn draw_panel(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    panel: &CdfPanel,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let xs = panel.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let x1 = xs.fold(1.0f64, f64::max) * 2.0;
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d((FLOOR_MS..x1).log_scale(), 0.0..1.0)?;
+    chart
+        .configure_mesh()
+        .light_line_style(WHITE)
+        .x_desc("|handler start - due| (ms, log)")
+        .y_desc("fraction of timers")
+        .x_label_formatter(&|x| format!("{x}"))
+        .draw()?;
+    for (i, s) in panel.series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart.draw_series(LineSeries::new(s.points.clone(), color.stroke_width(2)))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_end_at_one_and_name_early_runs() {
+        let s = Summary {
+            lateness: (1..=1000).map(|i| -i * 1_000_000).rev().collect(),
+            early: 1000,
+            ..Summary::default()
+        };
+        let line = series("peer", &s);
+        assert_eq!(line.name, "peer (early)");
+        assert!(line.points.len() <= POINTS + 1);
+        assert_eq!(line.points.last(), Some(&(1000.0, 1.0)));
+        assert!(line.points.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        assert_eq!(series("x", &Summary::default()).points, vec![]);
+    }
+
+    #[test]
+    fn draws_an_svg() {
+        let path = std::env::temp_dir().join(format!("wheel-bench-dchart-{}.svg", std::process::id()));
+        let s = Summary {
+            lateness: vec![0, 1_000_000, 3_000_000],
+            ..Summary::default()
+        };
+        let panel = CdfPanel {
+            title: "1 000/s".into(),
+            series: vec![series("ours", &s)],
+        };
+        draw(&path, &[panel.clone(), panel]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("1 000/s"));
+        std::fs::remove_file(path).unwrap();
+    }
+}
