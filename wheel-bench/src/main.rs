@@ -258,13 +258,8 @@ fn write_results(
         ""
     };
     let figures = durable_figure(out, results)?;
-    let section = report::results_markdown(
-        meta,
-        note,
-        &results.tables,
-        chart_name.as_deref(),
-        &figures,
-    );
+    let section =
+        report::results_markdown(meta, note, &results.tables, chart_name.as_deref(), &figures);
     write_section(out, "results", &section)
 }
 
@@ -274,7 +269,9 @@ fn durable_figure(out: &Path, results: &Results) -> Result<Vec<report::Figure>, 
     let Some((before, panels)) = &results.durable_chart else {
         return Ok(Vec::new());
     };
-    let stem = out.file_stem().map_or("benchmarks".into(), |s| s.to_string_lossy());
+    let stem = out
+        .file_stem()
+        .map_or("benchmarks".into(), |s| s.to_string_lossy());
     let file = format!("{stem}-durable.svg");
     let svg = out.with_file_name(&file);
     wheel_bench::durable::chart::draw(&svg, panels)

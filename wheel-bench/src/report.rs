@@ -325,7 +325,11 @@ mod tests {
             file: "b-durable.svg".into(),
         };
         let md = results_markdown(&meta, "", &tables, None, &[fig]);
-        let (a, f, b) = (md.find("### A"), md.find("![lateness](b-durable.svg)"), md.find("### B"));
+        let (a, f, b) = (
+            md.find("### A"),
+            md.find("![lateness](b-durable.svg)"),
+            md.find("### B"),
+        );
         assert!(a < f && f < b && a.is_some(), "{md}");
     }
 

@@ -57,7 +57,11 @@ pub fn series(name: &str, s: &Summary) -> CdfSeries {
     }
     let early = s.early * 2 > s.lateness.len();
     CdfSeries {
-        name: if early { format!("{name} (early)") } else { name.to_owned() },
+        name: if early {
+            format!("{name} (early)")
+        } else {
+            name.to_owned()
+        },
         points,
     }
 }
@@ -78,8 +82,15 @@ pub fn draw(path: &Path, panels: &[CdfPanel]) -> Result<(), Box<dyn std::error::
         let color = Palette99::pick(i).to_rgba();
         let x = 20 + (i % 2) as i32 * (width as i32 / 2);
         let y = 10 + (i / 2) as i32 * LEGEND_ROW_H as i32;
-        legend.draw(&PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)))?;
-        legend.draw(&Text::new(name.to_string(), (x + 32, y - 7), ("sans-serif", 14).into_font()))?;
+        legend.draw(&PathElement::new(
+            vec![(x, y), (x + 24, y)],
+            color.stroke_width(3),
+        ))?;
+        legend.draw(&Text::new(
+            name.to_string(),
+            (x + 32, y - 7),
+            ("sans-serif", 14).into_font(),
+        ))?;
     }
     let areas = plots.split_evenly((1, panels.len().max(1)));
     for (area, panel) in areas.iter().zip(panels) {
@@ -93,7 +104,10 @@ fn draw_panel(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     panel: &CdfPanel,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let xs = panel.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let xs = panel
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0));
     let x1 = xs.fold(1.0f64, f64::max) * 2.0;
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, ("sans-serif", 18))
@@ -130,13 +144,17 @@ mod tests {
         assert_eq!(line.name, "peer (early)");
         assert!(line.points.len() <= POINTS + 1);
         assert_eq!(line.points.last(), Some(&(1000.0, 1.0)));
-        assert!(line.points.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        assert!(line
+            .points
+            .windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
         assert_eq!(series("x", &Summary::default()).points, vec![]);
     }
 
     #[test]
     fn draws_an_svg() {
-        let path = std::env::temp_dir().join(format!("wheel-bench-dchart-{}.svg", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("wheel-bench-dchart-{}.svg", std::process::id()));
         let s = Summary {
             lateness: vec![0, 1_000_000, 3_000_000],
             ..Summary::default()

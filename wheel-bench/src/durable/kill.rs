@@ -161,7 +161,14 @@ fn drive(
     add(kind, url, ns, &due)?;
     let start = due[0];
     let kill_at = start + p.window / 2;
-    let end = start + p.window + p.grace + if kind == Kind::Ours { p.lease } else { Duration::ZERO };
+    let end = start
+        + p.window
+        + p.grace
+        + if kind == Kind::Ours {
+            p.lease
+        } else {
+            Duration::ZERO
+        };
     let mut victim = None;
     while SystemTime::now() < end {
         let now = SystemTime::now();
@@ -199,7 +206,8 @@ fn add(kind: Kind, url: &str, ns: &str, due: &[SystemTime]) -> Result<(), String
         }
         Kind::Peer => {
             let wheel = SecondWheel::open(url, ns).map_err(|e| e.to_string())?;
-            let items: Vec<(String, SystemTime)> = keys.into_iter().zip(due.iter().copied()).collect();
+            let items: Vec<(String, SystemTime)> =
+                keys.into_iter().zip(due.iter().copied()).collect();
             items
                 .chunks(super::lateness::BATCH)
                 .try_for_each(|c| wheel.add_many(c, PAYLOAD))

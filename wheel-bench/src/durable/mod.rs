@@ -49,7 +49,13 @@ pub enum Impl {
 impl Impl {
     /// The row name.
     pub fn name(&self) -> String {
-        let nodes = |n: usize| if n == 1 { "1 node".to_string() } else { format!("{n} nodes") };
+        let nodes = |n: usize| {
+            if n == 1 {
+                "1 node".to_string()
+            } else {
+                format!("{n} nodes")
+            }
+        };
         match *self {
             Impl::Embedded => "ours, embedded".into(),
             Impl::Redis { nodes: n } => format!("ours, Redis, {}", nodes(n)),

@@ -172,7 +172,10 @@ mod tests {
         assert_eq!(r.fired(), 3);
         let s = r.summary();
         assert_eq!(s.lateness, vec![-500_000_000, 500_000, 2_000_000]);
-        assert_eq!((s.early, s.max_early_ns, s.lost, s.duplicates), (1, 500_000_000, 1, 1));
+        assert_eq!(
+            (s.early, s.max_early_ns, s.lost, s.duplicates),
+            (1, 500_000_000, 1, 1)
+        );
         assert_eq!(s.max(), Some(2_000_000));
         assert_eq!(s.pct(50.0), Some(500_000));
         assert_eq!(s.early_cell(), "1 (500 ms)");

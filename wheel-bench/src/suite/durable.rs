@@ -36,15 +36,30 @@ pub struct DurableParams {
 }
 
 impl DurableParams {
-    /// `--quick`: 3 s windows, a 2 s lease for the kill, 100K pending for
-    /// the restart.
+    /// `--quick`: 3 s windows (5 s for the kill), a 2 s lease for the
+    /// kill, 100K pending for the restart.
     pub fn quick() -> DurableParams {
-        DurableParams::with(Duration::from_secs(3), Duration::from_secs(2), 100_000, true)
+        let mut p = DurableParams::with(
+            Duration::from_secs(3),
+            Duration::from_secs(2),
+            100_000,
+            true,
+        );
+        // The peer takes timers up to 2 s ahead: its nodes still hold
+        // batches after the midpoint only if 2 s or more of the window are
+        // left then.
+        p.kill.window = Duration::from_secs(5);
+        p
     }
 
     /// The full run: 10 s windows, the default 5 s lease, 1M pending.
     pub fn full() -> DurableParams {
-        DurableParams::with(Duration::from_secs(10), Duration::from_secs(5), 1_000_000, false)
+        DurableParams::with(
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+            1_000_000,
+            false,
+        )
     }
 
     fn with(window: Duration, lease: Duration, restart: usize, quick: bool) -> DurableParams {
@@ -91,7 +106,9 @@ fn start_server(progress: &Progress) -> Option<RedisServer> {
     match RedisServer::start(ServerOptions::default()) {
         Ok(s) => Some(s),
         Err(e) => {
-            progress.say(format!("durable: redis-server did not start ({e}); embedded only"));
+            progress.say(format!(
+                "durable: redis-server did not start ({e}); embedded only"
+            ));
             None
         }
     }
@@ -117,7 +134,9 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
     }
     results.durable_chart = Some((first_table, panels));
     if let Some(url) = url {
-        results.tables.push(kill_table(&p.kill, url, progress, &mut figures));
+        results
+            .tables
+            .push(kill_table(&p.kill, url, progress, &mut figures));
     }
     results
         .tables
@@ -125,7 +144,9 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
     results
         .tables
         .push(restart_table(&p.throughput, progress, &mut figures));
-    results.tables.push(tables::targets(&figures, p, url.is_some()));
+    results
+        .tables
+        .push(tables::targets(&figures, p, url.is_some()));
 }
 
 /// The implementations that can run: all with a Redis server, the
@@ -133,7 +154,11 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
 fn lineup(redis: bool) -> Vec<Impl> {
     let mut v = vec![Impl::Embedded];
     if redis {
-        v.extend([Impl::Redis { nodes: 1 }, Impl::Redis { nodes: 3 }, Impl::Peer { nodes: 3 }]);
+        v.extend([
+            Impl::Redis { nodes: 1 },
+            Impl::Redis { nodes: 3 },
+            Impl::Peer { nodes: 3 },
+        ]);
     }
     v
 }
@@ -146,7 +171,11 @@ fn lateness_table(
 ) -> (Table, CdfPanel) {
     let mut t = tables::lateness(p);
     let mut panel = CdfPanel {
-        title: format!("{}/s, {} timers", fmt_count(p.rate as usize), fmt_count(p.timers())),
+        title: format!(
+            "{}/s, {} timers",
+            fmt_count(p.rate as usize),
+            fmt_count(p.timers())
+        ),
         series: Vec::new(),
     };
     for imp in lineup(url.is_some()) {
@@ -204,7 +233,11 @@ fn throughput_table(
     figures: &mut Figures,
 ) -> Table {
     let mut t = tables::throughput(p);
-    for imp in [Impl::Embedded, Impl::Redis { nodes: 1 }, Impl::Peer { nodes: 1 }] {
+    for imp in [
+        Impl::Embedded,
+        Impl::Redis { nodes: 1 },
+        Impl::Peer { nodes: 1 },
+    ] {
         if imp.needs_redis() && url.is_none() {
             continue;
         }

@@ -214,7 +214,10 @@ mod tests {
         let m = member("order:17", b"close|now");
         assert_eq!(m, b"order:17|close|now");
         let t = task_of(&m).unwrap();
-        assert_eq!((t.key.as_slice(), t.payload.as_slice()), (&b"order:17"[..], &b"close|now"[..]));
+        assert_eq!(
+            (t.key.as_slice(), t.payload.as_slice()),
+            (&b"order:17"[..], &b"close|now"[..])
+        );
         assert_eq!(task_of(b"no-bar"), None);
     }
 
