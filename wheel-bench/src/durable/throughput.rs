@@ -125,7 +125,7 @@ const MIN_SPAN: f64 = 1e-3;
 pub struct FireRate {
     /// Timers per second.
     pub per_sec: f64,
-    /// Every run started within [`MIN_SPAN`]: `per_sec` is a lower bound.
+    /// Every run started within a millisecond: `per_sec` is a lower bound.
     pub at_least: bool,
     /// The run's figures.
     pub summary: Summary,
