@@ -35,6 +35,8 @@ const POINTS: usize = 200;
 const PANEL_W: u32 = 560;
 const PANEL_H: u32 = 420;
 const LEGEND_ROW_H: u32 = 22;
+/// Legend entries per row (one row for the section's four lines).
+const LEGEND_PER_ROW: usize = 4;
 
 /// A line for `s`, named `name` (with "(early)" when most ran early).
 pub fn series(name: &str, s: &Summary) -> CdfSeries {
@@ -74,14 +76,14 @@ pub fn draw(path: &Path, panels: &[CdfPanel]) -> Result<(), Box<dyn std::error::
         .map(|p| p.series.iter().map(|s| s.name.as_str()).collect())
         .unwrap_or_default();
     let width = PANEL_W * panels.len().max(1) as u32;
-    let height = PANEL_H + LEGEND_ROW_H * names.len().div_ceil(2) as u32 + 10;
+    let height = PANEL_H + LEGEND_ROW_H * names.len().div_ceil(LEGEND_PER_ROW) as u32 + 10;
     let root = SVGBackend::new(path, (width, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let (plots, legend) = root.split_vertically(PANEL_H);
     for (i, name) in names.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        let x = 20 + (i % 2) as i32 * (width as i32 / 2);
-        let y = 10 + (i / 2) as i32 * LEGEND_ROW_H as i32;
+        let x = 20 + (i % LEGEND_PER_ROW) as i32 * (width / LEGEND_PER_ROW as u32) as i32;
+        let y = 10 + (i / LEGEND_PER_ROW) as i32 * LEGEND_ROW_H as i32;
         legend.draw(&PathElement::new(
             vec![(x, y), (x + 24, y)],
             color.stroke_width(3),

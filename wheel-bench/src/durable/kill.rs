@@ -128,7 +128,13 @@ pub fn run(kind: Kind, p: &KillParams, exe: &Path, url: &str) -> Result<KillRun,
         track.apply(node, ev);
     }
     let (victim, killed_at) = out?;
-    Ok(result(&track, victim, killed_at))
+    let mut r = result(&track, victim, killed_at);
+    if kind == Kind::Peer {
+        // Nothing takes over the peer's timers: its late starts (the first
+        // second of a minute, see `peer`) are not the killed node's.
+        r.taken_over.clear();
+    }
+    Ok(r)
 }
 
 /// Waits for the nodes, adds the timers, kills the victim, waits for the

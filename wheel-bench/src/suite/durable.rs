@@ -36,11 +36,11 @@ pub struct DurableParams {
 }
 
 impl DurableParams {
-    /// `--quick`: 3 s windows (5 s for the kill), a 2 s lease for the
+    /// `--quick`: 2 s windows (4 s for the kill), a 2 s lease for the
     /// kill, 100K pending for the restart.
     pub fn quick() -> DurableParams {
         let mut p = DurableParams::with(
-            Duration::from_secs(3),
+            Duration::from_secs(2),
             Duration::from_secs(2),
             100_000,
             true,
@@ -48,7 +48,7 @@ impl DurableParams {
         // The peer takes timers up to 2 s ahead: its nodes still hold
         // batches after the midpoint only if 2 s or more of the window are
         // left then.
-        p.kill.window = Duration::from_secs(5);
+        p.kill.window = Duration::from_secs(4);
         p
     }
 
@@ -68,9 +68,14 @@ impl DurableParams {
             lateness: LatenessParams {
                 rate: 1_000,
                 window,
-                lead: Duration::from_secs(1),
+                // Longer than our claim window (2 s): every timer is claimed
+                // as it enters the window, as when timers are added well
+                // ahead, not in one burst right after the adding.
+                lead: Duration::from_secs(3),
                 add_allowance: Duration::from_micros(20),
-                grace: Duration::from_secs(2),
+                // Long enough for a node that falls behind to catch up, so
+                // that "lost" means lost.
+                grace: Duration::from_secs(10),
             },
             kill: KillParams {
                 rate: 1_000,

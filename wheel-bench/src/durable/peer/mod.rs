@@ -17,10 +17,12 @@
 //!   deleted ones and runs the rest in process at once.
 //!
 //! What follows by design: a task is taken up to two seconds before it is
-//! due (whole-second scores and an inclusive range), so it fires early; a
-//! task taken by a node that dies before running it is gone; a tick that
-//! misses its second (a pause, a restart) leaves that second's tasks in
-//! Redis for good.
+//! due (whole-second scores and an inclusive range), so it fires early;
+//! except in a minute's first second, whose tasks live in the next
+//! minute's set, out of reach of the tick in second 59: the tick in second
+//! 0 takes them, late by that tick's phase. A task taken by a node that
+//! dies before running it is gone; a tick that misses its second (a pause,
+//! a restart) leaves that second's tasks in Redis for good.
 //!
 //! A task (the sorted set's member) is its key, `|`, and its payload.
 
