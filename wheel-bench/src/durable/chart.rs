@@ -2,31 +2,15 @@
 //! how far each handler started from its due time, one line per
 //! implementation, on a log axis of milliseconds. Distance, not signed
 //! lateness, so that early and late fit on one log axis; a line whose
-//! timers mostly ran early says so in its legend.
+//! timers mostly ran early says so in its legend. A line's points are
+//! (distance in ms, fraction of timers at most that far), increasing in
+//! both.
 
 use plotters::prelude::*;
 use std::path::Path;
 
 use super::Summary;
-
-/// One implementation's line.
-#[derive(Debug, Clone)]
-pub struct CdfSeries {
-    /// Legend text.
-    pub name: String,
-    /// (distance from due in ms, fraction of timers at most that far),
-    /// increasing in both.
-    pub points: Vec<(f64, f64)>,
-}
-
-/// One panel: one rate.
-#[derive(Debug, Clone)]
-pub struct CdfPanel {
-    /// Caption.
-    pub title: String,
-    /// Lines.
-    pub series: Vec<CdfSeries>,
-}
+use crate::chart::{draw_panels, Area, Panel, Series};
 
 /// The smallest distance drawn, ms: closer starts are drawn at it.
 const FLOOR_MS: f64 = 0.01;
@@ -34,12 +18,11 @@ const FLOOR_MS: f64 = 0.01;
 const POINTS: usize = 200;
 const PANEL_W: u32 = 560;
 const PANEL_H: u32 = 420;
-const LEGEND_ROW_H: u32 = 22;
 /// Legend entries per row (one row for the section's four lines).
 const LEGEND_PER_ROW: usize = 4;
 
 /// A line for `s`, named `name` (with "(early)" when most ran early).
-pub fn series(name: &str, s: &Summary) -> CdfSeries {
+pub fn series(name: &str, s: &Summary) -> Series {
     let mut d: Vec<f64> = s
         .lateness
         .iter()
@@ -58,7 +41,7 @@ pub fn series(name: &str, s: &Summary) -> CdfSeries {
         }
     }
     let early = s.early * 2 > s.lateness.len();
-    CdfSeries {
+    Series {
         name: if early {
             format!("{name} (early)")
         } else {
@@ -70,42 +53,11 @@ pub fn series(name: &str, s: &Summary) -> CdfSeries {
 
 /// Draws `panels` side by side into an SVG at `path`, one legend (the
 /// first panel's names) under them.
-pub fn draw(path: &Path, panels: &[CdfPanel]) -> Result<(), Box<dyn std::error::Error>> {
-    let names: Vec<&str> = panels
-        .first()
-        .map(|p| p.series.iter().map(|s| s.name.as_str()).collect())
-        .unwrap_or_default();
-    let width = PANEL_W * panels.len().max(1) as u32;
-    let height = PANEL_H + LEGEND_ROW_H * names.len().div_ceil(LEGEND_PER_ROW) as u32 + 10;
-    let root = SVGBackend::new(path, (width, height)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (plots, legend) = root.split_vertically(PANEL_H);
-    for (i, name) in names.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let x = 20 + (i % LEGEND_PER_ROW) as i32 * (width / LEGEND_PER_ROW as u32) as i32;
-        let y = 10 + (i / LEGEND_PER_ROW) as i32 * LEGEND_ROW_H as i32;
-        legend.draw(&PathElement::new(
-            vec![(x, y), (x + 24, y)],
-            color.stroke_width(3),
-        ))?;
-        legend.draw(&Text::new(
-            name.to_string(),
-            (x + 32, y - 7),
-            ("sans-serif", 14).into_font(),
-        ))?;
-    }
-    let areas = plots.split_evenly((1, panels.len().max(1)));
-    for (area, panel) in areas.iter().zip(panels) {
-        draw_panel(area, panel)?;
-    }
-    root.present()?;
-    Ok(())
+pub fn draw(path: &Path, panels: &[Panel]) -> Result<(), Box<dyn std::error::Error>> {
+    draw_panels(path, panels, (PANEL_W, PANEL_H), LEGEND_PER_ROW, draw_panel)
 }
 
-fn draw_panel(
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    panel: &CdfPanel,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn draw_panel(area: &Area<'_>, panel: &Panel) -> Result<(), Box<dyn std::error::Error>> {
     let xs = panel
         .series
         .iter()
@@ -161,7 +113,7 @@ mod tests {
             lateness: vec![0, 1_000_000, 3_000_000],
             ..Summary::default()
         };
-        let panel = CdfPanel {
+        let panel = Panel {
             title: "1 000/s".into(),
             series: vec![series("ours", &s)],
         };

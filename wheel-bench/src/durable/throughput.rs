@@ -277,18 +277,25 @@ fn restart_in(path: &std::path::Path, p: &ThroughputParams) -> Result<Restart, S
     })
 }
 
-/// Everything the throughput table shows for one implementation.
-#[derive(Debug, Clone)]
-pub struct Measured {
+/// The adds of one implementation.
+#[derive(Debug, Clone, Copy)]
+pub struct Adds {
     /// Single adds per second from one thread.
-    pub add1: f64,
+    pub one: f64,
     /// Single adds per second from `threads` threads.
-    pub add_n: f64,
+    pub many: f64,
     /// `add_many` timers per second.
     pub bulk: f64,
     /// Store bytes per timer after `add_many`: Redis memory, or the
     /// embedded file's growth.
     pub bytes: f64,
+}
+
+/// Everything the throughput table shows for one implementation.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Adds and store bytes.
+    pub adds: Adds,
     /// The fire rate with one node.
     pub fire1: FireRate,
     /// The fire rate with three nodes (not for the embedded store).
@@ -298,24 +305,19 @@ pub struct Measured {
 /// Measures `imp` (the node count is ignored: both are measured).
 pub fn measure(imp: Impl, p: &ThroughputParams, url: Option<&str>) -> Result<Measured, String> {
     let need_url = || url.ok_or_else(|| "no Redis server".to_string());
+    let err = |e: wheel::durable::DurableError| e.to_string();
     match imp {
         Impl::Embedded => {
             let path = super::temp_file("adds");
-            let client = ours::builder(&Store::Embedded(path.clone()), "adds")
-                .build()
-                .map_err(|e| e.to_string());
+            let client = ours::builder(&Store::Embedded(path.clone()), "adds").build();
             let size = || std::fs::metadata(&path).map_or(0, |m| m.len());
-            let adds = client.and_then(|c| adds(&c, p, size));
+            let added = client.map_err(err).and_then(|c| adds(&c, p, size));
             let _ = std::fs::remove_file(&path);
-            let (add1, add_n, bulk, bytes) = adds?;
             let path = super::temp_file("fire");
             let fire1 = fire_rate_ours(&Store::Embedded(path.clone()), 1, p.fire);
             let _ = std::fs::remove_file(&path);
             Ok(Measured {
-                add1,
-                add_n,
-                bulk,
-                bytes,
+                adds: added?,
                 fire1: fire1?,
                 fire3: None,
             })
@@ -323,56 +325,48 @@ pub fn measure(imp: Impl, p: &ThroughputParams, url: Option<&str>) -> Result<Mea
         Impl::Redis { .. } => {
             let url = need_url()?;
             super::flush(url)?;
-            let client = ours::builder(&Store::Redis(url.into()), "adds")
-                .build()
-                .map_err(|e| e.to_string())?;
-            let (add1, add_n, bulk, bytes) = adds(&client, p, || used_memory(url).unwrap_or(0))?;
-            client.shutdown().map_err(|e| e.to_string())?;
             let store = Store::Redis(url.into());
-            let fire1 = fire_rate_ours(&store, 1, p.fire)?;
-            super::flush(url)?;
-            let fire3 = Some(fire_rate_ours(&store, 3, p.fire)?);
-            Ok(Measured {
-                add1,
-                add_n,
-                bulk,
-                bytes,
-                fire1,
-                fire3,
-            })
+            let client = ours::builder(&store, "adds").build().map_err(err)?;
+            let added = adds(&client, p, || used_memory(url).unwrap_or(0))?;
+            client.shutdown().map_err(err)?;
+            fires(url, added, |nodes| fire_rate_ours(&store, nodes, p.fire))
         }
         Impl::Peer { .. } => {
             let url = need_url()?;
             super::flush(url)?;
             let wheel = SecondWheel::open(url, "adds").map_err(|e| e.to_string())?;
-            let (add1, add_n, bulk, bytes) = adds(&wheel, p, || used_memory(url).unwrap_or(0))?;
-            super::flush(url)?;
-            let fire1 = fire_rate_peer(url, 1, p.fire)?;
-            super::flush(url)?;
-            let fire3 = Some(fire_rate_peer(url, 3, p.fire)?);
-            Ok(Measured {
-                add1,
-                add_n,
-                bulk,
-                bytes,
-                fire1,
-                fire3,
-            })
+            let added = adds(&wheel, p, || used_memory(url).unwrap_or(0))?;
+            fires(url, added, |nodes| fire_rate_peer(url, nodes, p.fire))
         }
     }
 }
 
+/// The fire rates with 1 and 3 nodes on an emptied Redis server each.
+fn fires(
+    url: &str,
+    adds: Adds,
+    rate: impl Fn(usize) -> Result<FireRate, String>,
+) -> Result<Measured, String> {
+    super::flush(url)?;
+    let fire1 = rate(1)?;
+    super::flush(url)?;
+    Ok(Measured {
+        adds,
+        fire1,
+        fire3: Some(rate(3)?),
+    })
+}
+
 /// `add_many` into the empty store with `size()` (store bytes) read before
 /// and after it, then single adds from one and from `p.threads` threads.
-fn adds(
-    a: &dyn Adder,
-    p: &ThroughputParams,
-    size: impl Fn() -> u64,
-) -> Result<(f64, f64, f64, f64), String> {
+fn adds(a: &dyn Adder, p: &ThroughputParams, size: impl Fn() -> u64) -> Result<Adds, String> {
     let before = size();
     let bulk = bulk_rate(a, p.bulk, lateness::BATCH, 'b')?;
     let bytes = size().saturating_sub(before) as f64 / p.bulk as f64;
-    let add1 = add_rate(a, 1, p.add_for, 'a')?;
-    let add_n = add_rate(a, p.threads, p.add_for, 'm')?;
-    Ok((add1, add_n, bulk, bytes))
+    Ok(Adds {
+        one: add_rate(a, 1, p.add_for, 'a')?,
+        many: add_rate(a, p.threads, p.add_for, 'm')?,
+        bulk,
+        bytes,
+    })
 }

@@ -9,7 +9,8 @@ use std::time::Duration;
 use wheel::durable::redis_server::{RedisServer, ServerOptions};
 
 use super::{fmt_count, Progress, Results, Settings};
-use crate::durable::chart::{self, CdfPanel};
+use crate::chart::Panel;
+use crate::durable::chart;
 use crate::durable::kill::{self, KillParams, KillRun};
 use crate::durable::lateness::{self, LatenessParams};
 use crate::durable::node::Kind;
@@ -173,9 +174,9 @@ fn lateness_table(
     url: Option<&str>,
     progress: &Progress,
     figures: &mut Figures,
-) -> (Table, CdfPanel) {
+) -> (Table, Panel) {
     let mut t = tables::lateness(p);
-    let mut panel = CdfPanel {
+    let mut panel = Panel {
         title: format!(
             "{}/s, {} timers",
             fmt_count(p.rate as usize),

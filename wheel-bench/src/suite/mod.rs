@@ -24,7 +24,6 @@ pub use single::{run_single, Cell, Workload};
 pub use threaded::run_threaded;
 
 use crate::chart::Panel;
-use crate::durable::chart::CdfPanel;
 use crate::peers::Peer;
 use crate::report::Table;
 use crate::workloads::threaded::{IdleParams, LatenessParams};
@@ -237,7 +236,7 @@ pub struct Results {
     pub panels: Vec<Panel>,
     /// The durable section's chart: the index of the table it goes above,
     /// and its panels.
-    pub durable_chart: Option<(usize, Vec<CdfPanel>)>,
+    pub durable_chart: Option<(usize, Vec<Panel>)>,
 }
 
 /// "10K", "1M" for titles; a count that is no whole number of thousands

@@ -187,10 +187,10 @@ pub(super) fn throughput_row(name: &str, m: &Measured) -> Vec<String> {
         .fold(m.fire1.summary.check(), |c, f| c.merge(f.summary.check()));
     vec![
         name.into(),
-        format!("{:.0}", m.add1),
-        format!("{:.0}", m.add_n),
-        format!("{:.0}", m.bulk),
-        format!("{:.0}", m.bytes),
+        format!("{:.0}", m.adds.one),
+        format!("{:.0}", m.adds.many),
+        format!("{:.0}", m.adds.bulk),
+        format!("{:.0}", m.adds.bytes),
         m.fire1.cell(),
         m.fire3.as_ref().map_or("-".into(), |f| f.cell()),
         check.label(),
@@ -262,12 +262,12 @@ impl Figures {
     pub(super) fn throughput(&mut self, imp: Impl, m: &Measured) {
         match imp {
             Impl::Embedded => {
-                self.add_many.0 = Some(m.bulk);
-                self.embedded_add_n = Some(m.add_n);
+                self.add_many.0 = Some(m.adds.bulk);
+                self.embedded_add_n = Some(m.adds.many);
             }
             Impl::Redis { .. } => {
-                self.add_many.1 = Some(m.bulk);
-                self.redis_bytes = Some(m.bytes);
+                self.add_many.1 = Some(m.adds.bulk);
+                self.redis_bytes = Some(m.adds.bytes);
             }
             Impl::Peer { .. } => {}
         }
