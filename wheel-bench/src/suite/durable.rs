@@ -74,9 +74,9 @@ impl DurableParams {
                 // ahead, not in one burst right after the adding.
                 lead: Duration::from_secs(3),
                 add_allowance: Duration::from_micros(20),
-                // Long enough for a node that falls behind to catch up, so
-                // that "lost" means lost.
-                grace: Duration::from_secs(10),
+                // Long enough for a node that falls behind to catch up (at a
+                // third of the rate, say), so that "lost" means lost.
+                grace: Duration::from_secs(10) + window * 2,
             },
             kill: KillParams {
                 rate: 1_000,
