@@ -361,3 +361,33 @@ fn capacity_targets(t: &mut Table, f: &Figures, p: &DurableParams) {
         restart,
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_say_met_missed_or_not_measured() {
+        let mut f = Figures::default();
+        f.p99_redis3.push((1_000, Some(4_000_000)));
+        f.p99_redis3.push((10_000, Some(25_000_000)));
+        f.redis_bytes = Some(300.0);
+        f.lateness(Impl::Embedded, 1_000, &Summary::default());
+        let t = targets(&f, &DurableParams::quick(), true);
+        let met = |what: &str| {
+            let row = t.rows.iter().find(|r| r[0].starts_with(what));
+            row.map(|r| (r[1].clone(), r[2].clone()))
+        };
+        assert_eq!(
+            met("p99 lateness <= 5 ms"),
+            Some(("4.00 ms".into(), "yes".into()))
+        );
+        assert_eq!(met("p99 lateness <= 20 ms").unwrap().1, "no");
+        assert_eq!(met("Redis memory").unwrap().1, "no");
+        assert_eq!(met("0 early").unwrap().1, "yes");
+        assert_eq!(
+            met("embedded add"),
+            Some(("not measured".into(), "-".into()))
+        );
+    }
+}
