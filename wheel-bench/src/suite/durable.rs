@@ -100,6 +100,15 @@ impl DurableParams {
     }
 }
 
+/// The machine's one-minute load average for progress lines: the runs
+/// here wait on other threads and processes, so a busy machine shows.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(|l| format!(" (load {l})")))
+        .unwrap_or_default()
+}
+
 /// Starts the section's Redis server, or says why there is none.
 fn start_server(progress: &Progress) -> Option<RedisServer> {
     if !RedisServer::available() {
@@ -185,7 +194,7 @@ fn lateness_table(
         series: Vec::new(),
     };
     for imp in lineup(url.is_some()) {
-        progress.say(format!("durable {}/s: {}", p.rate, imp.name()));
+        progress.say(format!("durable {}/s: {}{}", p.rate, imp.name(), load()));
         if let Some(url) = url {
             let _ = flush(url);
         }
@@ -213,7 +222,7 @@ fn kill_table(p: &KillParams, url: &str, progress: &Progress, figures: &mut Figu
         (Kind::Ours, Impl::Redis { nodes: p.nodes }.name()),
         (Kind::Peer, Impl::Peer { nodes: p.nodes }.name()),
     ] {
-        progress.say(format!("durable kill: {name}"));
+        progress.say(format!("durable kill: {name}{}", load()));
         let _ = flush(url);
         let run: Result<KillRun, String> = exe
             .as_ref()
@@ -252,7 +261,7 @@ fn throughput_table(
             Impl::Redis { .. } => "ours, Redis".into(),
             Impl::Peer { .. } => "one-second Redis wheel".into(),
         };
-        progress.say(format!("durable throughput: {name}"));
+        progress.say(format!("durable throughput: {name}{}", load()));
         match throughput::measure(imp, p, url) {
             Ok(m) => {
                 figures.throughput(imp, &m);
@@ -267,8 +276,9 @@ fn throughput_table(
 fn restart_table(p: &ThroughputParams, progress: &Progress, figures: &mut Figures) -> Table {
     let mut t = tables::restart(p);
     progress.say(format!(
-        "durable restart: {} pending in the embedded store",
-        fmt_count(p.restart)
+        "durable restart: {} pending in the embedded store{}",
+        fmt_count(p.restart),
+        load()
     ));
     match throughput::restart(p) {
         Ok(r) => {
