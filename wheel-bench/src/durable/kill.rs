@@ -10,7 +10,7 @@
 //! that a batch takes a while to run.
 //!
 //! Afterwards: the killed node's timers that others took over (ours: a
-//! first run by another node later than [`TAKEN_OVER`] after due), runs
+//! first run by another node later than [`taken_over_after`] after due), runs
 //! cut short (started on the killed node, never ended: run again after the
 //! lease, so they count as duplicates), lost timers, duplicates.
 
@@ -24,9 +24,12 @@ use super::peer::SecondWheel;
 use super::{key, spread, Recorder, Summary, PAYLOAD};
 
 /// A first run this much later than due, on another node than the killed
-/// one, is a timer the killed node held: without faults our lateness stays
-/// far below it.
-pub const TAKEN_OVER: Duration = Duration::from_millis(100);
+/// one, is a timer the killed node held: half the lease. Such a timer waits
+/// for the whole lease; a node that is merely busy stays far below half of
+/// it.
+pub fn taken_over_after(lease: Duration) -> Duration {
+    lease / 2
+}
 
 /// The kill workload.
 #[derive(Debug, Clone)]
@@ -128,7 +131,7 @@ pub fn run(kind: Kind, p: &KillParams, exe: &Path, url: &str) -> Result<KillRun,
         track.apply(node, ev);
     }
     let (victim, killed_at) = out?;
-    let mut r = result(&track, victim, killed_at);
+    let mut r = result(&track, victim, killed_at, p.lease);
     if kind == Kind::Peer {
         // Nothing takes over the peer's timers: its late starts (the first
         // second of a minute, see `peer`) are not the killed node's.
@@ -222,11 +225,11 @@ fn add(kind: Kind, url: &str, ns: &str, due: &[SystemTime]) -> Result<(), String
     }
 }
 
-fn result(track: &Track, victim: usize, killed_at: Duration) -> KillRun {
+fn result(track: &Track, victim: usize, killed_at: Duration, lease: Duration) -> KillRun {
     let mut taken_over: Vec<i64> = (0..track.first.len())
         .filter(|&i| track.first[i].1 != victim)
         .filter_map(|i| track.rec.lateness_of(i))
-        .filter(|&l| l > TAKEN_OVER.as_nanos() as i64)
+        .filter(|&l| l > taken_over_after(lease).as_nanos() as i64)
         .collect();
     taken_over.sort_unstable();
     KillRun {

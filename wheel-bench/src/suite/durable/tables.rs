@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::DurableParams;
-use crate::durable::kill::{KillParams, KillRun, TAKEN_OVER};
+use crate::durable::kill::{taken_over_after, KillParams, KillRun};
 use crate::durable::lateness::{LatenessParams, LatenessRun, PEER_RUNNERS};
 use crate::durable::throughput::{Measured, Restart, ThroughputParams};
 use crate::durable::{Impl, Summary};
@@ -92,9 +92,9 @@ pub(super) fn kill(p: &KillParams) -> Table {
              {} s lease; the peer: {} runner threads per node). At the window's midpoint one node gets \
              SIGKILL: ours, the second node (every node holds what it claimed for the next 2 s); the \
              peer, the node whose tick took a batch first after the midpoint, as soon as it reports it. \
-             Killed at: ms after the first due time. Taken over: the killed node's timers that another \
-             node ran, later than {} ms after due; their median and longest delay (handler start minus \
-             due) in ms. Cut short: runs started on the killed node that never ended; ours runs them \
+             Killed at: ms after the first due time. Taken over: the killed node's timers, which another \
+             node ran more than half the lease ({} ms) after due; their median and longest delay \
+             (handler start minus due) in ms. Cut short: runs started on the killed node that never ended; ours runs them \
              again after the lease (at-least-once), so they count as duplicates too. Lost: never ran. \
              Check: early and lost timers, and duplicates beyond the runs cut short.",
             p.nodes,
@@ -102,7 +102,7 @@ pub(super) fn kill(p: &KillParams) -> Table {
             p.workers,
             secs(p.lease),
             p.workers,
-            TAKEN_OVER.as_millis()
+            taken_over_after(p.lease).as_millis()
         ),
         &[
             "implementation",
