@@ -42,6 +42,27 @@ pub struct LatenessRun {
     pub summary: Summary,
     /// How long adding every timer took.
     pub adding: Duration,
+    /// Of the timers that never ran, those still in the store when the run
+    /// ended (ours: a node that fell behind); the rest are lost.
+    pub pending_at_end: usize,
+}
+
+impl LatenessRun {
+    /// Timers that never ran and are gone.
+    pub fn lost(&self) -> usize {
+        self.summary.lost.saturating_sub(self.pending_at_end)
+    }
+
+    /// Early runs, lost timers, duplicates, and timers not run by the end.
+    pub fn check(&self) -> crate::workloads::Check {
+        let s = &self.summary;
+        crate::workloads::Check::from_errors(&[
+            ("fired early", s.early as u64),
+            ("lost", self.lost() as u64),
+            ("duplicates", s.duplicates),
+            ("not run by the end", self.pending_at_end as u64),
+        ])
+    }
 }
 
 /// Runs `imp` on the workload `p`; `url` is the Redis server for the
@@ -87,10 +108,16 @@ fn run_ours(
     let adding = t.elapsed();
     let end = due.last().copied().unwrap_or_else(SystemTime::now) + p.grace;
     rec.wait_all(end);
+    let pending_at_end = rec
+        .not_run()
+        .iter()
+        .filter(|&&i| matches!(nodes[0].get(&keys[i]), Ok(Some(_))))
+        .count();
     ours::shutdown_all(nodes).map_err(|e| e.to_string())?;
     Ok(LatenessRun {
         summary: rec.summary(),
         adding,
+        pending_at_end,
     })
 }
 
@@ -142,5 +169,6 @@ fn run_peer(
     Ok(LatenessRun {
         summary: rec.summary(),
         adding,
+        pending_at_end: 0,
     })
 }

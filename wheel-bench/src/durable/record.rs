@@ -80,6 +80,13 @@ impl Recorder {
         (first != i64::MAX).then(|| first - self.due[i])
     }
 
+    /// The timers that have not run.
+    pub fn not_run(&self) -> Vec<usize> {
+        (0..self.len())
+            .filter(|&i| self.lateness_of(i).is_none())
+            .collect()
+    }
+
     /// Runs of timer `i`.
     pub fn runs_of(&self, i: usize) -> u32 {
         self.runs.get(i).map_or(0, |r| r.load(Ordering::Relaxed))
@@ -184,5 +191,6 @@ mod tests {
             Check::Failed("1 fired early, 1 lost, 1 duplicates".into())
         );
         assert!(!r.wait_all(SystemTime::now()));
+        assert_eq!(r.not_run(), vec![3]);
     }
 }

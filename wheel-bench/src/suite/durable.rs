@@ -200,7 +200,7 @@ fn lateness_table(
         }
         match lateness::run(imp, p, url) {
             Ok(r) => {
-                figures.lateness(imp, p.rate, &r.summary);
+                figures.lateness(imp, p.rate, &r);
                 panel.series.push(chart::series(&imp.name(), &r.summary));
                 t.row(tables::lateness_row(&imp.name(), &r));
             }
