@@ -37,7 +37,7 @@ pub struct DurableParams {
 }
 
 impl DurableParams {
-    /// `--quick`: 2 s windows (4 s for the kill), a 2 s lease for the
+    /// `--quick`: 2 s windows (5 s for the kill), a 2 s lease for the
     /// kill, 100K pending for the restart.
     pub fn quick() -> DurableParams {
         let mut p = DurableParams::with(
@@ -46,10 +46,10 @@ impl DurableParams {
             100_000,
             true,
         );
-        // The peer takes timers up to 2 s ahead: its nodes still hold
-        // batches after the midpoint only if 2 s or more of the window are
-        // left then.
-        p.kill.window = Duration::from_secs(4);
+        // The peer takes timers up to 2 s ahead: its nodes still take whole
+        // seconds' batches after the midpoint only if well over 2 s of the
+        // window are left then.
+        p.kill.window = Duration::from_secs(5);
         p
     }
 
