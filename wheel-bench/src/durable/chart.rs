@@ -18,8 +18,8 @@ const FLOOR_MS: f64 = 0.01;
 const POINTS: usize = 200;
 const PANEL_W: u32 = 560;
 const PANEL_H: u32 = 420;
-/// Legend entries per row (one row for the section's four lines).
-const LEGEND_PER_ROW: usize = 4;
+/// Legend entries per row (the peer's long name gets a row of its own).
+const LEGEND_PER_ROW: usize = 3;
 
 /// A line for `s`, named `name` (with "(early)" when most ran early).
 pub fn series(name: &str, s: &Summary) -> Series {
