@@ -14,7 +14,9 @@
 //!   ([`node`] is that process, a hidden mode of the `wheel-bench` binary);
 //! - [`throughput`]: adds (one and eight threads, batched), firing many due
 //!   at once, store bytes per timer, and the embedded store's restart;
-//! - [`chart`]: the lateness distributions as an SVG.
+//! - [`chart`]: the lateness distributions as an SVG;
+//! - [`ours`]: our builders, nodes and recording handler as the runs use
+//!   them; [`record`]: the records and their summary.
 
 pub mod chart;
 pub mod kill;
@@ -113,13 +115,6 @@ pub fn spread(n: usize, start: SystemTime, window: Duration) -> Vec<SystemTime> 
     (0..n)
         .map(|i| whole_ms(start + window.mul_f64(i as f64 / n.max(1) as f64)))
         .collect()
-}
-
-/// Sleeps until `t` on the system clock (at once if it has passed).
-pub fn sleep_until(t: SystemTime) {
-    if let Ok(d) = t.duration_since(SystemTime::now()) {
-        std::thread::sleep(d);
-    }
 }
 
 /// A fresh path for an embedded store file under the temporary directory.
