@@ -20,6 +20,9 @@
 //!   the report (memory, single-threaded, threaded, `DelayQueue`, and the
 //!   layouts mode), with their medians, skips and progress lines, and the
 //!   tables and chart panels built from the results;
+//! - [`durable`]: our durable timers against the one-second Redis time
+//!   wheel that users build by hand (rebuilt here), with the section's
+//!   runs and its own chart;
 //! - [`report`] and [`chart`]: text and Markdown tables, the machine's facts,
 //!   the generated sections of `docs/benchmarks.md`, the SVG chart;
 //! - [`alloc`]: the counting global allocator behind the memory figures;
@@ -33,6 +36,7 @@
 pub mod alloc;
 pub mod chart;
 pub mod cpu;
+pub mod durable;
 pub mod peers;
 pub mod report;
 pub mod rng;

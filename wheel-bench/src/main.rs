@@ -48,6 +48,10 @@ struct Args {
     /// mode's
     #[arg(long, value_name = "N", value_parser = positive)]
     runs: Option<usize>,
+    /// A node process of the durable section's kill workload (started by
+    /// the section itself)
+    #[arg(long, value_name = "SPEC", hide = true, exclusive = true)]
+    durable_node: Option<String>,
 }
 
 /// A section of the comparison, for `--only`.
@@ -61,6 +65,8 @@ enum Section {
     Threaded,
     /// DelayQueue push+take and push+remove
     Dq,
+    /// durable timers (embedded, Redis) and the one-second Redis wheel
+    Durable,
 }
 
 /// A count of at least 1; `_` may group its digits.
@@ -79,6 +85,7 @@ fn sections(only: &[Section]) -> Sections {
         memory: false,
         threaded: false,
         delay_queue: false,
+        durable: false,
     };
     for section in only {
         match section {
@@ -86,6 +93,7 @@ fn sections(only: &[Section]) -> Sections {
             Section::Memory => s.memory = true,
             Section::Threaded => s.threaded = true,
             Section::Dq => s.delay_queue = true,
+            Section::Durable => s.durable = true,
         }
     }
     s
@@ -101,6 +109,15 @@ fn default_out() -> PathBuf {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(spec) = &args.durable_node {
+        return match wheel_bench::durable::node::run(spec) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("durable node: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let command = format!("cargo run --release -p wheel-bench -- {}", raw.join(" "))
         .trim_end()
@@ -160,6 +177,9 @@ fn comparison(args: &Args, mut meta: Meta, progress: &Progress) -> Result<(), St
     }
     if sec.delay_queue {
         suite::run_delay_queue(&settings, progress, &mut results);
+    }
+    if sec.durable {
+        suite::run_durable(&settings, progress, &mut results);
     }
     meta.elapsed_s = progress.elapsed().as_secs_f64();
     println!("{}", meta.to_markdown());
@@ -237,8 +257,31 @@ fn write_results(
     } else {
         ""
     };
-    let section = report::results_markdown(meta, note, &results.tables, chart_name.as_deref());
+    let figures = durable_figure(out, results)?;
+    let section =
+        report::results_markdown(meta, note, &results.tables, chart_name.as_deref(), &figures);
     write_section(out, "results", &section)
+}
+
+/// Draws the durable section's chart beside `out` as `STEM-durable.svg`,
+/// if the section ran.
+fn durable_figure(out: &Path, results: &Results) -> Result<Vec<report::Figure>, String> {
+    let Some((before, panels)) = &results.durable_chart else {
+        return Ok(Vec::new());
+    };
+    let stem = out
+        .file_stem()
+        .map_or("benchmarks".into(), |s| s.to_string_lossy());
+    let file = format!("{stem}-durable.svg");
+    let svg = out.with_file_name(&file);
+    wheel_bench::durable::chart::draw(&svg, panels)
+        .map_err(|e| format!("drawing {}: {e}", svg.display()))?;
+    eprintln!("wrote {}", svg.display());
+    Ok(vec![report::Figure {
+        before: *before,
+        alt: "durable timers: distance of handler starts from due".into(),
+        file,
+    }])
 }
 
 /// Writes `section` between the markers named `name` in `out`.
@@ -311,5 +354,17 @@ mod tests {
             ErrorKind::ArgumentConflict
         );
         assert!(parse(&["--layouts", "--quick", "--no-write"]).is_ok());
+        assert_eq!(
+            kind(&["--durable-node", "x", "--quick"]),
+            ErrorKind::ArgumentConflict
+        );
+    }
+
+    #[test]
+    fn durable_is_a_section() {
+        let args = parse(&["--only", "durable", "--quick"]).unwrap();
+        let sec = settings(&args).sections;
+        assert!(sec.durable && !sec.single && !sec.memory && !sec.threaded);
+        assert!(parse(&["--durable-node", "ours,1,1,1,ns,url"]).is_ok());
     }
 }

@@ -212,13 +212,25 @@ pub fn ms(d: std::time::Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
 }
 
+/// A chart placed above one of the tables.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// The index of the table it goes above.
+    pub before: usize,
+    /// Its alternative text.
+    pub alt: String,
+    /// Its file, relative to the Markdown file.
+    pub file: String,
+}
+
 /// The generated section: a heading, `note` (may be empty), the facts, the chart
-/// link, then every table.
+/// link, then every table, each `figures` entry above its table.
 pub fn results_markdown(
     meta: &Meta,
     note: &str,
     tables: &[Table],
     chart_file: Option<&str>,
+    figures: &[Figure],
 ) -> String {
     let mut out = String::new();
     out.push_str("## Results\n\n");
@@ -231,7 +243,10 @@ pub fn results_markdown(
     if let Some(svg) = chart_file {
         let _ = writeln!(out, "![cost per operation against pending timers]({svg})\n");
     }
-    for t in tables {
+    for (i, t) in tables.iter().enumerate() {
+        for f in figures.iter().filter(|f| f.before == i) {
+            let _ = writeln!(out, "![{}]({})\n", f.alt, f.file);
+        }
         out.push_str(&t.to_markdown());
         out.push('\n');
     }
@@ -298,6 +313,24 @@ mod tests {
         let s = std::fs::read_to_string(&path).unwrap();
         assert!(s.contains("second") && !s.contains("third") && s.contains("fourth"));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn figures_go_above_their_table() {
+        let meta = Meta::collect("cmd".into());
+        let tables = [Table::new("A", "a", &["x"]), Table::new("B", "b", &["x"])];
+        let fig = Figure {
+            before: 1,
+            alt: "lateness".into(),
+            file: "b-durable.svg".into(),
+        };
+        let md = results_markdown(&meta, "", &tables, None, &[fig]);
+        let (a, f, b) = (
+            md.find("### A"),
+            md.find("![lateness](b-durable.svg)"),
+            md.find("### B"),
+        );
+        assert!(a < f && f < b && a.is_some(), "{md}");
     }
 
     #[test]

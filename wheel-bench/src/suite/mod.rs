@@ -4,18 +4,20 @@
 //!
 //! One file per section of the report, each with its runner and its
 //! table(s): [`run_memory`], [`run_single`] (insert+cancel, insert+expire,
-//! churn), [`run_threaded`], [`run_delay_queue`], and [`run_layouts`] (its
-//! own mode). A runner appends its tables (and chart panels) to [`Results`]
+//! churn), [`run_threaded`], [`run_delay_queue`], [`run_durable`], and
+//! [`run_layouts`] (its own mode). A runner appends its tables (and chart panels) to [`Results`]
 //! in report order; [`run_memory`] must come before [`run_single`], whose
 //! skip estimates read its figures.
 
 mod delay_queue;
+mod durable;
 mod layouts;
 mod memory;
 mod single;
 mod threaded;
 
 pub use delay_queue::{dq_runs_for, run_delay_queue, DQ_MIN_ITEMS};
+pub use durable::{run_durable, DurableParams};
 pub use layouts::run_layouts;
 pub use memory::{run_memory, FULL_CHURN_MEMORY_STEPS, QUICK_CHURN_MEMORY_STEPS};
 pub use single::{run_single, Cell, Workload};
@@ -40,6 +42,8 @@ pub struct Sections {
     pub threaded: bool,
     /// `DelayQueue` push+take and push+remove.
     pub delay_queue: bool,
+    /// Durable timers against the one-second Redis wheel.
+    pub durable: bool,
 }
 
 impl Sections {
@@ -49,6 +53,7 @@ impl Sections {
         memory: true,
         threaded: true,
         delay_queue: true,
+        durable: true,
     };
 }
 
@@ -87,6 +92,8 @@ pub struct Settings {
     pub dq_sizes: Vec<usize>,
     /// `DelayQueue` runs (median taken).
     pub dq_runs: usize,
+    /// The durable section.
+    pub durable: DurableParams,
     /// What to run.
     pub sections: Sections,
 }
@@ -132,6 +139,7 @@ impl Settings {
             },
             dq_sizes: vec![100_000],
             dq_runs: 3,
+            durable: DurableParams::quick(),
             sections: Sections::ALL,
         }
     }
@@ -175,6 +183,7 @@ impl Settings {
             },
             dq_sizes: vec![10_000, 1_000_000],
             dq_runs: 5,
+            durable: DurableParams::full(),
             sections: Sections::ALL,
         }
     }
@@ -225,6 +234,9 @@ pub struct Results {
     pub tables: Vec<Table>,
     /// The chart panels.
     pub panels: Vec<Panel>,
+    /// The durable section's chart: the index of the table it goes above,
+    /// and its panels.
+    pub durable_chart: Option<(usize, Vec<Panel>)>,
 }
 
 /// "10K", "1M" for titles; a count that is no whole number of thousands

@@ -1,0 +1,305 @@
+//! The durable section: our durable timers (embedded; Redis with one and
+//! three nodes) and the one-second Redis time wheel, on a private
+//! `redis-server` started for the section (the embedded part alone when
+//! there is none). Tables: lateness at each rate, a node killed, throughput,
+//! the embedded restart, and the targets.
+
+use std::time::Duration;
+
+use wheel::durable::redis_server::{RedisServer, ServerOptions};
+
+use super::{fmt_count, Progress, Results, Settings};
+use crate::chart::Panel;
+use crate::durable::chart;
+use crate::durable::kill::{self, KillParams, KillRun};
+use crate::durable::lateness::{self, LatenessParams};
+use crate::durable::node::Kind;
+use crate::durable::throughput::{self, Restart, ThroughputParams};
+use crate::durable::{flush, Impl};
+use crate::report::{ms, Table};
+use crate::workloads::Check;
+
+mod tables;
+
+use tables::Figures;
+
+/// The durable section's sizes.
+#[derive(Debug, Clone)]
+pub struct DurableParams {
+    /// Timers due per second, one lateness table each.
+    pub rates: Vec<u64>,
+    /// The lateness workloads (their `rate` is replaced by each of `rates`).
+    pub lateness: LatenessParams,
+    /// The kill workload.
+    pub kill: KillParams,
+    /// Throughput and restart sizes.
+    pub throughput: ThroughputParams,
+}
+
+impl DurableParams {
+    /// `--quick`: 2 s windows (5 s for the kill), a 2 s lease for the
+    /// kill, 100K pending for the restart.
+    pub fn quick() -> DurableParams {
+        let mut p = DurableParams::with(
+            Duration::from_secs(2),
+            Duration::from_secs(2),
+            100_000,
+            true,
+        );
+        // The peer takes timers up to 2 s ahead: its nodes still take whole
+        // seconds' batches after the midpoint only if well over 2 s of the
+        // window are left then.
+        p.kill.window = Duration::from_secs(5);
+        p
+    }
+
+    /// The full run: 10 s windows, the default 5 s lease, 1M pending.
+    pub fn full() -> DurableParams {
+        DurableParams::with(
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+            1_000_000,
+            false,
+        )
+    }
+
+    fn with(window: Duration, lease: Duration, restart: usize, quick: bool) -> DurableParams {
+        DurableParams {
+            rates: vec![1_000, 10_000],
+            lateness: LatenessParams {
+                rate: 1_000,
+                window,
+                // Longer than our claim window (2 s): every timer is claimed
+                // as it enters the window, as when timers are added well
+                // ahead, not in one burst right after the adding.
+                lead: Duration::from_secs(3),
+                add_allowance: Duration::from_micros(20),
+                // Long enough for a node that falls behind to catch up (at a
+                // third of the rate, say), so that "lost" means lost.
+                grace: Duration::from_secs(10) + window * 2,
+            },
+            kill: KillParams {
+                rate: 1_000,
+                window,
+                lead: Duration::from_secs(1),
+                nodes: 3,
+                workers: 8,
+                lease,
+                work: Duration::from_millis(5),
+                grace: Duration::from_secs(1),
+            },
+            throughput: ThroughputParams {
+                add_for: Duration::from_millis(if quick { 500 } else { 2_000 }),
+                threads: 8,
+                bulk: if quick { 50_000 } else { 200_000 },
+                fire: if quick { 10_000 } else { 100_000 },
+                restart,
+                overdue: 1_000,
+            },
+        }
+    }
+}
+
+/// The machine's one-minute load average for progress lines: the runs
+/// here wait on other threads and processes, so a busy machine shows.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(|l| format!(" (load {l})")))
+        .unwrap_or_default()
+}
+
+/// Starts the section's Redis server, or says why there is none.
+fn start_server(progress: &Progress) -> Option<RedisServer> {
+    if !RedisServer::available() {
+        progress.say(
+            "durable: redis-server is not on the PATH (install it: apt-get install redis-server); \
+             running the embedded store only",
+        );
+        return None;
+    }
+    match RedisServer::start(ServerOptions::default()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            progress.say(format!(
+                "durable: redis-server did not start ({e}); embedded only"
+            ));
+            None
+        }
+    }
+}
+
+/// Runs the durable section into `results`.
+pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
+    let p = &s.durable;
+    let server = start_server(progress);
+    let url = server.as_ref().map(RedisServer::url);
+    let url = url.as_deref();
+    let mut figures = Figures::default();
+    let first_table = results.tables.len();
+    let mut panels = Vec::new();
+    for &rate in &p.rates {
+        let params = LatenessParams {
+            rate,
+            ..p.lateness.clone()
+        };
+        let (table, panel) = lateness_table(&params, url, progress, &mut figures);
+        results.tables.push(table);
+        panels.push(panel);
+    }
+    results.durable_chart = Some((first_table, panels));
+    if let Some(url) = url {
+        results
+            .tables
+            .push(kill_table(&p.kill, url, progress, &mut figures));
+    }
+    results
+        .tables
+        .push(throughput_table(&p.throughput, url, progress, &mut figures));
+    results
+        .tables
+        .push(restart_table(&p.throughput, progress, &mut figures));
+    results
+        .tables
+        .push(tables::targets(&figures, p, url.is_some()));
+}
+
+/// The implementations that can run: all with a Redis server, the
+/// embedded store alone without.
+fn lineup(redis: bool) -> Vec<Impl> {
+    let mut v = vec![Impl::Embedded];
+    if redis {
+        v.extend([
+            Impl::Redis { nodes: 1 },
+            Impl::Redis { nodes: 3 },
+            Impl::Peer { nodes: 3 },
+        ]);
+    }
+    v
+}
+
+fn lateness_table(
+    p: &LatenessParams,
+    url: Option<&str>,
+    progress: &Progress,
+    figures: &mut Figures,
+) -> (Table, Panel) {
+    let mut t = tables::lateness(p);
+    let mut panel = Panel {
+        title: format!(
+            "{}/s, {} timers",
+            fmt_count(p.rate as usize),
+            fmt_count(p.timers())
+        ),
+        series: Vec::new(),
+    };
+    for imp in lineup(url.is_some()) {
+        progress.say(format!("durable {}/s: {}{}", p.rate, imp.name(), load()));
+        if let Some(url) = url {
+            let _ = flush(url);
+        }
+        match lateness::run(imp, p, url) {
+            Ok(r) => {
+                figures.lateness(imp, p.rate, &r);
+                panel.series.push(chart::series(&imp.name(), &r.summary));
+                t.row(tables::lateness_row(&imp.name(), &r));
+            }
+            Err(e) => t.row(failed_row(&imp.name(), &e)),
+        }
+    }
+    (t, panel)
+}
+
+/// A row saying the run failed, in the check column.
+fn failed_row(name: &str, why: &str) -> Vec<String> {
+    vec![name.into(), Check::Failed(why.into()).label()]
+}
+
+fn kill_table(p: &KillParams, url: &str, progress: &Progress, figures: &mut Figures) -> Table {
+    let mut t = tables::kill(p);
+    let exe = std::env::current_exe();
+    for (kind, name) in [
+        (Kind::Ours, Impl::Redis { nodes: p.nodes }.name()),
+        (Kind::Peer, Impl::Peer { nodes: p.nodes }.name()),
+    ] {
+        progress.say(format!("durable kill: {name}{}", load()));
+        let _ = flush(url);
+        let run: Result<KillRun, String> = exe
+            .as_ref()
+            .map_err(|e| e.to_string())
+            .and_then(|exe| kill::run(kind, p, exe, url));
+        match run {
+            Ok(r) => {
+                if kind == Kind::Ours {
+                    figures.kill = Some(r.clone());
+                }
+                t.row(tables::kill_row(&name, &r));
+            }
+            Err(e) => t.row(failed_row(&name, &e)),
+        }
+    }
+    t
+}
+
+fn throughput_table(
+    p: &ThroughputParams,
+    url: Option<&str>,
+    progress: &Progress,
+    figures: &mut Figures,
+) -> Table {
+    let mut t = tables::throughput(p);
+    for imp in [
+        Impl::Embedded,
+        Impl::Redis { nodes: 1 },
+        Impl::Peer { nodes: 1 },
+    ] {
+        if imp.needs_redis() && url.is_none() {
+            continue;
+        }
+        let name = match imp {
+            Impl::Embedded => "ours, embedded".to_string(),
+            Impl::Redis { .. } => "ours, Redis".into(),
+            Impl::Peer { .. } => "one-second Redis wheel".into(),
+        };
+        progress.say(format!("durable throughput: {name}{}", load()));
+        match throughput::measure(imp, p, url) {
+            Ok(m) => {
+                figures.throughput(imp, &m);
+                t.row(tables::throughput_row(&name, &m));
+            }
+            Err(e) => t.row(failed_row(&name, &e)),
+        }
+    }
+    t
+}
+
+fn restart_table(p: &ThroughputParams, progress: &Progress, figures: &mut Figures) -> Table {
+    let mut t = tables::restart(p);
+    progress.say(format!(
+        "durable restart: {} pending in the embedded store{}",
+        fmt_count(p.restart),
+        load()
+    ));
+    match throughput::restart(p) {
+        Ok(r) => {
+            t.row(restart_row(&r));
+            figures.restart = Some(r);
+        }
+        Err(e) => t.row(failed_row("ours, embedded", &e)),
+    }
+    t
+}
+
+fn restart_row(r: &Restart) -> Vec<String> {
+    vec![
+        "ours, embedded".into(),
+        fmt_count(r.pending),
+        fmt_count(r.overdue),
+        format!("{:.0}", r.fill_rate),
+        format!("{:.1}", r.file_bytes as f64 / 1e6),
+        ms(r.build),
+        ms(r.first),
+        ms(r.all_overdue),
+        r.check.label(),
+    ]
+}

@@ -1,0 +1,113 @@
+//! The durable section's node processes (the hidden `--durable-node` mode
+//! of the `wheel-bench` binary) on a private Redis server: they report
+//! their handler runs, and a node killed mid window loses nothing of ours.
+//! Skipped without `redis-server` (unless `WHEEL_REQUIRE_REDIS=1`).
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use wheel::durable::redis_server::{RedisServer, ServerOptions};
+use wheel_bench::durable::kill::{self, KillParams};
+use wheel_bench::durable::node::{Event, Kind, NodeProcess, NodeSpec};
+use wheel_bench::durable::peer::SecondWheel;
+use wheel_bench::durable::{key, PAYLOAD};
+
+fn exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_wheel-bench"))
+}
+
+fn spec(kind: Kind, url: &str) -> NodeSpec {
+    NodeSpec {
+        kind,
+        workers: 2,
+        lease_ms: 2_000,
+        work_us: 0,
+        namespace: "nodes".into(),
+        url: url.into(),
+    }
+}
+
+/// Events of one node until `done` says so or 20 s pass.
+fn events_until(
+    rx: &mpsc::Receiver<(usize, Event)>,
+    mut done: impl FnMut(&[Event]) -> bool,
+) -> Vec<Event> {
+    let mut seen = Vec::new();
+    let give_up = Instant::now() + Duration::from_secs(20);
+    while !done(&seen) && Instant::now() < give_up {
+        if let Ok((_, ev)) = rx.recv_timeout(Duration::from_millis(50)) {
+            seen.push(ev);
+        }
+    }
+    seen
+}
+
+fn started(events: &[Event]) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e, Event::Started(..)))
+        .count()
+}
+
+#[test]
+fn node_processes_report_each_run_and_stop_when_their_input_closes() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let url = server.url();
+    for kind in [Kind::Ours, Kind::Peer] {
+        let (tx, rx) = mpsc::channel();
+        let node = NodeProcess::spawn(exe(), &spec(kind, &url), 0, tx).unwrap();
+        let ready = events_until(&rx, |e| e.contains(&Event::Ready));
+        assert!(ready.contains(&Event::Ready), "{kind:?}: {ready:?}");
+        let due = SystemTime::now() + Duration::from_millis(1_500);
+        let keys: Vec<(String, SystemTime)> = (0..20).map(|i| (key(i), due)).collect();
+        match kind {
+            Kind::Ours => {
+                let client = wheel::durable::DurableTimers::builder()
+                    .redis(&url)
+                    .namespace("nodes")
+                    .build()
+                    .unwrap();
+                for (k, d) in &keys {
+                    client.add(k, *d, PAYLOAD).unwrap();
+                }
+            }
+            Kind::Peer => {
+                let wheel = SecondWheel::open(&url, "nodes").unwrap();
+                wheel.add_many(&keys, PAYLOAD).unwrap();
+            }
+        }
+        let seen = events_until(&rx, |e| started(e) == 20);
+        assert_eq!(started(&seen), 20, "{kind:?}: {seen:?}");
+        if kind == Kind::Peer {
+            assert!(seen.iter().any(|e| matches!(e, Event::Took(_))), "{seen:?}");
+        }
+        node.finish(Duration::from_secs(10));
+        let rest: Vec<Event> = rx.try_iter().map(|(_, e)| e).collect();
+        assert_eq!(rest.last(), Some(&Event::Gone), "{kind:?}: {rest:?}");
+    }
+}
+
+#[test]
+fn our_node_killed_mid_window_loses_nothing_and_runs_nothing_early() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let p = KillParams {
+        rate: 200,
+        window: Duration::from_secs(3),
+        lead: Duration::from_millis(500),
+        nodes: 3,
+        workers: 2,
+        lease: Duration::from_secs(1),
+        work: Duration::from_millis(1),
+        grace: Duration::from_secs(2),
+    };
+    let r = kill::run(Kind::Ours, &p, exe(), &server.url()).unwrap();
+    let s = &r.summary;
+    assert_eq!((s.lost, s.early), (0, 0), "{r:?}");
+    // At-least-once: only runs the killed node had started may run again.
+    assert!(s.duplicates <= r.cut_short as u64, "{r:?}");
+}
