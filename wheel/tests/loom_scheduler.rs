@@ -164,6 +164,40 @@ fn no_lost_wakeup_for_a_cancel() {
     });
 }
 
+/// A cancel that may come before the tick thread applies the timer's
+/// insert (then the canceller sends no command: the tick thread frees the
+/// closure when it applies the insert) or after (then it sends a `Cancel`):
+/// either way the closure is dropped without any `advance`, exactly once,
+/// and the timer is counted as cancelled, not dropped. The insert and the
+/// cancel come from one thread, so the race is only with the tick thread's
+/// `mark_applied`; `no_lost_wakeup_for_a_cancel` has them on two threads.
+#[test]
+fn cancel_races_the_insert() {
+    check(|| {
+        struct OnDrop(Arc<Notify>, Arc<AtomicUsize>);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                self.1.fetch_add(1, Ordering::SeqCst);
+                self.0.notify();
+            }
+        }
+        let clock = ManualClock::new();
+        let s = scheduler(&clock);
+        let freed = Arc::new(Notify::new());
+        let drops = Arc::new(AtomicUsize::new(0));
+        let guard = OnDrop(freed.clone(), drops.clone());
+        let h = s
+            .schedule(Duration::from_secs(3600), move || drop(guard))
+            .unwrap();
+        assert!(h.cancel());
+        freed.wait();
+        let st = s.stats();
+        assert_eq!((st.pending, st.scheduled, st.cancelled), (0, 1, 1));
+        assert_eq!(s.shutdown(), 0);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    });
+}
+
 /// A handle kept after its timer fired must not touch the slot's next
 /// occupant (ABA): its cancel and reset answer false, and the new timer
 /// stays pending.

@@ -9,6 +9,10 @@
 //! onto the calling thread's lane, `cancel`/`reset` onto the lane recorded
 //! in the handle (the lane of the timer's `Insert`); workers push re-arms
 //! of repeating timers onto their own lane; only the tick thread pops.
+//! `cancel` pushes nothing unless the tick thread holds the entry (see
+//! `Cancelled` in `slots/transitions.rs`): a timer cancelled before its
+//! `Insert` was applied is freed when it is, and one with a worker is
+//! freed by the worker.
 //! Because a handle is returned only after its insert was pushed, and each
 //! lane is linearizable FIFO, the tick thread always sees a timer's
 //! `Insert` before any `Cancel`/`Reset` sent through one of its handles.
@@ -49,6 +53,7 @@ use crate::sync::{fence, thread_stripe, Arc, AtomicBool, AtomicU64, Ordering};
 
 use super::handle::TimerHandle;
 use super::lanes::LaneRef;
+use super::slots::Cancelled;
 use super::{Scheduler, Shared};
 
 /// `planned` value while the tick thread is awake (no producer wakes it).
@@ -297,7 +302,7 @@ impl Shared {
     pub(crate) fn cancel(&self, lane: usize, index: u32, gen: u32) -> bool {
         match self.slots.cancel(index, gen) {
             None => false,
-            Some(was_running) => {
+            Some(holder) => {
                 self.lanes[lane]
                     .counts
                     .cancelled
@@ -305,11 +310,11 @@ impl Shared {
                 if self.bounded() {
                     self.counters.pending.fetch_sub(1, Ordering::Relaxed);
                 }
-                if !was_running {
-                    // A queued or running timer's entry is with a worker,
-                    // which releases it; otherwise the tick thread frees it.
-                    // Same lane as the insert: the tick thread sees the
-                    // insert first.
+                // Only an entry the tick thread holds needs a command: an
+                // unapplied insert finds the word cancelled when it is
+                // applied, a worker finds it when it starts or finishes
+                // the run.
+                if holder == Cancelled::WithTicker {
                     self.submit(lane, Command::Cancel { index, gen }, NEVER);
                 }
                 true

@@ -347,12 +347,13 @@ impl Ticker {
     /// A new timer: into the wheel, unless it was cancelled already.
     #[inline]
     fn apply_insert(&mut self, lane: usize, entry: Entry) {
-        let w = self.shared.slots.load(entry.index);
-        if state_of(w) == CANCELLED {
-            self.release(lane, entry.index);
-        } else {
-            debug_assert_eq!(state_of(w), PENDING);
+        if self.shared.slots.mark_applied(entry.index) {
             self.arm(entry);
+        } else {
+            // Cancelled before this insert: its canceller sent nothing.
+            let index = entry.index;
+            drop(entry);
+            self.release(lane, index);
         }
     }
 

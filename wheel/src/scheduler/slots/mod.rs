@@ -24,7 +24,7 @@ use crate::sync::{AtomicU64, CachePadded, OnceLock, Ordering, RingQueue};
 mod transitions;
 mod word;
 
-pub(crate) use self::transitions::{Claim, Start};
+pub(crate) use self::transitions::{Cancelled, Claim, Start};
 pub(crate) use self::word::{
     gen_of, is_repeat, seq_of, state_of, CANCELLED, PENDING, QUEUED, RUNNING,
 };
@@ -346,17 +346,17 @@ mod tests {
         assert_eq!(t.alloc(1, false).unwrap(), (3, 0), "lane 1 keeps its block");
         // A released slot goes to the lane the releaser names, with the
         // next generation, and is reused before any fresh index...
-        assert_eq!(t.cancel(1, 0), Some(false));
+        assert_eq!(t.cancel(1, 0), Some(Cancelled::Unapplied));
         t.release(1, 1);
         assert_eq!(t.alloc(1, false).unwrap(), (1, 1));
         // ...also by a producer on another lane (stolen), so the table
         // does not grow while slots are free.
-        assert_eq!(t.cancel(2, 0), Some(false));
+        assert_eq!(t.cancel(2, 0), Some(Cancelled::Unapplied));
         t.release(1, 2);
         assert_eq!(t.alloc(2, true).unwrap(), (2, 1));
         assert_eq!(t.alloc(2, false).unwrap(), (2 * b, 0), "then a fresh block");
         // retire + recycle is release in two steps.
-        assert_eq!(t.cancel(0, 0), Some(false));
+        assert_eq!(t.cancel(0, 0), Some(Cancelled::Unapplied));
         assert_eq!(t.retire(0), 1);
         assert_eq!(t.cancel(0, 0), None, "stale once retired");
         t.recycle(t.home_lane(0), 0, 1);

@@ -6,6 +6,7 @@
 //! | from | to | by | operation |
 //! |------|----|----|-----------|
 //! | FREE(g) | PENDING(g, 0) | the allocating producer (sole owner of a popped free index) | `alloc` (plain store) |
+//! | PENDING(g, s) | PENDING(g, s), applied | tick thread, applying the timer's `Insert` | `mark_applied` (CAS) |
 //! | PENDING(g, s) | PENDING(g, s+1) | any thread with a handle | `reset` (CAS) |
 //! | RUNNING(g, s), repeating | RUNNING(g, s+1) | any thread with a handle | `reset` (CAS) |
 //! | QUEUED(g, s) | QUEUED(g, s+1) | any thread with a handle | `reset` (CAS) |
@@ -21,6 +22,16 @@
 //! `release` is a plain store because no other thread can change the word
 //! in those states: `cancel`/`reset` never CAS a one-shot RUNNING word or a
 //! CANCELLED word, and only the owner of the entry claims or finishes it.
+//! Every CAS but `alloc`'s store and `release` keeps the `applied` bit.
+//!
+//! **Who frees a cancelled entry.** `cancel` tells its caller where the
+//! entry is ([`Cancelled`]): still in a command queue (`applied` clear:
+//! the tick thread's `mark_applied` fails when it applies the `Insert`,
+//! and it frees the entry then, so the canceller sends nothing), with the
+//! tick thread (it must be told: a `Cancel` command), or with a worker
+//! (which frees it after `start` or `finish_run` fails). `mark_applied`
+//! and `cancel` are CASes on one word, so exactly one of "the tick thread
+//! armed the entry" and "the canceller saw `applied` clear" comes first.
 //!
 //! **Release ownership.** A slot is released exactly once, by whoever holds
 //! the timer's entry (its closure) when it is known to be over: the worker
@@ -43,10 +54,23 @@
 //! longer be claimed, so the old deadline can never fire.
 
 use super::word::{
-    bump_seq, gen_of, is_repeat, seq_of, state_of, with_state, CANCELLED, PENDING, QUEUED, RUNNING,
+    bump_seq, gen_of, is_applied, is_repeat, seq_of, state_of, with_applied, with_state, CANCELLED,
+    PENDING, QUEUED, RUNNING,
 };
 use super::SlotTable;
 use crate::sync::Ordering;
+
+/// Where a timer's entry was when `cancel` succeeded: who frees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cancelled {
+    /// Its `Insert` is still in a command queue: the tick thread frees it
+    /// when it applies the `Insert` (no command needed).
+    Unapplied,
+    /// The tick thread holds it: a `Cancel` command must tell it.
+    WithTicker,
+    /// A worker holds it (QUEUED or RUNNING) and frees it.
+    WithWorker,
+}
 
 /// What the tick thread's claim of an expired entry found.
 #[derive(Debug, PartialEq, Eq)]
@@ -74,20 +98,20 @@ pub(crate) enum Start {
 
 impl SlotTable {
     /// `cancel` from a handle: PENDING or QUEUED → CANCELLED, or RUNNING →
-    /// CANCELLED for a repeating timer. On success, `Some(with_worker)`:
-    /// whether the entry is with a worker (QUEUED, RUNNING), which then
-    /// releases the slot; otherwise the tick thread does.
-    pub(crate) fn cancel(&self, index: u32, gen: u32) -> Option<bool> {
+    /// CANCELLED for a repeating timer. On success, where the entry is
+    /// (who releases the slot); `None` if the handle's timer is over.
+    pub(crate) fn cancel(&self, index: u32, gen: u32) -> Option<Cancelled> {
         let word = self.word(index);
         let mut w = word.load(Ordering::Acquire);
         loop {
             if gen_of(w) != gen {
                 return None;
             }
-            let running = match state_of(w) {
-                PENDING => false,
-                QUEUED => true,
-                RUNNING if is_repeat(w) => true,
+            let holder = match state_of(w) {
+                PENDING if is_applied(w) => Cancelled::WithTicker,
+                PENDING => Cancelled::Unapplied,
+                QUEUED => Cancelled::WithWorker,
+                RUNNING if is_repeat(w) => Cancelled::WithWorker,
                 _ => return None,
             };
             match word.compare_exchange_weak(
@@ -96,7 +120,32 @@ impl SlotTable {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Some(running),
+                Ok(_) => return Some(holder),
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// The tick thread applies a timer's `Insert`: sets `applied` on a
+    /// PENDING word (whatever its sequence: a reset's command follows the
+    /// `Insert` on its lane). `false` if the timer was cancelled first:
+    /// then nobody sent a `Cancel`, and the caller frees the entry.
+    pub(crate) fn mark_applied(&self, index: u32) -> bool {
+        let word = self.word(index);
+        let mut w = word.load(Ordering::Acquire);
+        loop {
+            match state_of(w) {
+                PENDING => {}
+                CANCELLED => return false,
+                other => unreachable!("applied an insert in state {other}"),
+            }
+            match word.compare_exchange_weak(
+                w,
+                with_applied(w),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
                 Err(now) => w = now,
             }
         }
@@ -248,6 +297,7 @@ mod tests {
         let t = SlotTable::new(1);
         let (i, g) = t.alloc(0, false).unwrap();
         assert!(t.is_active(i, g));
+        assert!(t.mark_applied(i));
         assert_eq!(t.reset(i, g), Some(1));
         assert_eq!(t.claim(i, 0), Claim::Stale);
         assert_eq!(t.claim(i, 1), Claim::Won);
@@ -269,6 +319,7 @@ mod tests {
             (i, g + 1),
             "free slot reused with a new generation"
         );
+        assert!(t.mark_applied(j));
         assert_eq!(t.claim(j, 0), Claim::Won);
         assert_eq!(t.start(j, 0), Start::Run);
         assert_eq!(
@@ -278,18 +329,26 @@ mod tests {
         );
         assert_eq!(t.finish_run(j), Some(1));
         assert_eq!(t.cancel(j, g), None);
-        assert_eq!(t.cancel(j, g2), Some(false));
+        assert_eq!(t.cancel(j, g2), Some(Cancelled::WithTicker));
         assert_eq!(t.claim(j, 1), Claim::Cancelled);
         assert!(!t.cancel_current(j));
         t.release(0, j);
         let (k, g3) = t.alloc(0, false).unwrap();
+        assert!(t.mark_applied(k));
         assert_eq!(t.claim(k, 0), Claim::Won);
         assert_eq!(
             t.cancel(k, g3),
-            Some(true),
+            Some(Cancelled::WithWorker),
             "queued: cancellable, the worker releases"
         );
         assert_eq!(t.start(k, 0), Start::Cancelled);
         t.release(0, k);
+        // Cancelled before the tick thread applied the insert: the insert
+        // finds it cancelled (and frees it), so no command is needed.
+        let (u, g4) = t.alloc(0, false).unwrap();
+        assert_eq!(t.reset(u, g4), Some(1), "reset keeps it unapplied");
+        assert_eq!(t.cancel(u, g4), Some(Cancelled::Unapplied));
+        assert!(!t.mark_applied(u));
+        t.release(0, u);
     }
 }
