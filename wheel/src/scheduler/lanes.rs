@@ -71,6 +71,14 @@ pub(crate) struct LaneRef {
     pub(crate) lane: usize,
 }
 
+/// The lane of stripe `stripe` among `lanes` lanes (a power of two: a
+/// mask, not a division, on the producer path).
+#[inline]
+pub(crate) fn lane_of(stripe: usize, lanes: usize) -> usize {
+    debug_assert!(lanes.is_power_of_two());
+    stripe & (lanes - 1)
+}
+
 /// Number of lanes for a machine with `cores` cores: a power of two of at
 /// least four per core, so that the round-robin stripes of the producers,
 /// workers and callers rarely collide; at least 8, at most 64.
@@ -98,7 +106,7 @@ const MAX_LANES: usize = 64;
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::lane_count;
+    use super::{lane_count, lane_of};
 
     #[test]
     fn lane_count_is_a_bounded_power_of_two() {
@@ -108,5 +116,17 @@ mod tests {
         assert_eq!(lane_count(3), 16);
         assert_eq!(lane_count(16), 64);
         assert_eq!(lane_count(usize::MAX), 64);
+    }
+
+    #[test]
+    fn lane_of_wraps_like_a_remainder() {
+        assert_eq!(lane_of(0, 1), 0);
+        assert_eq!(lane_of(usize::MAX, 1), 0);
+        assert_eq!(lane_of(7, 8), 7);
+        assert_eq!(lane_of(8, 8), 0);
+        assert_eq!(lane_of(usize::MAX, 64), 63);
+        for s in 0..200 {
+            assert_eq!(lane_of(s, 16), s % 16);
+        }
     }
 }

@@ -57,7 +57,7 @@ use crate::sync::{
     thread, thread_stripe, Arc, AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering, Unparker,
 };
 
-use self::lanes::{Lane, LaneCounts};
+use self::lanes::{lane_of, Lane, LaneCounts};
 use self::slots::SlotTable;
 use self::submit::WakePlan;
 use self::threads::{shutdown, Outer};
@@ -152,7 +152,7 @@ impl Shared {
 
     /// The lane of the calling thread.
     pub(crate) fn my_lane(&self) -> usize {
-        thread_stripe() % self.lanes.len()
+        lane_of(thread_stripe(), self.lanes.len())
     }
 
     /// Whether every lane's command queue is empty.

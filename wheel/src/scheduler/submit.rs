@@ -52,7 +52,7 @@ use crate::error::ScheduleError;
 use crate::sync::{fence, thread_stripe, Arc, AtomicBool, AtomicU64, Ordering};
 
 use super::handle::TimerHandle;
-use super::lanes::LaneRef;
+use super::lanes::{lane_of, LaneRef};
 use super::slots::Cancelled;
 use super::{Scheduler, Shared};
 
@@ -349,7 +349,7 @@ impl Scheduler {
     /// The handle target of the calling thread's lane.
     fn lane_ref(&self) -> &Arc<LaneRef> {
         let refs = &self.outer.refs;
-        &refs[thread_stripe() % refs.len()]
+        &refs[lane_of(thread_stripe(), refs.len())]
     }
 
     /// Runs `f` once, `delay` from now, on a worker thread.

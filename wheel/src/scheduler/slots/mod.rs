@@ -21,6 +21,8 @@
 
 use crate::sync::{AtomicU64, CachePadded, OnceLock, Ordering, RingQueue};
 
+use super::lanes::lane_of;
+
 mod transitions;
 mod word;
 
@@ -127,9 +129,9 @@ pub(crate) struct SlotTable {
 }
 
 impl SlotTable {
-    /// A table with `lanes` lanes (at least 1).
+    /// A table with `lanes` lanes (a power of two).
     pub(crate) fn new(lanes: usize) -> SlotTable {
-        let lanes = lanes.max(1);
+        assert!(lanes.is_power_of_two(), "lanes: a power of two");
         let chunks: Box<[OnceLock<Box<[AtomicU64]>>]> =
             (0..CHUNKS).map(|_| OnceLock::new()).collect();
         let table = SlotTable {
@@ -167,15 +169,12 @@ impl SlotTable {
     /// all 2^32 indices are in use.
     fn take_index(&self, lane: usize) -> Option<(u32, u32)> {
         let lanes = self.free.len();
-        let lane = lane % lanes;
-        // `is_empty` first: it is two loads, while `pop` on an empty
-        // queue costs a fence.
+        let lane = lane_of(lane, lanes);
+        // `RingQueue::pop` checks for emptiness with loads first (an empty
+        // crossbeam queue's `pop` costs a fence).
         for d in 0..lanes {
-            let q = &self.free[(lane + d) % lanes];
-            if !q.is_empty() {
-                if let Some(v) = q.pop() {
-                    return Some(unpack_free(v));
-                }
+            if let Some(v) = self.free[lane_of(lane + d, lanes)].pop() {
+                return Some(unpack_free(v));
             }
         }
         self.take_fresh(lane).map(|i| (i, 0))
@@ -268,13 +267,13 @@ impl SlotTable {
     /// The second half of [`release`](Self::release): the retired index
     /// goes to `lane`'s free list.
     pub(crate) fn recycle(&self, lane: usize, index: u32, gen: u32) {
-        self.free[lane % self.free.len()].push(pack_free(index, gen));
+        self.free[lane_of(lane, self.free.len())].push(pack_free(index, gen));
     }
 
     /// The lane an index is returned to when the releaser knows no better
     /// one.
     pub(crate) fn home_lane(&self, index: u32) -> usize {
-        (index as usize / FRESH_BLOCK as usize) % self.free.len()
+        lane_of(index as usize / FRESH_BLOCK as usize, self.free.len())
     }
 }
 
