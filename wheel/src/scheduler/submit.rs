@@ -142,8 +142,10 @@ pub(crate) struct Entry {
 
 /// What the tick thread is asked to do.
 pub(crate) enum Command {
-    /// A new timer: put it in the wheel at `entry.due`.
-    Insert(Entry),
+    /// A new timer of slot generation `gen`: put it in the wheel at
+    /// `entry.due`, unless it was cancelled first (then its slot no longer
+    /// carries `gen`).
+    Insert { entry: Entry, gen: u32 },
     /// A repeating timer whose run just ended: schedule its next run.
     Rearm(Entry),
     /// A handle cancelled this timer: drop its entry now.
@@ -263,12 +265,15 @@ impl Shared {
             return Err(ScheduleError::Full);
         };
         let tick = s.time.tick_of_due(due);
-        s.lanes[lane].commands.push(Command::Insert(Entry {
-            task,
-            index,
-            seq: 0,
-            due,
-        }));
+        s.lanes[lane].commands.push(Command::Insert {
+            entry: Entry {
+                task,
+                index,
+                seq: 0,
+                due,
+            },
+            gen,
+        });
         // One fence for both checks. It pairs with the fence in `shutdown`
         // (either the tick thread's final drain sees this insert, or we see
         // the flag here and take the timer back, or learn that the tick
@@ -277,7 +282,7 @@ impl Shared {
         // insert, or we see its plan here).
         fence(Ordering::SeqCst);
         if s.shutdown.load(Ordering::SeqCst) {
-            if s.slots.cancel(index, gen).is_some() {
+            if s.slots.cancel(lane, index, gen).is_some() {
                 if bounded {
                     s.counters.pending.fetch_sub(1, Ordering::Relaxed);
                 }
@@ -300,7 +305,7 @@ impl Shared {
 
     /// `TimerHandle::cancel` for a handle of `lane`.
     pub(crate) fn cancel(&self, lane: usize, index: u32, gen: u32) -> bool {
-        match self.slots.cancel(index, gen) {
+        match self.slots.cancel(lane, index, gen) {
             None => false,
             Some(holder) => {
                 self.lanes[lane]
@@ -311,9 +316,9 @@ impl Shared {
                     self.counters.pending.fetch_sub(1, Ordering::Relaxed);
                 }
                 // Only an entry the tick thread holds needs a command: an
-                // unapplied insert finds the word cancelled when it is
-                // applied, a worker finds it when it starts or finishes
-                // the run.
+                // unapplied insert finds its slot gone when it is applied,
+                // a worker finds the word cancelled when it starts or
+                // finishes the run.
                 if holder == Cancelled::WithTicker {
                     self.submit(lane, Command::Cancel { index, gen }, NEVER);
                 }
@@ -498,7 +503,14 @@ pub(crate) fn next_fixed_rate(prev: u64, period: u64, started: u64) -> u64 {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::next_fixed_rate;
+    use super::{next_fixed_rate, Command};
+
+    #[test]
+    fn a_command_is_40_bytes() {
+        // A command queue's slot is this plus crossbeam's state word; an
+        // insert's generation fits in the enum's padding.
+        assert_eq!(std::mem::size_of::<Command>(), 40);
+    }
 
     #[test]
     fn fixed_rate_boundaries() {

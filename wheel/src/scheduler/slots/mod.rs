@@ -345,21 +345,30 @@ mod tests {
         assert_eq!(t.alloc(1, false).unwrap(), (3, 0), "lane 1 keeps its block");
         // A released slot goes to the lane the releaser names, with the
         // next generation, and is reused before any fresh index...
-        assert_eq!(t.cancel(1, 0), Some(Cancelled::Unapplied));
+        assert!(t.mark_applied(1, 0));
+        assert_eq!(t.cancel(1, 1, 0), Some(Cancelled::WithTicker));
         t.release(1, 1);
         assert_eq!(t.alloc(1, false).unwrap(), (1, 1));
         // ...also by a producer on another lane (stolen), so the table
         // does not grow while slots are free.
-        assert_eq!(t.cancel(2, 0), Some(Cancelled::Unapplied));
+        assert!(t.mark_applied(2, 0));
+        assert_eq!(t.cancel(1, 2, 0), Some(Cancelled::WithTicker));
         t.release(1, 2);
         assert_eq!(t.alloc(2, true).unwrap(), (2, 1));
         assert_eq!(t.alloc(2, false).unwrap(), (2 * b, 0), "then a fresh block");
         // retire + recycle is release in two steps.
-        assert_eq!(t.cancel(0, 0), Some(Cancelled::Unapplied));
+        assert!(t.mark_applied(0, 0));
+        assert_eq!(t.cancel(1, 0, 0), Some(Cancelled::WithTicker));
         assert_eq!(t.retire(0), 1);
-        assert_eq!(t.cancel(0, 0), None, "stale once retired");
+        assert_eq!(t.cancel(1, 0, 0), None, "stale once retired");
         t.recycle(t.home_lane(0), 0, 1);
         assert_eq!(t.alloc(0, false).unwrap(), (0, 1));
+        // A cancel before the insert is applied frees the slot onto the
+        // canceller's lane at once, with the next generation.
+        let (i, g) = t.alloc(3, false).unwrap();
+        assert_eq!(t.cancel(3, i, g), Some(Cancelled::Unapplied));
+        assert!(!t.is_active(i, g));
+        assert_eq!(t.alloc(3, false).unwrap(), (i, g + 1));
     }
 
     #[test]
