@@ -241,6 +241,8 @@ pub struct Scheduler {
 /// h.cancel();
 /// let stats = scheduler.stats();
 /// assert_eq!((stats.pending, stats.scheduled, stats.cancelled), (0, 1, 1));
+/// // Time since the start, whether or not the tick thread is awake.
+/// assert!(stats.elapsed >= stats.advanced);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -264,10 +266,18 @@ pub struct Stats {
     pub max_lateness: Duration,
     /// Runs that are due and handed to the workers but not started yet.
     pub queued: usize,
-    /// How far (from the scheduler's start) the tick thread has advanced
-    /// its wheel; with a `ManualClock`, equal to the clock's elapsed time
-    /// rounded down to the tick once the tick thread has caught up.
+    /// Time since the scheduler started, read from its clock when the
+    /// snapshot is taken (with a `ManualClock`: how far the clock has been
+    /// advanced since the scheduler was built).
     pub elapsed: Duration,
+    /// How far (from the scheduler's start) the tick thread has advanced
+    /// its wheel: every timer due before then has been handed to the
+    /// workers. It moves only when the tick thread wakes (a timer is due, or
+    /// commands arrived), so on an idle scheduler it stays where the last
+    /// wake-up left it while `elapsed` goes on; rounded down to the tick.
+    /// With a `ManualClock`, equal to `elapsed` rounded down to the tick
+    /// once the tick thread has caught up with an `advance`.
+    pub advanced: Duration,
     /// The tick length.
     pub tick: Duration,
     /// Number of worker threads.
@@ -366,9 +376,11 @@ impl Scheduler {
         let c = &s.counters;
         let reached = c.reached_tick.load(Ordering::Acquire);
         let conv = s.time.conv();
-        let elapsed = conv
+        let advanced = conv
             .instant_of(reached)
             .map_or(Duration::MAX, |at| at - conv.origin());
+        // Read after `reached`, so that `advanced <= elapsed`.
+        let elapsed = Duration::from_nanos(s.time.now_nanos());
         let sum = |f: fn(&LaneCounts) -> &AtomicU64| -> u64 {
             s.lanes
                 .iter()
@@ -389,6 +401,7 @@ impl Scheduler {
             max_lateness: Duration::from_nanos(c.max_lateness.load(Ordering::Relaxed)),
             queued: s.pool.queued(),
             elapsed,
+            advanced,
             tick: conv.tick_len(),
             workers: s.workers,
         }
