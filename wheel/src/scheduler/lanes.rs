@@ -22,15 +22,32 @@ use super::Shared;
 /// (in [`SlotTable`](super::slots::SlotTable)), counters and handle reference count ([`LaneRef`]).
 pub(crate) struct Lane {
     pub(crate) commands: Queue<Command>,
-    pub(crate) counts: CachePadded<LaneCounts>,
+    pub(crate) counts: LaneCounts,
 }
 
-/// A lane's stripe of the statistics. `Stats` sums the stripes.
+/// A lane's stripe of the statistics. `Stats` sums the stripes. The
+/// counters producers write and those workers write are on separate cache
+/// lines, so that a worker that shares a producer's lane does not take the
+/// producer's line on every run.
 pub(crate) struct LaneCounts {
+    /// Written by `schedule*` and `cancel`.
+    pub(crate) submit: CachePadded<SubmitCounts>,
+    /// Written by workers.
+    pub(crate) runs: CachePadded<RunCounts>,
+}
+
+/// The producer side of [`LaneCounts`].
+#[derive(Default)]
+pub(crate) struct SubmitCounts {
     /// Timers accepted by `schedule*` on this lane.
     pub(crate) scheduled: AtomicU64,
     /// Successful `cancel`s of handles of this lane.
     pub(crate) cancelled: AtomicU64,
+}
+
+/// The worker side of [`LaneCounts`].
+#[derive(Default)]
+pub(crate) struct RunCounts {
     /// Timers over for another reason than `cancel` or shutdown: one-shot
     /// timers that started, repeating timers stopped by a worker.
     pub(crate) ended: AtomicU64,
@@ -45,19 +62,10 @@ impl Lane {
     pub(crate) fn new() -> Lane {
         Lane {
             commands: Queue::new(),
-            counts: CachePadded::new(LaneCounts::new()),
-        }
-    }
-}
-
-impl LaneCounts {
-    fn new() -> LaneCounts {
-        LaneCounts {
-            scheduled: AtomicU64::new(0),
-            cancelled: AtomicU64::new(0),
-            ended: AtomicU64::new(0),
-            fired: AtomicU64::new(0),
-            panicked: AtomicU64::new(0),
+            counts: LaneCounts {
+                submit: CachePadded::new(SubmitCounts::default()),
+                runs: CachePadded::new(RunCounts::default()),
+            },
         }
     }
 }

@@ -165,6 +165,7 @@ impl Shared {
     pub(crate) fn timer_ended(&self, lane: usize) {
         self.lanes[lane]
             .counts
+            .runs
             .ended
             .fetch_add(1, Ordering::Relaxed);
         if self.bounded() {
@@ -180,13 +181,13 @@ impl Shared {
         let mut over = self.counters.dropped.load(Ordering::Relaxed);
         for l in self.lanes.iter() {
             over = over
-                .wrapping_add(l.counts.cancelled.load(Ordering::Relaxed))
-                .wrapping_add(l.counts.ended.load(Ordering::Relaxed));
+                .wrapping_add(l.counts.submit.cancelled.load(Ordering::Relaxed))
+                .wrapping_add(l.counts.runs.ended.load(Ordering::Relaxed));
         }
         let scheduled: u64 = self
             .lanes
             .iter()
-            .map(|l| l.counts.scheduled.load(Ordering::Relaxed))
+            .map(|l| l.counts.submit.scheduled.load(Ordering::Relaxed))
             .sum();
         usize::try_from(scheduled.saturating_sub(over)).unwrap_or(usize::MAX)
     }
@@ -393,10 +394,10 @@ impl Scheduler {
             } else {
                 s.derived_pending()
             },
-            scheduled: sum(|l| &l.scheduled),
-            fired: sum(|l| &l.fired),
-            cancelled: sum(|l| &l.cancelled),
-            panicked: sum(|l| &l.panicked),
+            scheduled: sum(|l| &l.submit.scheduled),
+            fired: sum(|l| &l.runs.fired),
+            cancelled: sum(|l| &l.submit.cancelled),
+            panicked: sum(|l| &l.runs.panicked),
             dropped: c.dropped.load(Ordering::Relaxed),
             max_lateness: Duration::from_nanos(c.max_lateness.load(Ordering::Relaxed)),
             queued: s.pool.queued(),

@@ -294,6 +294,7 @@ impl Shared {
         }
         s.lanes[lane]
             .counts
+            .submit
             .scheduled
             .fetch_add(1, Ordering::Relaxed);
         Ok(TimerHandle {
@@ -310,6 +311,7 @@ impl Shared {
             Some(holder) => {
                 self.lanes[lane]
                     .counts
+                    .submit
                     .cancelled
                     .fetch_add(1, Ordering::Relaxed);
                 if self.bounded() {
