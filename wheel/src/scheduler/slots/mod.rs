@@ -111,7 +111,8 @@ fn unpack_fresh(v: u64) -> (u32, u32) {
 ///
 /// Each *lane* (see `lanes.rs`) has its own block of never-used indices and
 /// its own free list; releasers return an index to the lane it came from
-/// when they know it (the tick thread applying a lane's `Cancel`), else to
+/// when they know it (the tick thread applying a lane's `Cancel`, a
+/// canceller freeing an unapplied timer of its handle's lane), else to
 /// their own lane. So a producer that stays on its lane allocates and gets
 /// its slots back without touching another thread's cache lines. Which
 /// lane an index is on never matters for correctness.

@@ -24,7 +24,8 @@
 //! `release` is a plain store because no other thread can change the word
 //! in those states: `cancel`/`reset` never CAS a one-shot RUNNING word or a
 //! CANCELLED word, and only the owner of the entry claims or finishes it.
-//! Every CAS but `alloc`'s store and `release` keeps the `applied` bit.
+//! Every transition keeps the `applied` bit except the ones to FREE
+//! (`release`, and `cancel` of an unapplied timer), which start a new word.
 //!
 //! **Who frees a cancelled entry.** `cancel` tells its caller where the
 //! entry is ([`Cancelled`]): still in a command queue (`applied` clear),
@@ -48,19 +49,22 @@
 //! the timer's entry (its closure) when it is known to be over: the worker
 //! after a one-shot run or after a cancelled/stopped repeating run; the tick
 //! thread when it removes a cancelled entry from its wheel, pops one whose
-//! claim finds it cancelled, or receives an insert/re-arm of a cancelled
-//! timer. Since the entry is unique (it is moved, never copied), so is the
-//! release. After `release` the index (with its new generation) goes to
-//! its lane's free list; the tick thread does this in batches (`retire`
-//! now, `recycle` at the end of its round or every 256 slots).
+//! claim finds it cancelled, or receives a re-arm of a cancelled timer.
+//! Since the entry is unique (it is moved, never copied), so is the
+//! release. The one exception is the unapplied cancel above, where the
+//! canceller frees the slot and the entry's holder (the tick thread, once
+//! it pops the `Insert`) frees only the entry; one CAS decides which case
+//! holds. After `release` the index (with its new generation) goes to its
+//! lane's free list; the tick thread does this in batches (`retire` now,
+//! `recycle` at the end of its round or every 256 slots).
 //!
 //! **Linearizability.** "cancel returns true" and "the callback starts" are
-//! the two CASes {PENDING, QUEUED}→CANCELLED and QUEUED→RUNNING on the same
-//! word; the latter is made by the worker immediately before it calls the
-//! closure. For a one-shot timer RUNNING is terminal for `cancel`, so
-//! exactly one succeeds; for a repeating timer `cancel` of a RUNNING word
-//! succeeds and no later `start` can (the worker's `finish_run` fails), so
-//! no run starts after `cancel` returned true. `reset` returning true is
+//! the two CASes {PENDING, QUEUED}→{CANCELLED, FREE} and QUEUED→RUNNING on
+//! the same word; the latter is made by the worker immediately before it
+//! calls the closure. For a one-shot timer RUNNING is terminal for
+//! `cancel`, so exactly one succeeds; for a repeating timer `cancel` of a
+//! RUNNING word succeeds and no later `start` can (the worker's
+//! `finish_run` fails), so no run starts after `cancel` returned true. `reset` returning true is
 //! the CAS that bumps `seq`; an entry armed with the old `seq` can no
 //! longer be claimed, so the old deadline can never fire.
 
