@@ -164,6 +164,89 @@ fn no_lost_wakeup_for_a_cancel() {
     });
 }
 
+/// A cancel that may come before the tick thread applies the timer's
+/// insert (then the canceller frees the slot and sends no command: the tick
+/// thread drops the closure when it applies the insert) or after (then it
+/// sends a `Cancel`):
+/// either way the closure is dropped without any `advance`, exactly once,
+/// and the timer is counted as cancelled, not dropped. The insert and the
+/// cancel come from one thread, so the race is only with the tick thread's
+/// `mark_applied`; `no_lost_wakeup_for_a_cancel` has them on two threads.
+#[test]
+fn cancel_races_the_insert() {
+    check(|| {
+        struct OnDrop(Arc<Notify>, Arc<AtomicUsize>);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                self.1.fetch_add(1, Ordering::SeqCst);
+                self.0.notify();
+            }
+        }
+        let clock = ManualClock::new();
+        let s = scheduler(&clock);
+        let freed = Arc::new(Notify::new());
+        let drops = Arc::new(AtomicUsize::new(0));
+        let guard = OnDrop(freed.clone(), drops.clone());
+        let h = s
+            .schedule(Duration::from_secs(3600), move || drop(guard))
+            .unwrap();
+        assert!(h.cancel());
+        freed.wait();
+        let st = s.stats();
+        assert_eq!((st.pending, st.scheduled, st.cancelled), (0, 1, 1));
+        assert_eq!(s.shutdown(), 0);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// A timer cancelled before its insert was applied frees its slot at once,
+/// and the next `schedule` may reuse the slot while the first insert is
+/// still queued. The tick thread, applying that insert late, must drop
+/// the first closure unrun and leave the new occupant alone: it runs once,
+/// at its own deadline (an insert applied to the wrong occupant would arm
+/// a second wheel entry for the slot). The old handle must not touch it.
+#[test]
+fn slot_reused_before_the_cancelled_insert_is_applied() {
+    check(|| {
+        struct OnDrop(Arc<AtomicUsize>);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let clock = ManualClock::new();
+        let s = scheduler(&clock);
+        let first = Arc::new(AtomicUsize::new(0));
+        let guard = OnDrop(first.clone());
+        let old = s
+            .schedule(Duration::from_secs(10), move || {
+                drop(guard);
+                unreachable!("a cancelled timer ran");
+            })
+            .unwrap();
+        assert!(old.cancel());
+        let ran = Arc::new(Notify::new());
+        let (r, start) = (ran.clone(), clock.now());
+        let c = clock.clone();
+        let new = s
+            .schedule(Duration::from_secs(20), move || {
+                assert!(c.now() - start >= Duration::from_secs(20), "ran early");
+                r.notify();
+            })
+            .unwrap();
+        let stale = thread::spawn(move || (old.cancel(), old.is_active()));
+        assert_eq!(stale.join().unwrap(), (false, false));
+        assert!(new.is_active(), "the old handle touched the new timer");
+        let st = s.stats();
+        assert_eq!((st.pending, st.scheduled, st.cancelled), (1, 2, 1));
+        clock.advance(Duration::from_secs(20));
+        ran.wait();
+        assert_eq!(s.shutdown(), 0);
+        assert_eq!(first.load(Ordering::SeqCst), 1);
+        assert_eq!(s.stats().fired, 1);
+    });
+}
+
 /// A handle kept after its timer fired must not touch the slot's next
 /// occupant (ABA): its cancel and reset answer false, and the new timer
 /// stays pending.

@@ -36,7 +36,8 @@ fn manual(clock: &ManualClock, workers: usize) -> Scheduler {
 /// every claimed run has been taken by a worker and has finished.
 fn settle(s: &Scheduler, clock: &ManualClock, start: Instant, done: impl Fn(&Stats) -> bool) {
     let target = clock.now() - start;
-    wait_until("tick thread catches up", || s.stats().elapsed >= target);
+    assert!(s.stats().elapsed >= target);
+    wait_until("tick thread catches up", || s.stats().advanced >= target);
     wait_until("runs finish", || done(&s.stats()));
 }
 
@@ -69,6 +70,29 @@ fn handle_is_small_and_types_are_shareable() {
     assert_traits::<TimerHandle>();
     assert_traits::<ManualClock>();
     assert!(std::mem::size_of::<TimerHandle>() <= 16);
+}
+
+/// `elapsed` is the time since the scheduler started, whether or not the
+/// tick thread is awake; `advanced` is how far the tick thread has got,
+/// and catches up with it.
+#[test]
+fn elapsed_is_time_since_the_start_and_advanced_follows_it() {
+    let clock = ManualClock::new();
+    let s = manual(&clock, 1);
+    assert_eq!(s.stats().elapsed, Duration::ZERO);
+    clock.advance(Duration::from_millis(5_500));
+    // Nothing is due: the tick thread may not have looked at the clock yet,
+    // but `elapsed` is read from the clock itself.
+    assert_eq!(s.stats().elapsed, Duration::from_millis(5_500));
+    wait_until("the tick thread catches up", || {
+        s.stats().advanced == Duration::from_millis(5_500)
+    });
+    let system = Scheduler::builder().workers(1).build().unwrap();
+    thread::sleep(Duration::from_millis(20));
+    let st = system.stats();
+    // An idle scheduler's tick thread sleeps; `elapsed` goes on.
+    assert!(st.elapsed >= Duration::from_millis(20));
+    assert!(st.advanced <= st.elapsed);
 }
 
 #[test]

@@ -22,15 +22,32 @@ use super::Shared;
 /// (in [`SlotTable`](super::slots::SlotTable)), counters and handle reference count ([`LaneRef`]).
 pub(crate) struct Lane {
     pub(crate) commands: Queue<Command>,
-    pub(crate) counts: CachePadded<LaneCounts>,
+    pub(crate) counts: LaneCounts,
 }
 
-/// A lane's stripe of the statistics. `Stats` sums the stripes.
+/// A lane's stripe of the statistics. `Stats` sums the stripes. The
+/// counters producers write and those workers write are on separate cache
+/// lines, so that a worker that shares a producer's lane does not take the
+/// producer's line on every run.
 pub(crate) struct LaneCounts {
+    /// Written by `schedule*` and `cancel`.
+    pub(crate) submit: CachePadded<SubmitCounts>,
+    /// Written by workers.
+    pub(crate) runs: CachePadded<RunCounts>,
+}
+
+/// The producer side of [`LaneCounts`].
+#[derive(Default)]
+pub(crate) struct SubmitCounts {
     /// Timers accepted by `schedule*` on this lane.
     pub(crate) scheduled: AtomicU64,
     /// Successful `cancel`s of handles of this lane.
     pub(crate) cancelled: AtomicU64,
+}
+
+/// The worker side of [`LaneCounts`].
+#[derive(Default)]
+pub(crate) struct RunCounts {
     /// Timers over for another reason than `cancel` or shutdown: one-shot
     /// timers that started, repeating timers stopped by a worker.
     pub(crate) ended: AtomicU64,
@@ -45,19 +62,10 @@ impl Lane {
     pub(crate) fn new() -> Lane {
         Lane {
             commands: Queue::new(),
-            counts: CachePadded::new(LaneCounts::new()),
-        }
-    }
-}
-
-impl LaneCounts {
-    fn new() -> LaneCounts {
-        LaneCounts {
-            scheduled: AtomicU64::new(0),
-            cancelled: AtomicU64::new(0),
-            ended: AtomicU64::new(0),
-            fired: AtomicU64::new(0),
-            panicked: AtomicU64::new(0),
+            counts: LaneCounts {
+                submit: CachePadded::new(SubmitCounts::default()),
+                runs: CachePadded::new(RunCounts::default()),
+            },
         }
     }
 }
@@ -69,6 +77,14 @@ impl LaneCounts {
 pub(crate) struct LaneRef {
     pub(crate) shared: Arc<Shared>,
     pub(crate) lane: usize,
+}
+
+/// The lane of stripe `stripe` among `lanes` lanes (a power of two: a
+/// mask, not a division, on the producer path).
+#[inline]
+pub(crate) fn lane_of(stripe: usize, lanes: usize) -> usize {
+    debug_assert!(lanes.is_power_of_two());
+    stripe & (lanes - 1)
 }
 
 /// Number of lanes for a machine with `cores` cores: a power of two of at
@@ -98,7 +114,7 @@ const MAX_LANES: usize = 64;
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::lane_count;
+    use super::{lane_count, lane_of};
 
     #[test]
     fn lane_count_is_a_bounded_power_of_two() {
@@ -108,5 +124,17 @@ mod tests {
         assert_eq!(lane_count(3), 16);
         assert_eq!(lane_count(16), 64);
         assert_eq!(lane_count(usize::MAX), 64);
+    }
+
+    #[test]
+    fn lane_of_wraps_like_a_remainder() {
+        assert_eq!(lane_of(0, 1), 0);
+        assert_eq!(lane_of(usize::MAX, 1), 0);
+        assert_eq!(lane_of(7, 8), 7);
+        assert_eq!(lane_of(8, 8), 0);
+        assert_eq!(lane_of(usize::MAX, 64), 63);
+        for s in 0..200 {
+            assert_eq!(lane_of(s, 16), s % 16);
+        }
     }
 }

@@ -57,7 +57,7 @@ use crate::sync::{
     thread, thread_stripe, Arc, AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering, Unparker,
 };
 
-use self::lanes::{Lane, LaneCounts};
+use self::lanes::{lane_of, Lane, LaneCounts};
 use self::slots::SlotTable;
 use self::submit::WakePlan;
 use self::threads::{shutdown, Outer};
@@ -152,7 +152,7 @@ impl Shared {
 
     /// The lane of the calling thread.
     pub(crate) fn my_lane(&self) -> usize {
-        thread_stripe() % self.lanes.len()
+        lane_of(thread_stripe(), self.lanes.len())
     }
 
     /// Whether every lane's command queue is empty.
@@ -165,6 +165,7 @@ impl Shared {
     pub(crate) fn timer_ended(&self, lane: usize) {
         self.lanes[lane]
             .counts
+            .runs
             .ended
             .fetch_add(1, Ordering::Relaxed);
         if self.bounded() {
@@ -180,13 +181,13 @@ impl Shared {
         let mut over = self.counters.dropped.load(Ordering::Relaxed);
         for l in self.lanes.iter() {
             over = over
-                .wrapping_add(l.counts.cancelled.load(Ordering::Relaxed))
-                .wrapping_add(l.counts.ended.load(Ordering::Relaxed));
+                .wrapping_add(l.counts.submit.cancelled.load(Ordering::Relaxed))
+                .wrapping_add(l.counts.runs.ended.load(Ordering::Relaxed));
         }
         let scheduled: u64 = self
             .lanes
             .iter()
-            .map(|l| l.counts.scheduled.load(Ordering::Relaxed))
+            .map(|l| l.counts.submit.scheduled.load(Ordering::Relaxed))
             .sum();
         usize::try_from(scheduled.saturating_sub(over)).unwrap_or(usize::MAX)
     }
@@ -241,6 +242,8 @@ pub struct Scheduler {
 /// h.cancel();
 /// let stats = scheduler.stats();
 /// assert_eq!((stats.pending, stats.scheduled, stats.cancelled), (0, 1, 1));
+/// // Time since the start, whether or not the tick thread is awake.
+/// assert!(stats.elapsed >= stats.advanced);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -264,10 +267,18 @@ pub struct Stats {
     pub max_lateness: Duration,
     /// Runs that are due and handed to the workers but not started yet.
     pub queued: usize,
-    /// How far (from the scheduler's start) the tick thread has advanced
-    /// its wheel; with a `ManualClock`, equal to the clock's elapsed time
-    /// rounded down to the tick once the tick thread has caught up.
+    /// Time since the scheduler started, read from its clock when the
+    /// snapshot is taken (with a `ManualClock`: how far the clock has been
+    /// advanced since the scheduler was built).
     pub elapsed: Duration,
+    /// How far (from the scheduler's start) the tick thread has advanced
+    /// its wheel: every timer due before then has been handed to the
+    /// workers. It moves only when the tick thread wakes (a timer is due, or
+    /// commands arrived), so on an idle scheduler it stays where the last
+    /// wake-up left it while `elapsed` goes on; rounded down to the tick.
+    /// With a `ManualClock`, equal to `elapsed` rounded down to the tick
+    /// once the tick thread has caught up with an `advance`.
+    pub advanced: Duration,
     /// The tick length.
     pub tick: Duration,
     /// Number of worker threads.
@@ -366,9 +377,11 @@ impl Scheduler {
         let c = &s.counters;
         let reached = c.reached_tick.load(Ordering::Acquire);
         let conv = s.time.conv();
-        let elapsed = conv
+        let advanced = conv
             .instant_of(reached)
             .map_or(Duration::MAX, |at| at - conv.origin());
+        // Read after `reached`, so that `advanced <= elapsed`.
+        let elapsed = Duration::from_nanos(s.time.now_nanos());
         let sum = |f: fn(&LaneCounts) -> &AtomicU64| -> u64 {
             s.lanes
                 .iter()
@@ -381,14 +394,15 @@ impl Scheduler {
             } else {
                 s.derived_pending()
             },
-            scheduled: sum(|l| &l.scheduled),
-            fired: sum(|l| &l.fired),
-            cancelled: sum(|l| &l.cancelled),
-            panicked: sum(|l| &l.panicked),
+            scheduled: sum(|l| &l.submit.scheduled),
+            fired: sum(|l| &l.runs.fired),
+            cancelled: sum(|l| &l.submit.cancelled),
+            panicked: sum(|l| &l.runs.panicked),
             dropped: c.dropped.load(Ordering::Relaxed),
             max_lateness: Duration::from_nanos(c.max_lateness.load(Ordering::Relaxed)),
             queued: s.pool.queued(),
             elapsed,
+            advanced,
             tick: conv.tick_len(),
             workers: s.workers,
         }

@@ -9,6 +9,10 @@
 //! onto the calling thread's lane, `cancel`/`reset` onto the lane recorded
 //! in the handle (the lane of the timer's `Insert`); workers push re-arms
 //! of repeating timers onto their own lane; only the tick thread pops.
+//! `cancel` pushes nothing unless the tick thread holds the entry (see
+//! `Cancelled` in `slots/transitions.rs`): a timer cancelled before its
+//! `Insert` was applied is freed when it is, and one with a worker is
+//! freed by the worker.
 //! Because a handle is returned only after its insert was pushed, and each
 //! lane is linearizable FIFO, the tick thread always sees a timer's
 //! `Insert` before any `Cancel`/`Reset` sent through one of its handles.
@@ -48,7 +52,8 @@ use crate::error::ScheduleError;
 use crate::sync::{fence, thread_stripe, Arc, AtomicBool, AtomicU64, Ordering};
 
 use super::handle::TimerHandle;
-use super::lanes::LaneRef;
+use super::lanes::{lane_of, LaneRef};
+use super::slots::Cancelled;
 use super::{Scheduler, Shared};
 
 /// `planned` value while the tick thread is awake (no producer wakes it).
@@ -137,8 +142,10 @@ pub(crate) struct Entry {
 
 /// What the tick thread is asked to do.
 pub(crate) enum Command {
-    /// A new timer: put it in the wheel at `entry.due`.
-    Insert(Entry),
+    /// A new timer of slot generation `gen`: put it in the wheel at
+    /// `entry.due`, unless it was cancelled first (then its slot no longer
+    /// carries `gen`).
+    Insert { entry: Entry, gen: u32 },
     /// A repeating timer whose run just ended: schedule its next run.
     Rearm(Entry),
     /// A handle cancelled this timer: drop its entry now.
@@ -258,12 +265,15 @@ impl Shared {
             return Err(ScheduleError::Full);
         };
         let tick = s.time.tick_of_due(due);
-        s.lanes[lane].commands.push(Command::Insert(Entry {
-            task,
-            index,
-            seq: 0,
-            due,
-        }));
+        s.lanes[lane].commands.push(Command::Insert {
+            entry: Entry {
+                task,
+                index,
+                seq: 0,
+                due,
+            },
+            gen,
+        });
         // One fence for both checks. It pairs with the fence in `shutdown`
         // (either the tick thread's final drain sees this insert, or we see
         // the flag here and take the timer back, or learn that the tick
@@ -272,7 +282,7 @@ impl Shared {
         // insert, or we see its plan here).
         fence(Ordering::SeqCst);
         if s.shutdown.load(Ordering::SeqCst) {
-            if s.slots.cancel(index, gen).is_some() {
+            if s.slots.cancel(lane, index, gen).is_some() {
                 if bounded {
                     s.counters.pending.fetch_sub(1, Ordering::Relaxed);
                 }
@@ -284,6 +294,7 @@ impl Shared {
         }
         s.lanes[lane]
             .counts
+            .submit
             .scheduled
             .fetch_add(1, Ordering::Relaxed);
         Ok(TimerHandle {
@@ -295,21 +306,22 @@ impl Shared {
 
     /// `TimerHandle::cancel` for a handle of `lane`.
     pub(crate) fn cancel(&self, lane: usize, index: u32, gen: u32) -> bool {
-        match self.slots.cancel(index, gen) {
+        match self.slots.cancel(lane, index, gen) {
             None => false,
-            Some(was_running) => {
+            Some(holder) => {
                 self.lanes[lane]
                     .counts
+                    .submit
                     .cancelled
                     .fetch_add(1, Ordering::Relaxed);
                 if self.bounded() {
                     self.counters.pending.fetch_sub(1, Ordering::Relaxed);
                 }
-                if !was_running {
-                    // A queued or running timer's entry is with a worker,
-                    // which releases it; otherwise the tick thread frees it.
-                    // Same lane as the insert: the tick thread sees the
-                    // insert first.
+                // Only an entry the tick thread holds needs a command: an
+                // unapplied insert finds its slot gone when it is applied,
+                // a worker finds the word cancelled when it starts or
+                // finishes the run.
+                if holder == Cancelled::WithTicker {
                     self.submit(lane, Command::Cancel { index, gen }, NEVER);
                 }
                 true
@@ -344,7 +356,7 @@ impl Scheduler {
     /// The handle target of the calling thread's lane.
     fn lane_ref(&self) -> &Arc<LaneRef> {
         let refs = &self.outer.refs;
-        &refs[thread_stripe() % refs.len()]
+        &refs[lane_of(thread_stripe(), refs.len())]
     }
 
     /// Runs `f` once, `delay` from now, on a worker thread.
@@ -493,7 +505,14 @@ pub(crate) fn next_fixed_rate(prev: u64, period: u64, started: u64) -> u64 {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::next_fixed_rate;
+    use super::{next_fixed_rate, Command};
+
+    #[test]
+    fn a_command_is_40_bytes() {
+        // A command queue's slot is this plus crossbeam's state word; an
+        // insert's generation fits in the enum's padding.
+        assert_eq!(std::mem::size_of::<Command>(), 40);
+    }
 
     #[test]
     fn fixed_rate_boundaries() {

@@ -332,7 +332,7 @@ impl Ticker {
     /// Applies one command popped from `lane`.
     fn apply(&mut self, lane: usize, cmd: Command) {
         match cmd {
-            Command::Insert(entry) => self.apply_insert(lane, entry),
+            Command::Insert { entry, gen } => self.apply_insert(entry, gen),
             Command::Rearm(entry) => self.apply_rearm(lane, entry),
             Command::Cancel { index, gen } => self.apply_cancel(lane, index, gen),
             Command::Reset {
@@ -346,14 +346,12 @@ impl Ticker {
 
     /// A new timer: into the wheel, unless it was cancelled already.
     #[inline]
-    fn apply_insert(&mut self, lane: usize, entry: Entry) {
-        let w = self.shared.slots.load(entry.index);
-        if state_of(w) == CANCELLED {
-            self.release(lane, entry.index);
-        } else {
-            debug_assert_eq!(state_of(w), PENDING);
+    fn apply_insert(&mut self, entry: Entry, gen: u32) {
+        if self.shared.slots.mark_applied(entry.index, gen) {
             self.arm(entry);
         }
+        // Otherwise it was cancelled before this insert, and its canceller
+        // freed the slot: only the entry (the closure) is left to drop.
     }
 
     /// A repeating timer back from a worker: into the wheel at its next
@@ -487,23 +485,30 @@ impl Ticker {
         let shared = self.shared.clone();
         let slots = &shared.slots;
         let mut dropped = 0;
-        // Still pending (not queued for a worker): stop and count it.
-        let mut stop = |index: u32| {
-            if slots.cancel_current(index) {
+        // Still pending (not queued for a worker): stop and count it. An
+        // insert stops its timer only if the slot still carries its
+        // generation (a cancel may have freed the slot before).
+        let mut stop = |index: u32, gen: Option<u32>| {
+            let stopped = match gen {
+                Some(gen) => slots.cancel(0, index, gen).is_some(),
+                None => slots.cancel_current(index),
+            };
+            if stopped {
                 dropped += 1;
             }
         };
         for lane in shared.lanes.iter() {
             while let Some(cmd) = lane.commands.pop() {
                 match cmd {
-                    Command::Insert(e) | Command::Rearm(e) => stop(e.index),
+                    Command::Insert { entry, gen } => stop(entry.index, Some(gen)),
+                    Command::Rearm(e) => stop(e.index, None),
                     Command::Cancel { .. } | Command::Reset { .. } => {}
                 }
             }
         }
         // The wheel's entries: their closures are dropped with `held`.
         for expired in self.wheel.drain() {
-            stop(unpack_armed(expired.value).0);
+            stop(unpack_armed(expired.value).0, None);
         }
         self.held.clear();
         self.stash.clear();

@@ -232,7 +232,7 @@ pub(crate) fn worker_main(shared: Arc<Shared>) {
 /// re-arms it.
 fn run_job(shared: &Shared, lane: usize, mut entry: Entry) {
     let counters = &shared.counters;
-    let counts = &shared.lanes[lane].counts;
+    let counts = &shared.lanes[lane].counts.runs;
     let slots = &shared.slots;
     let index = entry.index;
     match slots.start(index, entry.seq) {

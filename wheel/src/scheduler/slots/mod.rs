@@ -21,10 +21,12 @@
 
 use crate::sync::{AtomicU64, CachePadded, OnceLock, Ordering, RingQueue};
 
+use super::lanes::lane_of;
+
 mod transitions;
 mod word;
 
-pub(crate) use self::transitions::{Claim, Start};
+pub(crate) use self::transitions::{Cancelled, Claim, Start};
 pub(crate) use self::word::{
     gen_of, is_repeat, seq_of, state_of, CANCELLED, PENDING, QUEUED, RUNNING,
 };
@@ -109,7 +111,8 @@ fn unpack_fresh(v: u64) -> (u32, u32) {
 ///
 /// Each *lane* (see `lanes.rs`) has its own block of never-used indices and
 /// its own free list; releasers return an index to the lane it came from
-/// when they know it (the tick thread applying a lane's `Cancel`), else to
+/// when they know it (the tick thread applying a lane's `Cancel`, a
+/// canceller freeing an unapplied timer of its handle's lane), else to
 /// their own lane. So a producer that stays on its lane allocates and gets
 /// its slots back without touching another thread's cache lines. Which
 /// lane an index is on never matters for correctness.
@@ -127,9 +130,9 @@ pub(crate) struct SlotTable {
 }
 
 impl SlotTable {
-    /// A table with `lanes` lanes (at least 1).
+    /// A table with `lanes` lanes (a power of two).
     pub(crate) fn new(lanes: usize) -> SlotTable {
-        let lanes = lanes.max(1);
+        assert!(lanes.is_power_of_two(), "lanes: a power of two");
         let chunks: Box<[OnceLock<Box<[AtomicU64]>>]> =
             (0..CHUNKS).map(|_| OnceLock::new()).collect();
         let table = SlotTable {
@@ -167,15 +170,12 @@ impl SlotTable {
     /// all 2^32 indices are in use.
     fn take_index(&self, lane: usize) -> Option<(u32, u32)> {
         let lanes = self.free.len();
-        let lane = lane % lanes;
-        // `is_empty` first: it is two loads, while `pop` on an empty
-        // queue costs a fence.
+        let lane = lane_of(lane, lanes);
+        // `RingQueue::pop` checks for emptiness with loads first (an empty
+        // crossbeam queue's `pop` costs a fence).
         for d in 0..lanes {
-            let q = &self.free[(lane + d) % lanes];
-            if !q.is_empty() {
-                if let Some(v) = q.pop() {
-                    return Some(unpack_free(v));
-                }
+            if let Some(v) = self.free[lane_of(lane + d, lanes)].pop() {
+                return Some(unpack_free(v));
             }
         }
         self.take_fresh(lane).map(|i| (i, 0))
@@ -268,13 +268,13 @@ impl SlotTable {
     /// The second half of [`release`](Self::release): the retired index
     /// goes to `lane`'s free list.
     pub(crate) fn recycle(&self, lane: usize, index: u32, gen: u32) {
-        self.free[lane % self.free.len()].push(pack_free(index, gen));
+        self.free[lane_of(lane, self.free.len())].push(pack_free(index, gen));
     }
 
     /// The lane an index is returned to when the releaser knows no better
     /// one.
     pub(crate) fn home_lane(&self, index: u32) -> usize {
-        (index as usize / FRESH_BLOCK as usize) % self.free.len()
+        lane_of(index as usize / FRESH_BLOCK as usize, self.free.len())
     }
 }
 
@@ -346,21 +346,30 @@ mod tests {
         assert_eq!(t.alloc(1, false).unwrap(), (3, 0), "lane 1 keeps its block");
         // A released slot goes to the lane the releaser names, with the
         // next generation, and is reused before any fresh index...
-        assert_eq!(t.cancel(1, 0), Some(false));
+        assert!(t.mark_applied(1, 0));
+        assert_eq!(t.cancel(1, 1, 0), Some(Cancelled::WithTicker));
         t.release(1, 1);
         assert_eq!(t.alloc(1, false).unwrap(), (1, 1));
         // ...also by a producer on another lane (stolen), so the table
         // does not grow while slots are free.
-        assert_eq!(t.cancel(2, 0), Some(false));
+        assert!(t.mark_applied(2, 0));
+        assert_eq!(t.cancel(1, 2, 0), Some(Cancelled::WithTicker));
         t.release(1, 2);
         assert_eq!(t.alloc(2, true).unwrap(), (2, 1));
         assert_eq!(t.alloc(2, false).unwrap(), (2 * b, 0), "then a fresh block");
         // retire + recycle is release in two steps.
-        assert_eq!(t.cancel(0, 0), Some(false));
+        assert!(t.mark_applied(0, 0));
+        assert_eq!(t.cancel(1, 0, 0), Some(Cancelled::WithTicker));
         assert_eq!(t.retire(0), 1);
-        assert_eq!(t.cancel(0, 0), None, "stale once retired");
+        assert_eq!(t.cancel(1, 0, 0), None, "stale once retired");
         t.recycle(t.home_lane(0), 0, 1);
         assert_eq!(t.alloc(0, false).unwrap(), (0, 1));
+        // A cancel before the insert is applied frees the slot onto the
+        // canceller's lane at once, with the next generation.
+        let (i, g) = t.alloc(3, false).unwrap();
+        assert_eq!(t.cancel(3, i, g), Some(Cancelled::Unapplied));
+        assert!(!t.is_active(i, g));
+        assert_eq!(t.alloc(3, false).unwrap(), (i, g + 1));
     }
 
     #[test]

@@ -6,13 +6,16 @@
 //! | from | to | by | operation |
 //! |------|----|----|-----------|
 //! | FREE(g) | PENDING(g, 0) | the allocating producer (sole owner of a popped free index) | `alloc` (plain store) |
+//! | PENDING(g, s) | PENDING(g, s), applied | tick thread, applying the timer's `Insert` (generation `g`) | `mark_applied` (CAS) |
+//! | PENDING(g, *), not applied | FREE(g+1) | any thread with a handle: the index goes to its lane's free list at once | `cancel` (CAS) |
 //! | PENDING(g, s) | PENDING(g, s+1) | any thread with a handle | `reset` (CAS) |
 //! | RUNNING(g, s), repeating | RUNNING(g, s+1) | any thread with a handle | `reset` (CAS) |
 //! | QUEUED(g, s) | QUEUED(g, s+1) | any thread with a handle | `reset` (CAS) |
 //! | PENDING(g, s) | QUEUED(g, s) | tick thread, with `s` = the entry's seq | `claim` (CAS) |
 //! | QUEUED(g, s) | RUNNING(g, s) | the worker holding the entry, `s` = the entry's seq: **the callback starts** | `start` (CAS) |
 //! | QUEUED(g, s') | PENDING(g, s') | the worker, when `s'` ≠ the entry's seq (reset after the claim): the entry goes back to the tick thread | `start` (CAS) |
-//! | PENDING or QUEUED (g, *) | CANCELLED(g) | any thread with a handle; tick thread and producers at shutdown (PENDING only) | `cancel` / `cancel_current` (CAS) |
+//! | PENDING(g, *), applied, or QUEUED(g, *) | CANCELLED(g) | any thread with a handle | `cancel` (CAS) |
+//! | PENDING(g, *) | CANCELLED(g) | the holder of the entry at shutdown (tick thread, worker) | `cancel_current` (CAS) |
 //! | RUNNING(g, *), repeating | CANCELLED(g) | any thread with a handle | `cancel` (CAS) |
 //! | RUNNING(g, s) | PENDING(g, s) | the worker that ran it (repeating) | `finish_run` (CAS) |
 //! | RUNNING(g, *) | CANCELLED(g) | the worker that ran it (repeating, at shutdown or after a panic) | `stop_running` (CAS) |
@@ -21,32 +24,69 @@
 //! `release` is a plain store because no other thread can change the word
 //! in those states: `cancel`/`reset` never CAS a one-shot RUNNING word or a
 //! CANCELLED word, and only the owner of the entry claims or finishes it.
+//! Every transition keeps the `applied` bit except the ones to FREE
+//! (`release`, and `cancel` of an unapplied timer), which start a new word.
+//!
+//! **Who frees a cancelled entry.** `cancel` tells its caller where the
+//! entry is ([`Cancelled`]): still in a command queue (`applied` clear),
+//! with the tick thread (it must be told: a `Cancel` command), or with a
+//! worker (which frees it after `start` or `finish_run` fails).
+//!
+//! **Cancel before the insert is applied.** Nobody but the command queue
+//! holds the entry, and nobody has looked at the slot, so the canceller
+//! frees the slot itself: one CAS from PENDING(g) to FREE(g+1), and the
+//! index goes to the canceller's lane's free list at once (so the
+//! producer that cancels reuses its own, cache-hot, slots). The `Insert`
+//! carries `g`: when the tick thread applies it, `mark_applied` finds
+//! another generation (the slot is free or already reused) and the tick
+//! thread drops the entry, closure included, without touching the slot.
+//! `mark_applied` and `cancel` are CASes on one word, so exactly one of
+//! "the tick thread armed the entry" and "the canceller freed the slot"
+//! happens. Generations only grow, so a slot's later occupant never
+//! carries `g` (until the 32-bit generation wraps, as for handles).
 //!
 //! **Release ownership.** A slot is released exactly once, by whoever holds
 //! the timer's entry (its closure) when it is known to be over: the worker
 //! after a one-shot run or after a cancelled/stopped repeating run; the tick
 //! thread when it removes a cancelled entry from its wheel, pops one whose
-//! claim finds it cancelled, or receives an insert/re-arm of a cancelled
-//! timer. Since the entry is unique (it is moved, never copied), so is the
-//! release. After `release` the index (with its new generation) goes to
-//! its lane's free list; the tick thread does this in batches (`retire`
-//! now, `recycle` at the end of its round or every 256 slots).
+//! claim finds it cancelled, or receives a re-arm of a cancelled timer.
+//! Since the entry is unique (it is moved, never copied), so is the
+//! release. The one exception is the unapplied cancel above, where the
+//! canceller frees the slot and the entry's holder (the tick thread, once
+//! it pops the `Insert`) frees only the entry; one CAS decides which case
+//! holds. After `release` the index (with its new generation) goes to its
+//! lane's free list; the tick thread does this in batches (`retire` now,
+//! `recycle` at the end of its round or every 256 slots).
 //!
 //! **Linearizability.** "cancel returns true" and "the callback starts" are
-//! the two CASes {PENDING, QUEUED}→CANCELLED and QUEUED→RUNNING on the same
-//! word; the latter is made by the worker immediately before it calls the
-//! closure. For a one-shot timer RUNNING is terminal for `cancel`, so
-//! exactly one succeeds; for a repeating timer `cancel` of a RUNNING word
-//! succeeds and no later `start` can (the worker's `finish_run` fails), so
-//! no run starts after `cancel` returned true. `reset` returning true is
+//! the two CASes {PENDING, QUEUED}→{CANCELLED, FREE} and QUEUED→RUNNING on
+//! the same word; the latter is made by the worker immediately before it
+//! calls the closure. For a one-shot timer RUNNING is terminal for
+//! `cancel`, so exactly one succeeds; for a repeating timer `cancel` of a
+//! RUNNING word succeeds and no later `start` can (the worker's
+//! `finish_run` fails), so no run starts after `cancel` returned true. `reset` returning true is
 //! the CAS that bumps `seq`; an entry armed with the old `seq` can no
 //! longer be claimed, so the old deadline can never fire.
 
 use super::word::{
-    bump_seq, gen_of, is_repeat, seq_of, state_of, with_state, CANCELLED, PENDING, QUEUED, RUNNING,
+    bump_seq, freed, gen_of, is_applied, is_repeat, seq_of, state_of, with_applied, with_state,
+    CANCELLED, PENDING, QUEUED, RUNNING,
 };
 use super::SlotTable;
 use crate::sync::Ordering;
+
+/// Where a timer's entry was when `cancel` succeeded: who frees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cancelled {
+    /// Its `Insert` is still in a command queue: the slot is already free
+    /// again, and the tick thread drops the entry when it applies the
+    /// `Insert` (no command needed).
+    Unapplied,
+    /// The tick thread holds it: a `Cancel` command must tell it.
+    WithTicker,
+    /// A worker holds it (QUEUED or RUNNING) and frees it.
+    WithWorker,
+}
 
 /// What the tick thread's claim of an expired entry found.
 #[derive(Debug, PartialEq, Eq)]
@@ -73,30 +113,62 @@ pub(crate) enum Start {
 }
 
 impl SlotTable {
-    /// `cancel` from a handle: PENDING or QUEUED → CANCELLED, or RUNNING →
-    /// CANCELLED for a repeating timer. On success, `Some(with_worker)`:
-    /// whether the entry is with a worker (QUEUED, RUNNING), which then
-    /// releases the slot; otherwise the tick thread does.
-    pub(crate) fn cancel(&self, index: u32, gen: u32) -> Option<bool> {
+    /// `cancel` from a handle of `lane`: PENDING or QUEUED → CANCELLED, or
+    /// RUNNING → CANCELLED for a repeating timer; a PENDING timer whose
+    /// `Insert` is not applied yet goes to FREE(g+1) instead, and its index
+    /// to `lane`'s free list (see "Cancel before the insert is applied").
+    /// On success, where the entry is (who releases the slot); `None` if
+    /// the handle's timer is over.
+    pub(crate) fn cancel(&self, lane: usize, index: u32, gen: u32) -> Option<Cancelled> {
         let word = self.word(index);
         let mut w = word.load(Ordering::Acquire);
         loop {
             if gen_of(w) != gen {
                 return None;
             }
-            let running = match state_of(w) {
-                PENDING => false,
-                QUEUED => true,
-                RUNNING if is_repeat(w) => true,
+            let (holder, to) = match state_of(w) {
+                PENDING if is_applied(w) => (Cancelled::WithTicker, with_state(w, CANCELLED)),
+                PENDING => (Cancelled::Unapplied, freed(w)),
+                QUEUED => (Cancelled::WithWorker, with_state(w, CANCELLED)),
+                RUNNING if is_repeat(w) => (Cancelled::WithWorker, with_state(w, CANCELLED)),
                 _ => return None,
             };
+            match word.compare_exchange_weak(w, to, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    if holder == Cancelled::Unapplied {
+                        self.recycle(lane, index, gen_of(to));
+                    }
+                    return Some(holder);
+                }
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// The tick thread applies the `Insert` of a timer of generation `gen`:
+    /// sets `applied` on its PENDING word (whatever its sequence: a reset's
+    /// command follows the `Insert` on its lane). `false` if the timer was
+    /// cancelled first: its canceller freed the slot (which may have a new
+    /// occupant already), and the caller drops the entry and leaves the
+    /// slot alone.
+    pub(crate) fn mark_applied(&self, index: u32, gen: u32) -> bool {
+        let word = self.word(index);
+        let mut w = word.load(Ordering::Acquire);
+        loop {
+            if gen_of(w) != gen {
+                return false;
+            }
+            match state_of(w) {
+                PENDING => {}
+                other => unreachable!("applied an insert in state {other}"),
+            }
             match word.compare_exchange_weak(
                 w,
-                with_state(w, CANCELLED),
+                with_applied(w),
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Some(running),
+                Ok(_) => return true,
                 Err(now) => w = now,
             }
         }
@@ -248,6 +320,7 @@ mod tests {
         let t = SlotTable::new(1);
         let (i, g) = t.alloc(0, false).unwrap();
         assert!(t.is_active(i, g));
+        assert!(t.mark_applied(i, g));
         assert_eq!(t.reset(i, g), Some(1));
         assert_eq!(t.claim(i, 0), Claim::Stale);
         assert_eq!(t.claim(i, 1), Claim::Won);
@@ -256,19 +329,20 @@ mod tests {
         assert_eq!(t.claim(i, 2), Claim::Won);
         assert_eq!(t.start(i, 2), Start::Run);
         assert_eq!(
-            t.cancel(i, g),
+            t.cancel(0, i, g),
             None,
             "a started one-shot cannot be cancelled"
         );
         assert_eq!(t.reset(i, g), None);
         t.release(0, i);
-        assert_eq!(t.cancel(i, g), None, "stale handle");
+        assert_eq!(t.cancel(0, i, g), None, "stale handle");
         let (j, g2) = t.alloc(0, true).unwrap();
         assert_eq!(
             (j, g2),
             (i, g + 1),
             "free slot reused with a new generation"
         );
+        assert!(t.mark_applied(j, g2));
         assert_eq!(t.claim(j, 0), Claim::Won);
         assert_eq!(t.start(j, 0), Start::Run);
         assert_eq!(
@@ -277,19 +351,33 @@ mod tests {
             "a running repeating timer can be moved"
         );
         assert_eq!(t.finish_run(j), Some(1));
-        assert_eq!(t.cancel(j, g), None);
-        assert_eq!(t.cancel(j, g2), Some(false));
+        assert_eq!(t.cancel(0, j, g), None);
+        assert_eq!(t.cancel(0, j, g2), Some(Cancelled::WithTicker));
         assert_eq!(t.claim(j, 1), Claim::Cancelled);
         assert!(!t.cancel_current(j));
         t.release(0, j);
         let (k, g3) = t.alloc(0, false).unwrap();
+        assert!(t.mark_applied(k, g3));
         assert_eq!(t.claim(k, 0), Claim::Won);
         assert_eq!(
-            t.cancel(k, g3),
-            Some(true),
+            t.cancel(0, k, g3),
+            Some(Cancelled::WithWorker),
             "queued: cancellable, the worker releases"
         );
         assert_eq!(t.start(k, 0), Start::Cancelled);
         t.release(0, k);
+        // Cancelled before the tick thread applied the insert: the
+        // canceller frees the slot; the insert, applied after the slot was
+        // reused, finds another generation and leaves the new occupant
+        // alone.
+        let (u, g4) = t.alloc(0, false).unwrap();
+        assert_eq!(t.reset(u, g4), Some(1), "reset keeps it unapplied");
+        assert_eq!(t.cancel(0, u, g4), Some(Cancelled::Unapplied));
+        assert_eq!(t.cancel(0, u, g4), None);
+        let (v, g5) = t.alloc(0, false).unwrap();
+        assert_eq!((v, g5), (u, g4 + 1));
+        assert!(!t.mark_applied(u, g4));
+        assert!(t.is_active(v, g5));
+        assert!(t.mark_applied(v, g5));
     }
 }

@@ -3,10 +3,10 @@
 //! when).
 //!
 //! ```text
-//!  63            32 31                 4   3     2..0
-//! +---------------+--------------------+------+-------+
-//! |  generation   |  reset sequence    |repeat| state |
-//! +---------------+--------------------+------+-------+
+//!  63            32 31                 5    4       3     2..0
+//! +---------------+--------------------+-------+------+-------+
+//! |  generation   |  reset sequence    |applied|repeat| state |
+//! +---------------+--------------------+-------+------+-------+
 //! ```
 //!
 //! - `state` is [`FREE`], [`PENDING`], [`QUEUED`] (due, handed to the
@@ -14,7 +14,12 @@
 //!   [`CANCELLED`].
 //! - `repeat` is set for repeating timers (it decides what `cancel` may do
 //!   to a running timer).
-//! - `seq` counts successful `reset`s (mod 2^28); the tick thread stores the
+//! - `applied` is set by the tick thread when it applies the timer's
+//!   `Insert` (and never cleared before the slot is freed). While it is
+//!   clear the entry is still in a command queue, so a `cancel` needs to
+//!   send nothing: the tick thread finds the word CANCELLED when it
+//!   applies the `Insert`, and frees the entry then.
+//! - `seq` counts successful `reset`s (mod 2^27); the tick thread stores the
 //!   `seq` it armed an entry with and fires the entry only if the word still
 //!   carries that `seq`.
 //! - `generation` is bumped each time the slot is freed, so a handle (index,
@@ -38,14 +43,15 @@ pub(crate) const QUEUED: u64 = 4;
 
 const STATE_MASK: u64 = 0b111;
 const REPEAT_BIT: u64 = 1 << 3;
-const SEQ_SHIFT: u32 = 4;
+const APPLIED_BIT: u64 = 1 << 4;
+const SEQ_SHIFT: u32 = 5;
 /// Width of the reset sequence number.
-const SEQ_BITS: u32 = 28;
+const SEQ_BITS: u32 = 27;
 const SEQ_LIMIT: u32 = 1 << SEQ_BITS;
 const SEQ_MASK: u64 = ((SEQ_LIMIT as u64) - 1) << SEQ_SHIFT;
 const GEN_SHIFT: u32 = 32;
 
-/// Packs the fields of a state word.
+/// Packs the fields of a state word (`applied` clear: see [`with_applied`]).
 pub(crate) fn pack(gen: u32, seq: u32, repeat: bool, state: u64) -> u64 {
     debug_assert!(state <= STATE_MASK && seq < SEQ_LIMIT);
     (u64::from(gen) << GEN_SHIFT)
@@ -74,12 +80,22 @@ pub(crate) fn is_repeat(w: u64) -> bool {
     w & REPEAT_BIT != 0
 }
 
+/// Whether the tick thread has applied the timer's `Insert`.
+pub(crate) fn is_applied(w: u64) -> bool {
+    w & APPLIED_BIT != 0
+}
+
+/// The same word with `applied` set.
+pub(crate) fn with_applied(w: u64) -> u64 {
+    w | APPLIED_BIT
+}
+
 /// The same word with another state.
 pub(crate) fn with_state(w: u64, state: u64) -> u64 {
     (w & !STATE_MASK) | (state & STATE_MASK)
 }
 
-/// The same word with the reset sequence incremented (mod 2^28).
+/// The same word with the reset sequence incremented (mod 2^27).
 pub(crate) fn bump_seq(w: u64) -> u64 {
     let seq = (seq_of(w) + 1) % SEQ_LIMIT;
     (w & !SEQ_MASK) | (u64::from(seq) << SEQ_SHIFT)
@@ -100,28 +116,43 @@ mod tests {
             (0u32, 0u32, false, FREE),
             (u32::MAX, SEQ_LIMIT - 1, true, CANCELLED),
             (1, 1, false, PENDING),
-            (0x8000_0000, 0x0800_0000, true, RUNNING),
+            (0x8000_0000, 0x0400_0000, true, RUNNING),
         ] {
             let w = pack(gen, seq, repeat, state);
             assert_eq!(gen_of(w), gen);
             assert_eq!(seq_of(w), seq);
             assert_eq!(is_repeat(w), repeat);
             assert_eq!(state_of(w), state);
+            assert!(!is_applied(w));
+            let a = with_applied(w);
+            assert!(is_applied(a));
+            assert_eq!(
+                (gen_of(a), seq_of(a), is_repeat(a), state_of(a)),
+                (gen, seq, repeat, state)
+            );
         }
     }
 
     #[test]
     fn seq_wraps_without_touching_other_fields() {
-        let w = pack(7, SEQ_LIMIT - 1, true, RUNNING);
+        let w = with_applied(pack(7, SEQ_LIMIT - 1, true, RUNNING));
         let b = bump_seq(w);
         assert_eq!(seq_of(b), 0);
         assert_eq!(gen_of(b), 7);
         assert!(is_repeat(b));
+        assert!(is_applied(b));
+        assert!(is_applied(with_state(b, CANCELLED)));
         assert_eq!(state_of(b), RUNNING);
-        let f = freed(pack(u32::MAX, 5, true, CANCELLED));
+        let f = freed(with_applied(pack(u32::MAX, 5, true, CANCELLED)));
         assert_eq!(
-            (gen_of(f), seq_of(f), is_repeat(f), state_of(f)),
-            (0, 0, false, FREE)
+            (
+                gen_of(f),
+                seq_of(f),
+                is_repeat(f),
+                is_applied(f),
+                state_of(f)
+            ),
+            (0, 0, false, false, FREE)
         );
         assert_eq!(state_of(with_state(w, PENDING)), PENDING);
     }
