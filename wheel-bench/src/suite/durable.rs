@@ -72,7 +72,7 @@ impl DurableParams {
                 // Longer than our claim window (2 s): every timer is claimed
                 // as it enters the window, as when timers are added well
                 // ahead, not in one burst right after the adding.
-                lead: Duration::from_secs(3),
+                lead: Duration::from_millis(if quick { 2_500 } else { 3_000 }),
                 add_allowance: Duration::from_micros(20),
                 // Long enough for a node that falls behind to catch up (at a
                 // third of the rate, say), so that "lost" means lost.
@@ -92,7 +92,7 @@ impl DurableParams {
                 add_for: Duration::from_millis(if quick { 500 } else { 2_000 }),
                 threads: 8,
                 bulk: if quick { 50_000 } else { 200_000 },
-                fire: if quick { 10_000 } else { 100_000 },
+                fire: if quick { 5_000 } else { 100_000 },
                 restart,
                 overdue: 1_000,
             },
