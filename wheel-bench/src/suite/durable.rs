@@ -138,12 +138,20 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
     let mut figures = Figures::default();
     let first_table = results.tables.len();
     let mut panels = Vec::new();
-    for &rate in &p.rates {
+    for (i, &rate) in p.rates.iter().enumerate() {
         let params = LatenessParams {
             rate,
             ..p.lateness.clone()
         };
-        let (table, panel) = lateness_table(&params, url, progress, &mut figures);
+        let (mut table, panel) = lateness_table(&params, url, progress, &mut figures);
+        if i > 0 {
+            // Only the rate differs: the first table's text says the rest.
+            table.intro = format!(
+                "The workload, settings and columns of the {}/s table above, at {}/s.",
+                fmt_count(p.rates[0] as usize),
+                fmt_count(rate as usize)
+            );
+        }
         results.tables.push(table);
         panels.push(panel);
     }
