@@ -77,10 +77,41 @@ pub use self::retry::RetryPolicy;
 pub use self::timers::DurableTimers;
 
 /// The longest key, in bytes.
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::{DurableError, DurableTimers, MAX_KEY_LEN};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let timers = DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+/// let too_long = "k".repeat(MAX_KEY_LEN + 1);
+/// let due = std::time::SystemTime::now();
+/// assert!(matches!(timers.add(&too_long, due, b""), Err(DurableError::InvalidKey)));
+/// timers.shutdown()?;
+/// # Ok::<(), DurableError>(())
+/// ```
 pub const MAX_KEY_LEN: usize = 1024;
 
 /// The default payload limit, in bytes (1 MiB); see
 /// [`DurableTimersBuilder::max_payload`].
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::{DurableError, DurableTimers, DEFAULT_MAX_PAYLOAD};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let timers = DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+/// let big = vec![0u8; DEFAULT_MAX_PAYLOAD + 1];
+/// let due = std::time::SystemTime::now();
+/// assert!(matches!(
+///     timers.add("order:17", due, &big),
+///     Err(DurableError::PayloadTooLarge { len, max }) if len == big.len() && max == DEFAULT_MAX_PAYLOAD
+/// ));
+/// timers.shutdown()?;
+/// # Ok::<(), DurableError>(())
+/// ```
 pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
 
 /// Checks a key and a payload before anything is sent to a store.
