@@ -292,8 +292,9 @@ fn wait_and_kill(
     }
 }
 
-/// Prints the summary; true when every expected callback arrived, no
-/// cancelled one did, and every signature checked out.
+/// Prints the summary; true when every expected callback arrived, none
+/// before its due time, no cancelled one did, and every signature checked
+/// out.
 fn summary(arrivals: &Arrivals, expected: &[&str], killed_at: Option<u64>) -> bool {
     let got = arrivals.lock().unwrap();
     let missing = expected.iter().filter(|k| !got.contains_key(**k)).count();
@@ -304,6 +305,11 @@ fn summary(arrivals: &Arrivals, expected: &[&str], killed_at: Option<u64>) -> bo
     let requests: usize = got.values().map(Vec::len).sum();
     let twice = got.values().filter(|v| v.len() > 1).count();
     let bad_sig = got.values().flatten().filter(|a| !a.signed).count();
+    let early = got
+        .values()
+        .flatten()
+        .filter(|a| a.at_ms < a.due_ms)
+        .count();
     let mut late: Vec<u64> = got
         .values()
         .filter_map(|v| v.first())
@@ -318,7 +324,7 @@ fn summary(arrivals: &Arrivals, expected: &[&str], killed_at: Option<u64>) -> bo
         got.len()
     );
     println!("requests {requests} (keys sent more than once: {twice}), cancelled that arrived: {unexpected}");
-    println!("signatures failing: {bad_sig}");
+    println!("signatures failing: {bad_sig}, requests before their due time: {early}");
     if let (Some(p50), Some(p99), Some(max)) = (pct(0.5), pct(0.99), late.last()) {
         println!("lateness of first arrivals: p50 {p50} ms, p99 {p99} ms, max {max} ms");
     }
@@ -329,5 +335,5 @@ fn summary(arrivals: &Arrivals, expected: &[&str], killed_at: Option<u64>) -> bo
              (its claims, taken over by the others when their lease ended)"
         );
     }
-    missing == 0 && unexpected == 0 && bad_sig == 0
+    missing == 0 && unexpected == 0 && bad_sig == 0 && early == 0
 }
