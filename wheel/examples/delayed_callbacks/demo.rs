@@ -7,12 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use wheel::durable::http::{verify_signature, HttpCallback, HttpConfig, Method};
+use wheel::durable::redis_server::{RedisServer, ServerOptions};
 use wheel::durable::{DurableError, DurableTimers};
 
 const SECRET: &[u8] = b"whsec_delayed_callbacks_example";
 
 struct Args {
     redis: Option<String>,
+    /// Start a private `redis-server` (on the PATH) and use it as `--redis`.
+    private_redis: bool,
     nodes: usize,
     /// Run as one node process (started by the parent).
     node: bool,
@@ -25,6 +28,7 @@ fn parse() -> Result<Args, lexopt::Error> {
     use lexopt::prelude::*;
     let mut a = Args {
         redis: None,
+        private_redis: false,
         nodes: 3,
         node: false,
         namespace: format!("callbacks-{}", std::process::id()),
@@ -35,6 +39,7 @@ fn parse() -> Result<Args, lexopt::Error> {
     while let Some(arg) = p.next()? {
         match arg {
             Long("redis") => a.redis = Some(p.value()?.string()?),
+            Long("private-redis") => a.private_redis = true,
             Long("nodes") => a.nodes = p.value()?.parse()?,
             Long("node") => a.node = true,
             Long("namespace") => a.namespace = p.value()?.string()?,
@@ -45,6 +50,9 @@ fn parse() -> Result<Args, lexopt::Error> {
     }
     if a.nodes == 0 || a.count == 0 {
         return Err("--nodes and --count must be at least 1".into());
+    }
+    if a.private_redis && a.redis.is_some() {
+        return Err("give --redis URL or --private-redis, not both".into());
     }
     Ok(a)
 }
@@ -193,7 +201,15 @@ fn run(args: &Args) -> Result<bool, DurableError> {
     let (port, arrivals) = start_receiver();
     let dir = tempfile::tempdir().map_err(|e| DurableError::Io(e.to_string()))?;
     let mut children = Vec::new();
-    let timers = match &args.redis {
+    // Dropped (and so stopped) when `run` returns, after the nodes.
+    let server = if args.private_redis {
+        let started = RedisServer::start(ServerOptions::default());
+        Some(started.map_err(|e| DurableError::Unavailable(format!("redis-server: {e}")))?)
+    } else {
+        None
+    };
+    let url = server.as_ref().map(RedisServer::url).or(args.redis.clone());
+    let timers = match &url {
         None => DurableTimers::builder()
             .embedded(dir.path().join("callbacks.redb"))
             .http(http_config())

@@ -20,7 +20,9 @@
 //! `Wheel-Fence` header tells the copies apart).
 //!
 //! Options: `--count N` callbacks (default 300), `--seconds S` to spread
-//! them over (default 10).
+//! them over (default 10), and `--private-redis` instead of `--redis URL`
+//! to start a `redis-server` of its own (on a free loopback port, without
+//! persistence; it must be on the PATH) for the node processes.
 //!
 //! The example needs wheel's `http` and `redis` features. Built without
 //! them (as the plain command above builds it), it runs itself again
