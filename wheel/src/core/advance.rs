@@ -193,12 +193,7 @@ impl<T> Wheel<T> {
             // Below the top, a lowest-level slot holds exactly the entries
             // due at `event.at`: its cells join the ready queue as they are,
             // in O(1), and `when <= elapsed` now marks them ready.
-            // Load their entries now, in one tight loop whose cache misses
-            // overlap, rather than one miss per `poll` later.
-            let bucket = &mut self.levels[level].slots[slot];
-            warm(&self.slab, &self.blocks, bucket);
-            self.ready.append(&mut self.blocks, bucket);
-            self.settle_ready();
+            self.level0_slot_to_ready(slot);
             return;
         }
         if level == top {
@@ -319,13 +314,29 @@ impl<T> Wheel<T> {
         self.slab.node_mut(index).pos = pos;
     }
 
+    /// Moves a lowest-level slot's cells, as they are, to the ready queue.
+    /// Their entries are loaded first, in one tight loop whose cache misses
+    /// overlap, rather than one miss per `poll` later.
+    #[inline(always)]
+    pub(super) fn level0_slot_to_ready(&mut self, slot: usize) {
+        let bucket = &mut self.levels[0].slots[slot];
+        warm(&self.slab, &self.blocks, bucket);
+        self.ready.append(&mut self.blocks, bucket);
+        self.settle_ready();
+    }
+
     /// Recomputes `top_next` exactly from the per-slot lower bounds.
     fn recompute_top_next(&mut self) {
+        self.top_next = self.exact_top_next();
+    }
+
+    /// The start of the top level's next visit, from the per-slot lower
+    /// bounds; `None` when the top level is empty.
+    pub(super) fn exact_top_next(&self) -> Option<u64> {
         let top = &self.levels[self.layout.top()];
-        self.top_next = top
-            .occupied_slots()
+        top.occupied_slots()
             .map(|slot| top.geom.slot_start(top.min_when[slot]))
-            .min();
+            .min()
     }
 }
 
@@ -333,7 +344,7 @@ impl<T> Wheel<T> {
 /// many of the cache misses are in flight at once, so that the walk that
 /// follows (popping, compacting) finds them in cache.
 #[inline]
-pub(super) fn warm<T>(slab: &Slab<T>, blocks: &Blocks, bucket: &Bucket) {
+fn warm<T>(slab: &Slab<T>, blocks: &Blocks, bucket: &Bucket) {
     let mut acc = 0u64;
     bucket.for_each(blocks, |index| {
         if let Some(node) = slab.get(index) {

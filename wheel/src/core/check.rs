@@ -295,11 +295,7 @@ impl<T> Wheel<T> {
         let top = &self.levels[self.layout.top()];
         if !top.is_empty() {
             let next = self.top_next.ok_or("top non-empty without top_next")?;
-            let real = top
-                .occupied_slots()
-                .map(|slot| top.geom.slot_start(top.min_when[slot]))
-                .min()
-                .unwrap_or(u64::MAX);
+            let real = self.exact_top_next().unwrap_or(u64::MAX);
             if next < self.elapsed || next > real {
                 return Err(format!(
                     "top_next {next} outside [{}, {real}]",

@@ -145,7 +145,7 @@ impl<T> Wheel<T> {
 
     /// The count of lazily dead cells above which a sweep starts.
     #[inline]
-    pub(super) fn sweep_bound(&self) -> usize {
+    fn sweep_bound(&self) -> usize {
         COMPACT_RATIO * self.slab.len() + self.sweep_min
     }
 
@@ -327,7 +327,7 @@ impl<T> Wheel<T> {
 
     /// Marks the slot at `loc`, whose bucket was just emptied, unoccupied
     /// (and, on the top level, forgets its deadline bound).
-    pub(super) fn vacate(&mut self, loc: Loc) {
+    fn vacate(&mut self, loc: Loc) {
         match loc {
             Loc::Ready => {}
             Loc::Stage(slot) => self.stage.clear(slot),

@@ -1,4 +1,4 @@
-//! SlabEntry storage: a slab of nodes with a free list and generational keys.
+//! Entry storage: a slab of nodes with a free list and generational keys.
 //!
 //! Invariants:
 //! - An index is either occupied (a [`Node`]) or vacant. Vacant indices that

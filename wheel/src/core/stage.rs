@@ -8,7 +8,6 @@
 //! them (`Wheel::is_staged`). When the slot comes up, the stage becomes
 //! level 0 ([`Wheel::unstage`]).
 
-use super::advance::warm;
 use super::{Loc, Wheel};
 
 impl<T> Wheel<T> {
@@ -76,14 +75,12 @@ impl<T> Wheel<T> {
         let slot = level.geom.slot_of(self.elapsed);
         if !level.slots[slot].is_empty() {
             level.clear(slot);
-            warm(&self.slab, &self.blocks, &level.slots[slot]);
-            self.ready.append(&mut self.blocks, &mut level.slots[slot]);
-            self.settle_ready();
+            self.level0_slot_to_ready(slot);
         }
     }
 
     /// Forgets the staged slot; its blocks' tag is never used again.
-    pub(super) fn end_staging(&mut self) {
+    fn end_staging(&mut self) {
         self.staging = None;
         self.stage_epoch = self.stage_epoch.checked_add(1).unwrap_or(1);
     }
