@@ -161,7 +161,7 @@ impl RetryPolicy {
     /// assert_eq!(p.delay(2), Some(Duration::from_secs(2)));
     /// ```
     pub fn delay(&self, attempt: u32) -> Option<Duration> {
-        if attempt >= self.max_attempts {
+        if self.is_last(attempt) {
             return None;
         }
         let exp = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);
@@ -172,9 +172,22 @@ impl RetryPolicy {
     }
 }
 
+impl RetryPolicy {
+    /// Whether run number `attempt` was the last one allowed.
+    pub(crate) fn is_last(&self, attempt: u32) -> bool {
+        attempt >= self.max_attempts
+    }
+}
+
+/// A dead letter's reason when a timer's runs are used up: how many, and
+/// what went wrong last.
+pub(crate) fn gave_up(attempt: u32, why: &str) -> String {
+    format!("gave up after {attempt} attempts: {why}")
+}
+
 /// A number in [0, 1): the standard library's per-process random hash
 /// keys over a counter (jitter needs spread, not cryptographic quality).
-fn unit_random() -> f64 {
+pub(crate) fn unit_random() -> f64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     thread_local!(static KEYS: RandomState = RandomState::new());
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);

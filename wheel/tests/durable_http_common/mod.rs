@@ -72,19 +72,10 @@ impl Received {
 }
 
 fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .unwrap()
+        .into_owned()
 }
 
 /// What the script answers.
@@ -165,14 +156,6 @@ impl Receiver {
 
     pub fn requests(&self) -> Vec<Received> {
         self.log.requests.lock().unwrap().clone()
-    }
-
-    /// The requests to `path`, in order of arrival.
-    pub fn to(&self, path: &str) -> Vec<Received> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.path == path)
-            .collect()
     }
 
     /// Waits until at least `n` requests arrived; panics after LIVENESS.

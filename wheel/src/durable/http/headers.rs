@@ -8,6 +8,7 @@
 //! `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>." and the body>`.
 
 use hmac::{Hmac, KeyInit, Mac};
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use sha2::Sha256;
 
 /// The timer's key, percent-encoded where needed.
@@ -23,20 +24,14 @@ pub(crate) const SIGNATURE: &str = "Wheel-Signature";
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// What a key's header value encodes besides non-ASCII bytes: controls,
+/// the space, and `%` itself.
+const KEY_ENCODED: &AsciiSet = &CONTROLS.add(b' ').add(b'%');
+
 /// `key` as a header value: visible ASCII other than `%` as it is, every
 /// other byte as `%XX` (upper-case hex, as RFC 3986 recommends).
 pub(crate) fn key_value(key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    for &b in key.as_bytes() {
-        if b.is_ascii_graphic() && b != b'%' {
-            out.push(char::from(b));
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)].to_ascii_uppercase()));
-            out.push(char::from(HEX[usize::from(b & 15)].to_ascii_uppercase()));
-        }
-    }
-    out
+    utf8_percent_encode(key, KEY_ENCODED).to_string()
 }
 
 /// Lower-case hex of `bytes`.

@@ -25,7 +25,7 @@ pub(crate) const HOST_BUSY_RETRY: Duration = Duration::from_secs(1);
 
 /// Requests in flight by host.
 pub(crate) struct Hosts {
-    limit: usize,
+    pub(crate) limit: usize,
     in_flight: Mutex<HashMap<String, usize>>,
     /// Signalled whenever a slot of any host is given back.
     freed: Condvar,

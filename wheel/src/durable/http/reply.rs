@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use ureq::http::StatusCode;
 
 use super::http_date;
+use crate::durable::retry::gave_up;
 use crate::durable::{Outcome, RetryPolicy};
 
 /// How much of a reply's body a reason keeps, in bytes.
@@ -107,8 +108,8 @@ pub(crate) fn outcome(verdict: Verdict, attempt: u32, policy: &RetryPolicy) -> O
         Verdict::Dead(reason) => Outcome::Fail(reason),
         // The node would give up too, but with a reason that does not say
         // what went wrong: give up here, with the failure as the reason.
-        Verdict::Retry { why, .. } if policy.delay(attempt).is_none() => {
-            Outcome::Fail(format!("gave up after {attempt} attempts: {why}"))
+        Verdict::Retry { why, .. } if policy.is_last(attempt) => {
+            Outcome::Fail(gave_up(attempt, &why))
         }
         Verdict::Retry { after: Some(d), .. } => Outcome::RetryAfter(d),
         Verdict::Retry { after: None, .. } => Outcome::Retry,

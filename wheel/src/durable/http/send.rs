@@ -15,6 +15,7 @@ use ureq::{Agent, SendBody};
 use super::hosts::{Hosts, HOST_BUSY_RETRY, HOST_WAIT};
 use super::reply::{self, Verdict, REASON_BODY};
 use super::{headers, HttpCallback, HttpConfig};
+use crate::durable::retry::unit_random;
 use crate::durable::{Fired, Outcome, RetryPolicy};
 
 /// How much of a reply's body is read at most: reading a short body to
@@ -28,7 +29,6 @@ const USER_AGENT: &str = concat!("wheel/", env!("CARGO_PKG_VERSION"));
 pub(crate) struct Sender {
     agent: Agent,
     hosts: Hosts,
-    limit: usize,
     secret: Option<Vec<u8>>,
     policy: RetryPolicy,
 }
@@ -53,7 +53,6 @@ impl Sender {
         Sender {
             agent: agent.into(),
             hosts: Hosts::new(config.per_host_limit),
-            limit: config.per_host_limit,
             secret: config.signing_secret.clone(),
             policy,
         }
@@ -73,7 +72,7 @@ impl Sender {
         let Some(_slot) = self.hosts.acquire(&host, HOST_WAIT) else {
             return Verdict::Retry {
                 after: Some(busy_delay()),
-                why: format!("{host} had {} requests in flight", self.limit),
+                why: format!("{host} had {} requests in flight", self.hosts.limit),
             };
         };
         let request = self.request(fired, cb, uri);
@@ -135,11 +134,7 @@ fn host_key(uri: &Uri) -> String {
 
 /// About [`HOST_BUSY_RETRY`], less up to half at random.
 fn busy_delay() -> std::time::Duration {
-    RetryPolicy::new()
-        .initial(HOST_BUSY_RETRY)
-        .jitter(0.5)
-        .delay(1)
-        .unwrap_or(HOST_BUSY_RETRY)
+    HOST_BUSY_RETRY.mul_f64(1.0 - 0.5 * unit_random())
 }
 
 /// The first [`REASON_BODY`] bytes of a reply's body; the rest, up to

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Held, NodeShared, Running};
+use crate::durable::retry::gave_up;
 use crate::durable::store::{Claimed, Finish, Millis, Start};
 use crate::durable::time::system_time_of;
 use crate::durable::{Fired, Outcome};
@@ -153,7 +154,7 @@ fn settle(shared: &NodeShared, attempt: u32, outcome: Outcome) -> Finish {
         None => {
             shared.counters.failed.fetch_add(1, Ordering::Relaxed);
             Finish::Dead {
-                reason: format!("gave up after {attempt} attempts: {why}"),
+                reason: gave_up(attempt, why),
             }
         }
     }
