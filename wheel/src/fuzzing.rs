@@ -16,7 +16,3 @@ pub use crate::delay_queue::fuzz::{
     run_delay_queue, run_delay_queue_ops, run_delay_queue_with, Delay, DqHarness, DqInput, DqOp,
     TickSpec,
 };
-
-#[cfg(all(test, not(loom)))]
-pub(crate) use crate::core::testing::seed_corpus;
-pub(crate) use crate::core::testing::{clamp, ops_until_empty, KeyBook};

@@ -87,7 +87,8 @@ pub use crate::future::{Elapsed, Interval, Sleep, Timeout};
 // Testing: time that moves only when told to.
 pub use crate::clock::ManualClock;
 
-/// Test and fuzzing support: the reference model and the operation decoder.
+/// Test and fuzzing support: re-exports of the wheel's and the `DelayQueue`'s
+/// differential harnesses (`core/testing/`, `delay_queue/fuzz.rs`).
 /// Not part of the stable API; only compiled for tests and `cfg(fuzzing)`.
 #[cfg(any(test, fuzzing))]
 #[doc(hidden)]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use arbitrary::{Arbitrary, Unstructured};
 
 use crate::clock::NEVER;
-use crate::fuzzing::{clamp, ops_until_empty, KeyBook, Model, Pick, TuningPreset, MAX_OPS};
+use crate::core::testing::{clamp, ops_until_empty, KeyBook, Model, Pick, TuningPreset, MAX_OPS};
 use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock};
 
 /// A tick length for the queue under test (some invalid, to check the
@@ -596,7 +596,7 @@ mod tests {
 
     #[test]
     fn replay_seed_corpus_delay_queue_ops() {
-        for data in crate::fuzzing::seed_corpus("delay_queue_ops") {
+        for data in crate::core::testing::seed_corpus("delay_queue_ops") {
             let Ok(input) = DqInput::arbitrary_take_rest(Unstructured::new(&data)) else {
                 continue;
             };

@@ -101,11 +101,6 @@ impl WheelHarness {
         harness
     }
 
-    /// The wheel under test (for extra assertions by callers).
-    pub fn wheel(&self) -> &Wheel<u64> {
-        &self.wheel
-    }
-
     fn fail(&self, op: &dyn std::fmt::Debug, what: std::fmt::Arguments<'_>) -> ! {
         panic!(
             "wheel diverged from the model at op #{} {:?} (now {}, layout {:?}, tuning {:?}, {} pending): {}",
@@ -515,7 +510,7 @@ impl WheelHarness {
     }
 
     /// Compares every pending timer's deadline and value (O(n)).
-    pub fn check_all(&self, op: &dyn std::fmt::Debug) {
+    fn check_all(&self, op: &dyn std::fmt::Debug) {
         for &id in self.book.live_ids() {
             let t = &self.timers[id as usize];
             let key = self.book.key(id);

@@ -1,7 +1,8 @@
 //! The wheel's differential test harness, for the stable property tests
 //! (`cfg(test)`) and the cargo-fuzz targets (`cfg(fuzzing)`), which feed it
 //! through the SAME decoders and the SAME checks. `crate::fuzzing`
-//! re-exports what the fuzz targets and the `DelayQueue` harness use.
+//! re-exports what the fuzz targets use; the `DelayQueue` harness takes the
+//! model, the key book and the op-count helpers from here.
 //!
 //! - [`model`]: the reference model, a `BTreeMap` that is obviously right;
 //! - [`ops`]: the decoders from bytes to a layout and [`WheelOp`]s;

@@ -80,7 +80,7 @@ impl TuningPreset {
     }
 
     /// The tuning this preset names.
-    pub(crate) fn tuning(self) -> Tuning {
+    pub(crate) const fn tuning(self) -> Tuning {
         match self {
             TuningPreset::Default => Tuning::DEFAULT,
             TuningPreset::Small => Tuning::SMALL,

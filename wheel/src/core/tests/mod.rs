@@ -10,7 +10,10 @@ use super::*;
 
 /// Both tunings: the one every wheel runs, and the small one (see
 /// [`Tuning`]).
-const TUNINGS: [Tuning; 2] = [Tuning::DEFAULT, Tuning::SMALL];
+const TUNINGS: [Tuning; 2] = [
+    testing::TuningPreset::Default.tuning(),
+    testing::TuningPreset::Small.tuning(),
+];
 
 /// The layout `bits` describes.
 fn layout(bits: &[u32]) -> WheelConfig {

@@ -10,12 +10,12 @@
 use proptest::prelude::*;
 
 use crate::core::testing::ops::valid_layout;
+#[cfg(not(loom))]
+use crate::core::testing::seed_corpus;
 use crate::core::testing::{
     layout_is_valid, run_config_ops, run_ops, run_wheel_ops, run_wheel_with, Checks, LayoutSpec,
     LevelBits, Pick, PollTo, TuningPreset, WheelInput, WheelOp, When,
 };
-#[cfg(not(loom))]
-use crate::fuzzing::seed_corpus;
 
 /// A deadline: mostly near, some far, some absolute, past or at the end of
 /// time.
@@ -80,7 +80,7 @@ fn layout() -> impl Strategy<Value = LayoutSpec> {
 }
 
 fn preset() -> impl Strategy<Value = TuningPreset> {
-    prop_oneof![Just(TuningPreset::Default), Just(TuningPreset::Small)]
+    prop::sample::select(&TuningPreset::ALL[..])
 }
 
 proptest! {
@@ -94,7 +94,8 @@ proptest! {
         ops in prop::collection::vec(op(), 1..300),
         preset in preset(),
     ) {
-        let end = [WheelOp::PollAll(PollTo::At(When::Max)), WheelOp::CheckAll];
+        // `run_ops` ends with every check there is (`WheelHarness::finish`).
+        let end = [WheelOp::PollAll(PollTo::At(When::Max))];
         run_ops(&layout, ops.into_iter().chain(end), Checks::EveryOp, preset);
     }
 }
