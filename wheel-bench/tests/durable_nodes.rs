@@ -10,8 +10,6 @@ use std::time::{Duration, Instant, SystemTime};
 use wheel::durable::redis_server::{RedisServer, ServerOptions};
 use wheel_bench::durable::kill::{self, KillParams};
 use wheel_bench::durable::node::{Event, Kind, NodeProcess, NodeSpec};
-use wheel_bench::durable::peer::SecondWheel;
-use wheel_bench::durable::{key, PAYLOAD};
 
 fn exe() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_wheel-bench"))
@@ -62,23 +60,7 @@ fn node_processes_report_each_run_and_stop_when_their_input_closes() {
         let ready = events_until(&rx, |e| e.contains(&Event::Ready));
         assert!(ready.contains(&Event::Ready), "{kind:?}: {ready:?}");
         let due = SystemTime::now() + Duration::from_millis(1_500);
-        let keys: Vec<(String, SystemTime)> = (0..20).map(|i| (key(i), due)).collect();
-        match kind {
-            Kind::Ours => {
-                let client = wheel::durable::DurableTimers::builder()
-                    .redis(&url)
-                    .namespace("nodes")
-                    .build()
-                    .unwrap();
-                for (k, d) in &keys {
-                    client.add(k, *d, PAYLOAD).unwrap();
-                }
-            }
-            Kind::Peer => {
-                let wheel = SecondWheel::open(&url, "nodes").unwrap();
-                wheel.add_many(&keys, PAYLOAD).unwrap();
-            }
-        }
+        kill::add(kind, &url, "nodes", &[due; 20]).unwrap();
         let seen = events_until(&rx, |e| started(e) == 20);
         assert_eq!(started(&seen), 20, "{kind:?}: {seen:?}");
         if kind == Kind::Peer {

@@ -131,13 +131,7 @@ pub fn run(kind: Kind, p: &KillParams, exe: &Path, url: &str) -> Result<KillRun,
         track.apply(node, ev);
     }
     let (victim, killed_at) = out?;
-    let mut r = result(&track, victim, killed_at, p.lease);
-    if kind == Kind::Peer {
-        // Nothing takes over the peer's timers: its late starts (the first
-        // second of a minute, see `peer`) are not the killed node's.
-        r.taken_over.clear();
-    }
-    Ok(r)
+    Ok(result(kind, &track, victim, killed_at, p.lease))
 }
 
 /// Waits for the nodes, adds the timers, kills the victim, waits for the
@@ -204,7 +198,11 @@ fn drive(
 }
 
 /// Adds the timers `key(i)` due at `due[i]`, 1 000 per call.
-fn add(kind: Kind, url: &str, ns: &str, due: &[SystemTime]) -> Result<(), String> {
+///
+/// # Errors
+///
+/// The store's or Redis's error, as text.
+pub fn add(kind: Kind, url: &str, ns: &str, due: &[SystemTime]) -> Result<(), String> {
     let keys: Vec<String> = (0..due.len()).map(key).collect();
     match kind {
         Kind::Ours => {
@@ -225,12 +223,23 @@ fn add(kind: Kind, url: &str, ns: &str, due: &[SystemTime]) -> Result<(), String
     }
 }
 
-fn result(track: &Track, victim: usize, killed_at: Duration, lease: Duration) -> KillRun {
-    let mut taken_over: Vec<i64> = (0..track.first.len())
-        .filter(|&i| track.first[i].1 != victim)
-        .filter_map(|i| track.rec.lateness_of(i))
-        .filter(|&l| l > taken_over_after(lease).as_nanos() as i64)
-        .collect();
+fn result(
+    kind: Kind,
+    track: &Track,
+    victim: usize,
+    killed_at: Duration,
+    lease: Duration,
+) -> KillRun {
+    // Nothing takes over the peer's timers: its late starts (the first
+    // second of a minute, see `peer`) are not the killed node's.
+    let mut taken_over: Vec<i64> = match kind {
+        Kind::Ours => (0..track.first.len())
+            .filter(|&i| track.first[i].1 != victim)
+            .filter_map(|i| track.rec.lateness_of(i))
+            .filter(|&l| l > taken_over_after(lease).as_nanos() as i64)
+            .collect(),
+        Kind::Peer => Vec::new(),
+    };
     taken_over.sort_unstable();
     KillRun {
         summary: track.rec.summary(),

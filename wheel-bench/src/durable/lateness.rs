@@ -55,11 +55,11 @@ impl LatenessRun {
 
     /// Early runs, lost timers, duplicates, and timers not run by the end.
     pub fn check(&self) -> crate::workloads::Check {
-        let s = &self.summary;
+        let [early, lost, duplicates] = self.summary.errors(self.lost());
         crate::workloads::Check::from_errors(&[
-            ("fired early", s.early as u64),
-            ("lost", self.lost() as u64),
-            ("duplicates", s.duplicates),
+            early,
+            lost,
+            duplicates,
             ("not run by the end", self.pending_at_end as u64),
         ])
     }

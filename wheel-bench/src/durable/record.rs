@@ -143,11 +143,17 @@ impl Summary {
 
     /// Early starts, lost timers and duplicate runs are failures.
     pub fn check(&self) -> Check {
-        Check::from_errors(&[
+        Check::from_errors(&self.errors(self.lost))
+    }
+
+    /// The failure counts of [`check`](Self::check), with `lost` as the
+    /// caller counts it.
+    pub fn errors(&self, lost: usize) -> [(&'static str, u64); 3] {
+        [
             ("fired early", self.early as u64),
-            ("lost", self.lost as u64),
+            ("lost", lost as u64),
             ("duplicates", self.duplicates),
-        ])
+        ]
     }
 
     /// "0", or the count with the largest earliness in ms.

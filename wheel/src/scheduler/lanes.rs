@@ -15,7 +15,7 @@ use super::submit::Command;
 use super::Shared;
 
 /// One lane: a command queue and a stripe of counters, on its own cache
-/// lines. A thread uses lane `thread_stripe() % lanes` (see
+/// lines. A thread uses lane `lane_of(thread_stripe(), lanes)` (see
 /// [`lane_count`]); a handle sends its commands to the lane its timer was
 /// scheduled on. Lanes exist so that producers on different cores never
 /// write the same cache line: each has its own queue tail, free list

@@ -11,8 +11,9 @@
 //! of repeating timers onto their own lane; only the tick thread pops.
 //! `cancel` pushes nothing unless the tick thread holds the entry (see
 //! `Cancelled` in `slots/transitions.rs`): a timer cancelled before its
-//! `Insert` was applied is freed when it is, and one with a worker is
-//! freed by the worker.
+//! `Insert` was applied has its slot freed at once and its entry dropped
+//! when the `Insert` is applied, and one with a worker is freed by the
+//! worker.
 //! Because a handle is returned only after its insert was pushed, and each
 //! lane is linearizable FIFO, the tick thread always sees a timer's
 //! `Insert` before any `Cancel`/`Reset` sent through one of its handles.

@@ -39,6 +39,7 @@ use crate::clock::NEVER;
 use crate::core::{Expired, TimerKey, Wheel};
 use crate::sync::{Arc, Backoff, Ordering, Parker};
 
+use super::lanes::lane_of;
 use super::lateness::WakeLateness;
 use super::slots::{
     gen_of, is_repeat, seq_of, state_of, Claim, CANCELLED, PENDING, QUEUED, RUNNING,
@@ -273,7 +274,7 @@ impl Ticker {
         let mut applied = 0;
         // Start where the previous round stopped, so no lane starves.
         for d in 0..lanes {
-            let lane = (self.next_lane + d) % lanes;
+            let lane = lane_of(self.next_lane + d, lanes);
             let queue = &shared.lanes[lane].commands;
             if queue.is_empty() {
                 continue;
@@ -485,30 +486,24 @@ impl Ticker {
         let shared = self.shared.clone();
         let slots = &shared.slots;
         let mut dropped = 0;
-        // Still pending (not queued for a worker): stop and count it. An
-        // insert stops its timer only if the slot still carries its
-        // generation (a cancel may have freed the slot before).
-        let mut stop = |index: u32, gen: Option<u32>| {
-            let stopped = match gen {
-                Some(gen) => slots.cancel(0, index, gen).is_some(),
-                None => slots.cancel_current(index),
-            };
-            if stopped {
-                dropped += 1;
-            }
-        };
+        // Still pending (not queued for a worker): stop and count it.
+        let stop = |index: u32| usize::from(slots.cancel_current(index));
         for lane in shared.lanes.iter() {
             while let Some(cmd) = lane.commands.pop() {
                 match cmd {
-                    Command::Insert { entry, gen } => stop(entry.index, Some(gen)),
-                    Command::Rearm(e) => stop(e.index, None),
+                    // Stopped only if the slot still carries the insert's
+                    // generation (a cancel may have freed the slot before).
+                    Command::Insert { entry, gen } => {
+                        dropped += usize::from(slots.cancel(0, entry.index, gen).is_some());
+                    }
+                    Command::Rearm(e) => dropped += stop(e.index),
                     Command::Cancel { .. } | Command::Reset { .. } => {}
                 }
             }
         }
         // The wheel's entries: their closures are dropped with `held`.
         for expired in self.wheel.drain() {
-            stop(unpack_armed(expired.value).0, None);
+            dropped += stop(unpack_armed(expired.value).0);
         }
         self.held.clear();
         self.stash.clear();

@@ -291,7 +291,7 @@ fn add(key: usize, at: i64) -> Op {
         key,
         at,
         after: false,
-        payload: key as u8,
+        payload: (key as u8).wrapping_add(1),
     }
 }
 

@@ -365,7 +365,7 @@ mod tests {
         t.recycle(t.home_lane(0), 0, 1);
         assert_eq!(t.alloc(0, false).unwrap(), (0, 1));
         // A cancel before the insert is applied frees the slot onto the
-        // canceller's lane at once, with the next generation.
+        // handle's lane at once, with the next generation.
         let (i, g) = t.alloc(3, false).unwrap();
         assert_eq!(t.cancel(3, i, g), Some(Cancelled::Unapplied));
         assert!(!t.is_active(i, g));

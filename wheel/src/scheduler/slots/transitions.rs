@@ -35,8 +35,9 @@
 //! **Cancel before the insert is applied.** Nobody but the command queue
 //! holds the entry, and nobody has looked at the slot, so the canceller
 //! frees the slot itself: one CAS from PENDING(g) to FREE(g+1), and the
-//! index goes to the canceller's lane's free list at once (so the
-//! producer that cancels reuses its own, cache-hot, slots). The `Insert`
+//! index goes to the free list of the handle's lane (the timer's `Insert`
+//! lane) at once (the producer's own, when it cancels its own timers, so it
+//! reuses cache-hot slots). The `Insert`
 //! carries `g`: when the tick thread applies it, `mark_applied` finds
 //! another generation (the slot is free or already reused) and the tick
 //! thread drops the entry, closure included, without touching the slot.

@@ -16,9 +16,10 @@
 //!   to a running timer).
 //! - `applied` is set by the tick thread when it applies the timer's
 //!   `Insert` (and never cleared before the slot is freed). While it is
-//!   clear the entry is still in a command queue, so a `cancel` needs to
-//!   send nothing: the tick thread finds the word CANCELLED when it
-//!   applies the `Insert`, and frees the entry then.
+//!   clear the entry is still in a command queue, so a `cancel` sends
+//!   nothing and frees the slot itself (FREE, next generation): the tick
+//!   thread's `mark_applied` then finds another generation and drops only
+//!   the entry.
 //! - `seq` counts successful `reset`s (mod 2^27); the tick thread stores the
 //!   `seq` it armed an entry with and fires the entry only if the word still
 //!   carries that `seq`.
