@@ -168,7 +168,9 @@ impl RetryPolicy {
         let full = self.initial.as_secs_f64() * self.multiplier.powi(exp);
         let capped = full.min(self.max_delay.as_secs_f64());
         let cut = capped * self.jitter * unit_random();
-        Some(Duration::from_secs_f64((capped - cut).max(0.0)))
+        // A wait too long for a `Duration` (a `max_delay` near
+        // `Duration::MAX` loses precision as a float) is the longest wait.
+        Some(Duration::try_from_secs_f64((capped - cut).max(0.0)).unwrap_or(self.max_delay))
     }
 }
 
@@ -224,6 +226,18 @@ mod tests {
             .all(|d| *d >= Duration::from_millis(500) && *d <= Duration::from_secs(1)));
         let distinct: std::collections::HashSet<_> = waits.iter().collect();
         assert!(distinct.len() > 100, "jitter should spread the waits");
+    }
+
+    #[test]
+    fn the_longest_wait_does_not_overflow() {
+        let p = RetryPolicy::new()
+            .max_delay(Duration::MAX)
+            .jitter(0.0)
+            .max_attempts(u32::MAX);
+        assert_eq!(p.delay(70), Some(Duration::MAX));
+        assert_eq!(p.delay(u32::MAX - 1), Some(Duration::MAX));
+        let p = p.initial(Duration::MAX).jitter(1.0);
+        assert!(p.delay(1).is_some());
     }
 
     #[test]

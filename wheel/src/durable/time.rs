@@ -53,9 +53,51 @@ pub(crate) fn system_now() -> Millis {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The doubling wait between tries of a failed store call: `first`, then
+/// twice as long each time, at most `max`.
+#[derive(Debug, Clone)]
+pub(crate) struct Backoff {
+    first: Duration,
+    next: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub(crate) fn new(first: Duration, max: Duration) -> Backoff {
+        Backoff {
+            first,
+            next: first.min(max),
+            max,
+        }
+    }
+
+    /// The wait before the next try.
+    pub(crate) fn next(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = (wait * 2).min(self.max);
+        wait
+    }
+
+    /// Starts again from the first wait (after a success).
+    pub(crate) fn reset(&mut self) {
+        self.next = self.first.min(self.max);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap_and_starts_over() {
+        let ms = Duration::from_millis;
+        let mut b = Backoff::new(ms(10), ms(50));
+        let waits: Vec<Duration> = (0..5).map(|_| b.next()).collect();
+        assert_eq!(waits, [ms(10), ms(20), ms(40), ms(50), ms(50)]);
+        b.reset();
+        assert_eq!(b.next(), ms(10));
+        assert_eq!(Backoff::new(ms(90), ms(50)).next(), ms(50));
+    }
 
     #[test]
     fn rounding_is_up_for_due_times() {

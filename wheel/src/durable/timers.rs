@@ -8,6 +8,7 @@ use super::node::{Node, NodeConfig};
 use super::store::{Counts, Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
 use super::{check_input, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo};
+use crate::sync::lock;
 
 /// Durable timers: one node's handle on a store (`Send + Sync`; share it
 /// behind an `Arc`).
@@ -30,7 +31,7 @@ use super::{check_input, DeadLetter, DurableError, DurableStats, DurableTimersBu
 /// let timers = DurableTimers::builder()
 ///     .embedded(dir.path().join("timers.redb"))
 ///     .handler(move |t| {
-///         tx.lock().unwrap().send(t.key.clone()).unwrap();
+///         lock(&tx).send(t.key.clone()).unwrap();
 ///         Outcome::Done
 ///     })
 ///     .build()?;
@@ -337,7 +338,7 @@ impl DurableTimers {
     /// ```
     pub fn stats(&self) -> DurableStats {
         let counts = {
-            let mut last = self.last_counts.lock().unwrap();
+            let mut last = lock(&self.last_counts);
             if let Ok(c) = self.store.counts() {
                 *last = c;
             }

@@ -12,6 +12,7 @@
 //! never above `limit`, and a host with none has no entry (the map stays
 //! as small as the set of hosts being called).
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -50,7 +51,7 @@ impl Hosts {
     /// when the host stayed at its limit.
     pub(crate) fn acquire(&self, host: &str, wait: Duration) -> Option<Slot<'_>> {
         let until = Instant::now() + wait;
-        let mut in_flight = self.in_flight.lock().unwrap();
+        let mut in_flight = lock(&self.in_flight);
         loop {
             let n = in_flight.get(host).copied().unwrap_or(0);
             if n < self.limit {
@@ -70,13 +71,13 @@ impl Hosts {
 
     #[cfg(test)]
     fn count(&self, host: &str) -> Option<usize> {
-        self.in_flight.lock().unwrap().get(host).copied()
+        lock(&self.in_flight).get(host).copied()
     }
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        let mut in_flight = self.hosts.in_flight.lock().unwrap();
+        let mut in_flight = lock(&self.hosts.in_flight);
         if let Some(n) = in_flight.get_mut(&self.host) {
             *n -= 1;
             if *n == 0 {

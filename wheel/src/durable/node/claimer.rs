@@ -1,23 +1,66 @@
 //! The claimer thread: moves timers due soon from the store into the node.
+//!
+//! It claims when its plan says so: when the earliest pending timer enters
+//! the claim window, when the earliest lease may have ended, or at the
+//! safety poll. A store notification ("a timer due at `d` became pending")
+//! changes the plan only if the planned claim would come too late for `d`:
+//! the claim moves to [`LEAD`] before `d`, and never sooner than
+//! [`MIN_GAP`] after the last claim. So a burst of adds costs each node a
+//! bounded number of claims (at most one per `MIN_GAP`, and none at all for
+//! timers that the next planned claim takes in time), instead of one claim
+//! per add on every node.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::fire::hold;
-use super::NodeShared;
-use crate::durable::store::{ClaimBatch, ClaimRequest, Millis};
+use super::hold::hold;
+use super::signal::Woken;
+use super::{NodeShared, STORE_BATCH};
+use crate::durable::store::{ClaimBatch, ClaimRequest, Fenced, Millis};
+use crate::durable::time::Backoff;
+use crate::sync::lock;
 
 /// Timers claimed by one store call at most: bounds how long one claim
 /// holds the store (a Redis script blocks the server while it runs).
 const CLAIM_BATCH: usize = 512;
 
+/// How long before a notified due time the claim for it comes: room for
+/// the claim's round trip and the scheduling.
+const LEAD: Duration = Duration::from_millis(100);
+
+/// The shortest time between two claims made for notifications.
+const MIN_GAP: Duration = Duration::from_millis(5);
+
 /// The first wait after a failed store call; doubles up to the poll.
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
 
+/// Store time mapped onto this node's monotonic clock by one claim's
+/// reading: store time `now` was `received`.
+#[derive(Clone, Copy)]
+struct ClockMap {
+    now: Millis,
+    received: Instant,
+}
+
+impl ClockMap {
+    /// The instant of store time `at`: never earlier in store time, since
+    /// the claim was answered after the store read its clock.
+    fn instant(&self, at: Millis) -> Instant {
+        if at >= self.now {
+            self.received + Duration::from_millis(at - self.now)
+        } else {
+            let ago = Duration::from_millis(self.now - at);
+            self.received.checked_sub(ago).unwrap_or(self.received)
+        }
+    }
+}
+
 pub(super) fn run(shared: &Arc<NodeShared>) {
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::new(FIRST_BACKOFF, shared.config.poll);
+    let mut map: Option<ClockMap> = None;
     while !shared.stopping.load(Ordering::SeqCst) {
+        let claimed_at = Instant::now();
         let room = shared.config.max_held.saturating_sub(shared.held_count());
         let req = ClaimRequest {
             window: shared.window_ms,
@@ -25,14 +68,18 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
             max: room.min(CLAIM_BATCH),
             max_attempts: shared.config.retry.attempts(),
         };
-        let wake_at = match shared.store.claim(&req) {
+        let mut plan = match shared.store.claim(&req) {
             Ok(batch) => {
-                backoff = FIRST_BACKOFF;
-                let received = Instant::now();
+                backoff.reset();
+                let m = ClockMap {
+                    now: batch.now,
+                    received: Instant::now(),
+                };
+                map = Some(m);
                 let full = batch.timers.len() == req.max && req.max > 0;
-                let next = next_wake(shared, &batch, received);
+                let next = next_wake(shared, &batch, m);
                 for c in batch.timers {
-                    let at = received + Duration::from_millis(c.due.saturating_sub(batch.now));
+                    let at = m.instant(c.due);
                     hold(shared, c, at);
                 }
                 if full && room > req.max {
@@ -42,50 +89,60 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
             }
             Err(_) => {
                 shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
-                backoff = (backoff * 2).min(shared.config.poll);
-                Instant::now() + backoff
+                Instant::now() + backoff.next()
             }
         };
         renew(shared);
-        shared.signal.wait_until(wake_at.min(renew_due(shared)));
+        // Fold notifications into the plan until it is time to claim.
+        loop {
+            match shared.signal.wait_until(plan.min(renew_due(shared))) {
+                Woken::Timeout | Woken::Now => break,
+                Woken::Due(due) => {
+                    let wanted = map.map_or(claimed_at, |m| m.instant(due));
+                    let wanted = wanted.checked_sub(LEAD).unwrap_or(wanted);
+                    plan = plan.min(wanted.max(claimed_at + MIN_GAP));
+                }
+            }
+        }
     }
 }
 
 /// When to claim next: when the earliest pending timer enters the window,
 /// when the earliest lease may have ended, or at the safety poll.
-fn next_wake(shared: &NodeShared, batch: &ClaimBatch, received: Instant) -> Instant {
-    let after = |at: Millis| received + Duration::from_millis(at.saturating_sub(batch.now));
-    let mut wake = received + shared.config.poll;
+fn next_wake(shared: &NodeShared, batch: &ClaimBatch, map: ClockMap) -> Instant {
+    let mut wake = map.received + shared.config.poll;
     if let Some(due) = batch.next_due {
-        wake = wake.min(after(due.saturating_sub(shared.window_ms)));
+        wake = wake.min(map.instant(due.saturating_sub(shared.window_ms)));
     }
     if let Some(lease) = batch.next_lease {
-        wake = wake.min(after(lease.saturating_add(1)));
+        wake = wake.min(map.instant(lease.saturating_add(1)));
     }
     wake
 }
 
-/// Renews the lease of every run not renewed for a third of the lease.
+/// Renews, in batched store calls, the lease of every run not renewed for
+/// a third of the lease.
 fn renew(shared: &NodeShared) {
     let every = shared.config.lease / 3;
     let now = Instant::now();
-    let stale: Vec<(String, u64)> = shared
-        .running
-        .lock()
-        .unwrap()
+    let stale: Vec<(String, u64)> = lock(&shared.running)
         .iter()
         .filter(|(_, r)| now.duration_since(r.renewed) >= every)
         .map(|(k, r)| (k.clone(), r.fence))
         .collect();
-    for (key, fence) in stale {
-        match shared.store.renew(&key, fence, shared.lease_ms) {
-            Ok(_) => {
-                if let Some(r) = shared.running.lock().unwrap().get_mut(&key) {
-                    r.renewed = now;
-                }
-            }
-            Err(_) => {
-                shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+    for part in stale.chunks(STORE_BATCH) {
+        let held: Vec<Fenced<'_>> = part
+            .iter()
+            .map(|(key, fence)| Fenced { key, fence: *fence })
+            .collect();
+        if shared.store.renew(&held, shared.lease_ms).is_err() {
+            shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let mut running = lock(&shared.running);
+        for (key, fence) in part {
+            if let Some(r) = running.get_mut(key).filter(|r| r.fence == *fence) {
+                r.renewed = now;
             }
         }
     }
@@ -95,12 +152,27 @@ fn renew(shared: &NodeShared) {
 fn renew_due(shared: &NodeShared) -> Instant {
     let every = shared.config.lease / 3;
     let far = Instant::now() + shared.config.poll;
-    shared
-        .running
-        .lock()
-        .unwrap()
+    lock(&shared.running)
         .values()
         .map(|r| r.renewed + every)
         .min()
         .map_or(far, |at| at.min(far))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_time_maps_onto_the_claim_s_instant() {
+        let received = Instant::now() + Duration::from_secs(10);
+        let m = ClockMap {
+            now: 1_000,
+            received,
+        };
+        assert_eq!(m.instant(1_000), received);
+        assert_eq!(m.instant(1_250), received + Duration::from_millis(250));
+        assert_eq!(m.instant(400), received - Duration::from_millis(600));
+        assert_eq!(m.instant(0), received - Duration::from_millis(1_000));
+    }
 }

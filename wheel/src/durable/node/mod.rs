@@ -1,41 +1,64 @@
 //! A node: the part of [`DurableTimers`](super::DurableTimers) that fires.
 //!
-//! Three kinds of thread share one [`NodeShared`]:
+//! A timer's way through a node, one thread after another:
 //! - the claimer ([`claimer`]) asks the store for timers due within the
-//!   claim window, schedules each in the node's in-memory [`Scheduler`] at
-//!   its instant, renews the leases of running handlers, and sleeps until
-//!   the next timer enters the window, a lease may end, a notification
-//!   comes, or the safety poll is up;
-//! - the scheduler's tick thread fires each timer at its instant;
-//! - the scheduler's workers run [`fire`]: `start` in the store, the
-//!   handler, then `finish`.
+//!   claim window and schedules each in the node's in-memory [`Scheduler`]
+//!   at its instant ([`hold`]); it also renews, in one store call, the
+//!   leases of every run that needs it, and sleeps until the next timer
+//!   enters the window, a lease may end, a notification says a timer
+//!   became due sooner than its plan, or the safety poll is up;
+//! - at the instant, the scheduler hands the claim to the starter
+//!   ([`starter`]), which starts every claim waiting in one store call
+//!   (timers due together start together);
+//! - a handler worker ([`run`]) runs each started timer's handler and
+//!   hands the outcome to the finisher;
+//! - the finisher ([`finisher`]) records every outcome waiting in one store
+//!   call, like a group commit: no outcome waits for a timer, each waits
+//!   at most for the call before it.
 //!
 //! Who touches what: `held` maps each key this node holds (claimed, not
 //! started) to its fence and scheduler handle; the claimer inserts, the
-//! firing worker removes its own entry (same fence) before starting, and
-//! shutdown drains it. `running` maps each started key to its fence and last
-//! renewal; the worker inserts and removes, the claimer renews. A claim that
-//! is dropped without running while the node stops is handed back to the
-//! store ([`fire::ClaimGuard`]), so other nodes fire it on time.
+//! scheduled closure removes its own entry (same fence) when it fires, and
+//! shutdown drains it. `running` maps each started key to its fence and
+//! last renewal: the starter inserts, the claimer renews, the finisher
+//! removes the entry once the store has the outcome (or the lease is over),
+//! and a worker that unwinds before handing over an outcome removes it too
+//! ([`run`]'s guard), so no run is renewed forever. Claims that are not
+//! started while the node stops are collected in `hand_back` and returned
+//! to the store in one call at the end of [`Node::shutdown`], so other
+//! nodes fire them on time.
 
 mod claimer;
-mod fire;
+mod finisher;
+mod hold;
+mod queue;
+mod run;
+mod signal;
+mod starter;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use self::queue::Queue;
+use self::signal::Signal;
 use super::lateness::Histogram;
-use super::store::{Millis, Store};
+use super::store::{Claimed, Fenced, Finish, Millis, Store};
 use super::{DurableError, Fired, Outcome, RetryPolicy};
+use crate::sync::lock;
 use crate::{Scheduler, TimerHandle};
 
 /// The user's handler.
 pub(crate) type Handler = Arc<dyn Fn(&Fired) -> Outcome + Send + Sync>;
 
 type Map<V> = HashMap<String, V, ahash::RandomState>;
+
+/// Entries of one store call at most (a start, finish, renew or release
+/// batch): bounds how long one call holds the store (a Redis script
+/// blocks the server while it runs).
+const STORE_BATCH: usize = 1024;
 
 /// A claimed timer held in memory until its instant.
 struct Held {
@@ -47,6 +70,22 @@ struct Held {
 struct Running {
     fence: u64,
     renewed: Instant,
+}
+
+/// A started timer on its way to a handler worker.
+struct Started {
+    claim: Claimed,
+    attempt: u32,
+}
+
+/// A run's outcome on its way to the store.
+struct Ending {
+    key: String,
+    fence: u64,
+    finish: Finish,
+    /// After this the run's lease is over: the store has handed the timer
+    /// to another run, and recording this outcome is pointless.
+    give_up: Instant,
 }
 
 /// How a node runs.
@@ -71,33 +110,6 @@ pub(crate) struct Counters {
     pub(crate) store_errors: AtomicU64,
 }
 
-/// A flag and a condition variable: wakes the claimer early.
-#[derive(Default)]
-struct Signal {
-    set: Mutex<bool>,
-    cond: Condvar,
-}
-
-impl Signal {
-    fn notify(&self) {
-        *self.set.lock().unwrap() = true;
-        self.cond.notify_one();
-    }
-
-    /// Waits until notified or `until`; clears the flag.
-    fn wait_until(&self, until: Instant) {
-        let mut set = self.set.lock().unwrap();
-        while !*set {
-            let now = Instant::now();
-            if now >= until {
-                break;
-            }
-            set = self.cond.wait_timeout(set, until - now).unwrap().0;
-        }
-        *set = false;
-    }
-}
-
 /// What every thread of a node shares.
 pub(crate) struct NodeShared {
     store: Arc<dyn Store>,
@@ -107,6 +119,14 @@ pub(crate) struct NodeShared {
     window_ms: Millis,
     held: Mutex<Map<Held>>,
     running: Mutex<Map<Running>>,
+    /// Claims at their instant, for the starter.
+    to_start: Queue<Claimed>,
+    /// Started timers, for the handler workers.
+    to_run: Queue<Started>,
+    /// Outcomes, for the finisher.
+    to_finish: Queue<Ending>,
+    /// Claims not started while the node stops, released at the end.
+    hand_back: Mutex<Vec<Claimed>>,
     signal: Signal,
     stopping: AtomicBool,
     pub(crate) counters: Counters,
@@ -116,19 +136,36 @@ pub(crate) struct NodeShared {
 /// A running node.
 pub(crate) struct Node {
     shared: Arc<NodeShared>,
-    claimer: Mutex<Option<JoinHandle<()>>>,
+    threads: Mutex<Threads>,
+}
+
+/// The node's own threads, joined in this order at shutdown.
+#[derive(Default)]
+struct Threads {
+    claimer: Option<JoinHandle<()>>,
+    starter: Option<JoinHandle<()>>,
+    workers: Vec<JoinHandle<()>>,
+    finisher: Option<JoinHandle<()>>,
 }
 
 fn millis(d: Duration) -> Millis {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, DurableError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map_err(|e| DurableError::Io(e.to_string()))
+}
+
 impl Node {
-    /// Starts the scheduler and the claimer, and subscribes to the store's
-    /// notifications.
+    /// Starts the scheduler and the node's threads, and subscribes to the
+    /// store's notifications.
     pub(crate) fn start(store: Arc<dyn Store>, config: NodeConfig) -> Result<Node, DurableError> {
+        // The scheduled closures only hand a claim to the starter.
         let scheduler = Scheduler::builder()
-            .workers(config.workers)
+            .workers(1)
             .build()
             .map_err(|e| DurableError::Config(e.to_string()))?;
         let shared = Arc::new(NodeShared {
@@ -139,62 +176,112 @@ impl Node {
             config,
             held: Mutex::new(Map::default()),
             running: Mutex::new(Map::default()),
+            to_start: Queue::new(),
+            to_run: Queue::new(),
+            to_finish: Queue::new(),
+            hand_back: Mutex::new(Vec::new()),
             signal: Signal::default(),
             stopping: AtomicBool::new(false),
             counters: Counters::default(),
             lateness: Mutex::new(Histogram::new()),
         });
         let weak = Arc::downgrade(&shared);
-        shared.store.watch(Arc::new(move || {
+        shared.store.watch(Arc::new(move |due| {
             if let Some(s) = weak.upgrade() {
-                s.signal.notify();
+                s.signal.notify_due(due);
             }
         }))?;
-        let for_claimer = shared.clone();
-        let claimer = std::thread::Builder::new()
-            .name("wheel-durable-claimer".into())
-            .spawn(move || claimer::run(&for_claimer))
-            .map_err(|e| DurableError::Io(e.to_string()))?;
-        Ok(Node {
-            shared,
-            claimer: Mutex::new(Some(claimer)),
-        })
+        let node = Node {
+            shared: shared.clone(),
+            threads: Mutex::new(Threads::default()),
+        };
+        // On an error, dropping `node` stops the threads started so far.
+        let s = shared.clone();
+        let finisher = spawn("wheel-durable-finish", move || finisher::run(&s))?;
+        lock(&node.threads).finisher = Some(finisher);
+        for _ in 0..shared.config.workers {
+            let s = shared.clone();
+            let worker = spawn("wheel-durable-worker", move || run::work(&s))?;
+            lock(&node.threads).workers.push(worker);
+        }
+        let s = shared.clone();
+        let starter = spawn("wheel-durable-start", move || starter::run(&s))?;
+        lock(&node.threads).starter = Some(starter);
+        let s = shared.clone();
+        let claimer = spawn("wheel-durable-claimer", move || claimer::run(&s))?;
+        lock(&node.threads).claimer = Some(claimer);
+        Ok(node)
     }
 
     pub(crate) fn shared(&self) -> &NodeShared {
         &self.shared
     }
 
-    /// Stops claiming, hands back every claim not started, waits for running
-    /// handlers to finish and report.
+    /// Stops claiming, hands back every claim not started, waits for
+    /// started runs to finish and their outcomes to be recorded.
     pub(crate) fn shutdown(&self) {
         let s = &self.shared;
         if s.stopping.swap(true, Ordering::SeqCst) {
             return;
         }
         s.signal.notify();
-        if let Some(t) = self.claimer.lock().unwrap().take() {
-            let _ = t.join();
-        }
-        // Cancelling drops each closure, whose guard hands the claim back.
-        let held: Vec<Held> = s.held.lock().unwrap().drain().map(|(_, h)| h).collect();
+        let mut threads = lock(&self.threads);
+        join(threads.claimer.take());
+        // Cancelling drops each closure, whose guard hands the claim back;
+        // a closure already firing sees `stopping` and does the same.
+        let held: Vec<Held> = lock(&s.held).drain().map(|(_, h)| h).collect();
         for h in held {
-            // A closure already firing sees `stopping` and hands it back.
             h.handle.cancel();
         }
         s.scheduler.shutdown();
+        s.to_start.close();
+        join(threads.starter.take());
+        // Started runs are the store's `Running`: they run to the end.
+        s.to_run.close();
+        for w in threads.workers.drain(..) {
+            join(Some(w));
+        }
+        s.to_finish.close();
+        join(threads.finisher.take());
+        let claims = std::mem::take(&mut *lock(&s.hand_back));
+        s.release(&claims);
+    }
+}
+
+fn join(thread: Option<JoinHandle<()>>) {
+    if let Some(t) = thread {
+        let _ = t.join();
     }
 }
 
 impl NodeShared {
     /// Lateness percentiles and the largest, for stats.
     pub(crate) fn lateness(&self) -> (Duration, Duration, Duration) {
-        let h = self.lateness.lock().unwrap();
+        let h = lock(&self.lateness);
         (h.quantile(0.5), h.quantile(0.99), h.max())
     }
 
     pub(crate) fn held_count(&self) -> usize {
-        self.held.lock().unwrap().len()
+        lock(&self.held).len()
+    }
+
+    /// Hands claims back to the store, in batches; a batch that fails is
+    /// left to its leases (other nodes fire those timers after the lease).
+    fn release(&self, claims: &[Claimed]) {
+        for part in claims.chunks(STORE_BATCH) {
+            let fenced: Vec<Fenced<'_>> = part.iter().map(Claimed::fenced).collect();
+            if self.store.release(&fenced).is_err() {
+                self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Forgets the renewal of a run held with `fence` (a newer run of the
+    /// same key keeps its own).
+    fn forget_run(&self, running: &mut Map<Running>, key: &str, fence: u64) {
+        if running.get(key).is_some_and(|r| r.fence == fence) {
+            running.remove(key);
+        }
     }
 }
 

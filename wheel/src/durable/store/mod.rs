@@ -29,6 +29,11 @@
 //! - `start`, `renew`, `finish` and `release` act only when the fence
 //!   matches and the state is the one they expect; otherwise they change
 //!   nothing and say so. That is what makes a stale node harmless.
+//! - `start`, `renew`, `finish` and `release` take a batch: one store
+//!   operation for every timer a node starts (or renews, finishes, hands
+//!   back) at once. The batch is applied in order, each entry exactly as it
+//!   would be alone, and answered entry by entry; one entry's refusal
+//!   changes nothing for the others.
 //! - Time is the store's own clock (`now` inside the operation), never the
 //!   caller's: a node's clock cannot make a timer start early.
 
@@ -135,6 +140,23 @@ impl ClaimBatch {
     }
 }
 
+/// A timer as a node holds it: its key and the fence of the node's claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fenced<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) fence: u64,
+}
+
+impl Claimed {
+    /// The key and fence of this claim.
+    pub(crate) fn fenced(&self) -> Fenced<'_> {
+        Fenced {
+            key: &self.key,
+            fence: self.fence,
+        }
+    }
+}
+
 /// What `start` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Start {
@@ -168,9 +190,11 @@ pub(crate) struct Counts {
     pub(crate) next_due: Option<Millis>,
 }
 
-/// Called when a timer became pending and due within the notify window, so
-/// that a node claims it without waiting for its next poll.
-pub(crate) type Wake = Arc<dyn Fn() + Send + Sync>;
+/// Called when timers became pending and due within the notify window, so
+/// that a node claims them without waiting for its next poll. The argument
+/// is the earliest such due time (store time), which lets a node that will
+/// claim before then anyway skip the notification.
+pub(crate) type Wake = Arc<dyn Fn(Millis) + Send + Sync>;
 
 /// The operations every store offers. Each is atomic in the store; see the
 /// module docs for the state machine.
@@ -186,14 +210,18 @@ pub(crate) trait Store: Send + Sync + 'static {
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>>;
     /// Takes expired leases back, then claims pending timers due soon.
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch>;
-    /// Starts a claimed timer, if still claimed with this fence and due.
-    fn start(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<Start>;
-    /// Extends the lease of a claimed or running timer held with this fence.
-    fn renew(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<bool>;
-    /// Records the end of a run held with this fence.
-    fn finish(&self, key: &str, fence: u64, how: &Finish) -> StoreResult<bool>;
-    /// Hands a claimed, not started timer back (pending again, same due).
-    fn release(&self, key: &str, fence: u64) -> StoreResult<bool>;
+    /// Starts each claimed timer still claimed with its fence and due; one
+    /// answer per timer, in order.
+    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>>;
+    /// Extends the lease of each claimed or running timer held with its
+    /// fence; true for each one extended.
+    fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>>;
+    /// Records the end of each run held with its fence; true for each one
+    /// recorded.
+    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>>;
+    /// Hands claimed, not started timers back (pending again, same due);
+    /// true for each one handed back.
+    fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>>;
     /// Up to `limit` dead letters, oldest failure first.
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>>;
     /// Makes a dead letter pending again with no attempts counted.

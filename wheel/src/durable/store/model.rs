@@ -7,10 +7,11 @@ use std::sync::Mutex;
 
 use super::{
     claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Due,
-    Finish, Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
+    Fenced, Finish, Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::system_time_of;
 use crate::durable::{DeadLetter, TimerInfo, TimerState};
+use crate::sync::lock;
 
 #[derive(Debug, Clone)]
 struct Timer {
@@ -58,7 +59,7 @@ impl Model {
 
     fn with<R>(&self, f: impl FnOnce(&mut State, Millis) -> R) -> R {
         let now = self.now();
-        f(&mut self.state.lock().unwrap(), now)
+        f(&mut lock(&self.state), now)
     }
 }
 
@@ -215,63 +216,73 @@ impl Store for Model {
         }))
     }
 
-    fn start(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<Start> {
-        Ok(
-            self.with(|s, now| match s.held(key, fence, TimerState::Claimed) {
-                None => Start::Stale,
-                Some(t) if t.due > now => Start::NotYet { now, due: t.due },
-                Some(t) => {
-                    t.state = TimerState::Running;
-                    t.attempts += 1;
-                    t.lease_until = later(now, lease);
-                    Start::Started {
-                        now,
-                        attempt: t.attempts,
-                    }
-                }
-            }),
-        )
-    }
-
-    fn renew(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<bool> {
-        Ok(self.with(|s, now| match s.timers.get_mut(key) {
-            Some(t) if t.fence == fence && t.state != TimerState::Pending => {
-                t.lease_until = t.lease_until.max(later(now, lease));
-                true
-            }
-            _ => false,
-        }))
-    }
-
-    fn finish(&self, key: &str, fence: u64, how: &Finish) -> StoreResult<bool> {
+    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
         Ok(self.with(|s, now| {
-            let Some(t) = s.held(key, fence, TimerState::Running) else {
-                return false;
-            };
-            match how {
-                Finish::Done => {
-                    s.timers.remove(key);
-                }
-                Finish::Retry { delay } => {
-                    t.state = TimerState::Pending;
-                    t.due = later(now, *delay);
-                }
-                Finish::Dead { reason } => s.make_dead(key, reason.clone(), now),
-            }
-            true
+            let start =
+                |s: &mut State, c: &Fenced<'_>| match s.held(c.key, c.fence, TimerState::Claimed) {
+                    None => Start::Stale,
+                    Some(t) if t.due > now => Start::NotYet { now, due: t.due },
+                    Some(t) => {
+                        t.state = TimerState::Running;
+                        t.attempts += 1;
+                        t.lease_until = later(now, lease);
+                        Start::Started {
+                            now,
+                            attempt: t.attempts,
+                        }
+                    }
+                };
+            claims.iter().map(|c| start(s, c)).collect()
         }))
     }
 
-    fn release(&self, key: &str, fence: u64) -> StoreResult<bool> {
-        Ok(
-            self.with(|s, _| match s.held(key, fence, TimerState::Claimed) {
-                Some(t) => {
-                    t.state = TimerState::Pending;
+    fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
+        Ok(self.with(|s, now| {
+            let renew = |s: &mut State, h: &Fenced<'_>| match s.timers.get_mut(h.key) {
+                Some(t) if t.fence == h.fence && t.state != TimerState::Pending => {
+                    t.lease_until = t.lease_until.max(later(now, lease));
                     true
                 }
-                None => false,
-            }),
-        )
+                _ => false,
+            };
+            held.iter().map(|h| renew(s, h)).collect()
+        }))
+    }
+
+    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
+        Ok(self.with(|s, now| {
+            let finish = |s: &mut State, r: &Fenced<'_>, how: &Finish| {
+                let Some(t) = s.held(r.key, r.fence, TimerState::Running) else {
+                    return false;
+                };
+                match how {
+                    Finish::Done => {
+                        s.timers.remove(r.key);
+                    }
+                    Finish::Retry { delay } => {
+                        t.state = TimerState::Pending;
+                        t.due = later(now, *delay);
+                    }
+                    Finish::Dead { reason } => s.make_dead(r.key, reason.clone(), now),
+                }
+                true
+            };
+            runs.iter().map(|(r, how)| finish(s, r, how)).collect()
+        }))
+    }
+
+    fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>> {
+        Ok(self.with(|s, _| {
+            let release =
+                |s: &mut State, c: &Fenced<'_>| match s.held(c.key, c.fence, TimerState::Claimed) {
+                    Some(t) => {
+                        t.state = TimerState::Pending;
+                        true
+                    }
+                    None => false,
+                };
+            claims.iter().map(|c| release(s, c)).collect()
+        }))
     }
 
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {

@@ -36,26 +36,18 @@ enum Op {
         max: usize,
         max_attempts: u32,
     },
+    /// One batch of starts: (key, stale fence) each.
     Start {
-        key: usize,
-        stale: bool,
+        keys: Vec<(usize, bool)>,
         lease: u64,
     },
     Renew {
-        key: usize,
-        stale: bool,
+        keys: Vec<(usize, bool)>,
         lease: u64,
     },
-    Finish {
-        key: usize,
-        stale: bool,
-        how: u8,
-        delay: u64,
-    },
-    Release {
-        key: usize,
-        stale: bool,
-    },
+    /// One batch of outcomes: (key, stale fence, how, delay or reason).
+    Finish(Vec<(usize, bool, u8, u64)>),
+    Release(Vec<(usize, bool)>),
     DeadLetters(usize),
     RetryDead {
         key: usize,
@@ -63,6 +55,12 @@ enum Op {
     },
     Counts,
     Advance(u64),
+}
+
+/// A batch of 1 to 4 held timers (the same key may come twice), each with
+/// its last fence or, one time in five, a stale one.
+fn fenced() -> impl Strategy<Value = Vec<(usize, bool)>> {
+    prop::collection::vec((0..KEYS.len(), prop::bool::weighted(0.2)), 1..5)
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -78,13 +76,11 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (0u64..100, 1u64..100, 0usize..5, 1u32..4).prop_map(|(window, lease, max, max_attempts)| {
             Op::Claim { window, lease, max, max_attempts }
         }),
-        4 => (key.clone(), prop::bool::weighted(0.2), 1u64..100)
-            .prop_map(|(key, stale, lease)| Op::Start { key, stale, lease }),
-        1 => (key.clone(), prop::bool::weighted(0.2), 1u64..100)
-            .prop_map(|(key, stale, lease)| Op::Renew { key, stale, lease }),
-        4 => (key.clone(), prop::bool::weighted(0.2), 0u8..3, 0u64..50)
-            .prop_map(|(key, stale, how, delay)| Op::Finish { key, stale, how, delay }),
-        1 => (key.clone(), prop::bool::weighted(0.2)).prop_map(|(key, stale)| Op::Release { key, stale }),
+        4 => (fenced(), 1u64..100).prop_map(|(keys, lease)| Op::Start { keys, lease }),
+        1 => (fenced(), 1u64..100).prop_map(|(keys, lease)| Op::Renew { keys, lease }),
+        4 => prop::collection::vec((key.clone(), prop::bool::weighted(0.2), 0u8..3, 0u64..50), 1..5)
+            .prop_map(Op::Finish),
+        1 => fenced().prop_map(Op::Release),
         1 => (0usize..4).prop_map(Op::DeadLetters),
         1 => (key.clone(), at.clone()).prop_map(|(key, at)| Op::RetryDead { key, at }),
         1 => Just(Op::Counts),
@@ -99,7 +95,8 @@ enum Answer {
     Bool(bool),
     Info(Option<TimerInfo>),
     Claim(ClaimBatch),
-    Start(Start),
+    Starts(Vec<Start>),
+    Bools(Vec<bool>),
     Dead(Vec<DeadLetter>),
     Counts(Counts),
 }
@@ -185,8 +182,17 @@ impl Bench {
         store.add(&batch)
     }
 
+    /// The keys of a batch with the fences the test holds for them.
+    fn held(&self, keys: &[(usize, bool)]) -> Vec<Fenced<'static>> {
+        keys.iter()
+            .map(|(key, stale)| Fenced {
+                key: KEYS[*key],
+                fence: self.fence(*key, *stale),
+            })
+            .collect()
+    }
+
     fn ask(&self, store: &dyn Store, op: &Op) -> StoreResult<Answer> {
-        let fence = |key: &usize, stale: &bool| self.fence(*key, *stale);
         Ok(match op {
             Op::Add {
                 key,
@@ -220,30 +226,25 @@ impl Bench {
                 };
                 Answer::Claim(store.claim(&req)?)
             }
-            Op::Start { key, stale, lease } => {
-                Answer::Start(store.start(KEYS[*key], fence(key, stale), *lease)?)
+            Op::Start { keys, lease } => Answer::Starts(store.start(&self.held(keys), *lease)?),
+            Op::Renew { keys, lease } => Answer::Bools(store.renew(&self.held(keys), *lease)?),
+            Op::Finish(runs) => {
+                let runs: Vec<(Fenced<'_>, Finish)> = runs
+                    .iter()
+                    .map(|(key, stale, how, delay)| {
+                        let how = match how {
+                            0 => Finish::Done,
+                            1 => Finish::Retry { delay: *delay },
+                            _ => Finish::Dead {
+                                reason: format!("failed after {delay}"),
+                            },
+                        };
+                        (self.held(&[(*key, *stale)])[0], how)
+                    })
+                    .collect();
+                Answer::Bools(store.finish(&runs)?)
             }
-            Op::Renew { key, stale, lease } => {
-                Answer::Bool(store.renew(KEYS[*key], fence(key, stale), *lease)?)
-            }
-            Op::Finish {
-                key,
-                stale,
-                how,
-                delay,
-            } => {
-                let how = match how {
-                    0 => Finish::Done,
-                    1 => Finish::Retry { delay: *delay },
-                    _ => Finish::Dead {
-                        reason: format!("failed after {delay}"),
-                    },
-                };
-                Answer::Bool(store.finish(KEYS[*key], fence(key, stale), &how)?)
-            }
-            Op::Release { key, stale } => {
-                Answer::Bool(store.release(KEYS[*key], fence(key, stale))?)
-            }
+            Op::Release(keys) => Answer::Bools(store.release(&self.held(keys))?),
             Op::DeadLetters(limit) => Answer::Dead(store.dead_letters(*limit)?),
             Op::RetryDead { key, at } => Answer::Bool(store.retry_dead(KEYS[*key], self.due(*at))?),
             Op::Counts => Answer::Counts(store.counts()?),
@@ -296,16 +297,14 @@ fn add(key: usize, at: i64) -> Op {
 }
 
 fn start(key: usize, stale: bool, lease: u64) -> Op {
-    Op::Start { key, stale, lease }
+    Op::Start {
+        keys: vec![(key, stale)],
+        lease,
+    }
 }
 
 fn finish(key: usize, how: u8, delay: u64) -> Op {
-    Op::Finish {
-        key,
-        stale: false,
-        how,
-        delay,
-    }
+    Op::Finish(vec![(key, false, how, delay)])
 }
 
 fn claim(max: usize) -> Op {
@@ -370,17 +369,58 @@ fn leases_dead_letters_and_releases_agree_with_the_model() {
         Get(3),
         RetryDead { key: 3, at: 0 },
         claim(1),
-        Release {
-            key: 3,
-            stale: false,
-        },
+        Release(vec![(3, false)]),
         Renew {
-            key: 3,
-            stale: false,
+            keys: vec![(3, false)],
             lease: 9,
         },
         Reschedule { key: 3, at: 100 },
         finish(3, 2, 0), // not running: refused
+        Counts,
+    ]);
+}
+
+/// A batch of starts where, since the claim, one timer was cancelled, one
+/// rescheduled, one claimed again by another node (a new fence), and one
+/// comes twice: only the ones still held with their fence start, and the
+/// outcomes of one batch land entry by entry.
+#[test]
+fn a_batch_starts_only_the_timers_still_held_with_their_fence() {
+    use Op::*;
+    walk(&[
+        add(0, 0),
+        add(1, 0),
+        add(2, 0),
+        add(3, 0),
+        add(4, 0),
+        claim(10),
+        Cancel(1),
+        Reschedule { key: 2, at: 50 },
+        Advance(30), // every lease has passed: the next claim takes them again
+        claim(10),   // keys 0, 3, 4 again, with new fences; 2 is not due
+        Start {
+            keys: vec![
+                (0, false),
+                (1, false),
+                (2, false),
+                (3, true),
+                (4, false),
+                (4, false),
+            ],
+            lease: 20,
+        },
+        Finish(vec![
+            (0, false, 1, 5),
+            (4, false, 2, 0),
+            (0, false, 0, 0),
+            (3, false, 0, 0),
+        ]),
+        Renew {
+            keys: vec![(0, false), (4, false), (3, false)],
+            lease: 40,
+        },
+        Release(vec![(3, false), (3, false), (2, false)]),
+        DeadLetters(10),
         Counts,
     ]);
 }

@@ -23,11 +23,12 @@ use self::tables::{count, first_keys, Tables, DEAD, DEAD_ORDER, DUE, LEASES, TIM
 use self::writer::{call, Job, Reply, Step, Writer};
 use super::record::{DeadRecord, Record};
 use super::{
-    ClaimBatch, ClaimRequest, Counts, Due, Finish, Millis, NewTimer, Start, Store, StoreClock,
-    StoreResult, Wake,
+    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Millis, NewTimer, Start, Store,
+    StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::system_time_of;
 use crate::durable::{DeadLetter, DurableError, TimerInfo, TimerState};
+use crate::sync::lock;
 
 /// Maps any redb error to ours: a held file, a damaged file, or I/O.
 pub(super) fn db_err(e: impl Into<redb::Error>) -> DurableError {
@@ -108,12 +109,29 @@ impl Embedded {
         }
     }
 
+    /// Runs a batch step that answers each entry with a bool.
+    fn bools(
+        &self,
+        durable: bool,
+        f: impl for<'t> FnOnce(&mut Tables<'t>) -> StoreResult<Vec<bool>> + Send + 'static,
+    ) -> StoreResult<Vec<bool>> {
+        match self.call(durable, Box::new(move |t| f(t).map(Reply::Bools)))? {
+            Reply::Bools(b) => Ok(b),
+            other => Err(unexpected(other)),
+        }
+    }
+
     fn read(&self) -> StoreResult<ReadTransaction> {
-        if self.jobs.lock().unwrap().is_none() {
+        if lock(&self.jobs).is_none() {
             return Err(DurableError::Closed);
         }
         self.db.begin_read().map_err(db_err)
     }
+}
+
+/// The keys and fences of a batch, owned for the writer thread.
+fn owned(batch: &[Fenced<'_>]) -> Vec<(String, u64)> {
+    batch.iter().map(|f| (f.key.to_owned(), f.fence)).collect()
 }
 
 fn unexpected(r: Reply) -> DurableError {
@@ -191,37 +209,50 @@ impl Store for Embedded {
         }
     }
 
-    fn start(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<Start> {
-        let key = key.to_owned();
-        let step: Step = Box::new(move |t| t.start(&key, fence, lease).map(Reply::Start));
+    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
+        let claims = owned(claims);
+        let step: Step = Box::new(move |t| {
+            let started: StoreResult<Vec<Start>> = claims
+                .iter()
+                .map(|(key, fence)| t.start(key, *fence, lease))
+                .collect();
+            started.map(Reply::Starts)
+        });
         match self.call(false, step)? {
-            Reply::Start(s) => Ok(s),
+            Reply::Starts(s) => Ok(s),
             other => Err(unexpected(other)),
         }
     }
 
-    fn renew(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<bool> {
-        let key = key.to_owned();
-        self.bool(
-            false,
-            Box::new(move |t| t.renew(&key, fence, lease).map(Reply::Bool)),
-        )
+    fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
+        let held = owned(held);
+        self.bools(false, move |t| {
+            held.iter()
+                .map(|(key, fence)| t.renew(key, *fence, lease))
+                .collect()
+        })
     }
 
-    fn finish(&self, key: &str, fence: u64, how: &Finish) -> StoreResult<bool> {
-        let (key, how) = (key.to_owned(), how.clone());
-        self.bool(
-            true,
-            Box::new(move |t| t.finish(&key, fence, &how).map(Reply::Bool)),
-        )
+    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
+        let runs: Vec<(String, u64, Finish)> = runs
+            .iter()
+            .map(|(r, how)| (r.key.to_owned(), r.fence, how.clone()))
+            .collect();
+        self.bools(true, move |t| {
+            runs.iter()
+                .map(|(key, fence, how)| t.finish(key, *fence, how))
+                .collect()
+        })
     }
 
-    fn release(&self, key: &str, fence: u64) -> StoreResult<bool> {
-        let key = key.to_owned();
-        self.bool(
-            true,
-            Box::new(move |t| t.release(&key, fence).map(Reply::Bool)),
-        )
+    fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>> {
+        let claims = owned(claims);
+        self.bools(true, move |t| {
+            claims
+                .iter()
+                .map(|(key, fence)| t.release(key, *fence))
+                .collect()
+        })
     }
 
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
@@ -269,18 +300,18 @@ impl Store for Embedded {
     }
 
     fn watch(&self, wake: Wake) -> StoreResult<()> {
-        self.wakers.lock().unwrap().push(wake);
+        lock(&self.wakers).push(wake);
         Ok(())
     }
 
     fn close(&self) -> StoreResult<()> {
-        drop(self.jobs.lock().unwrap().take());
-        if let Some(thread) = self.writer.lock().unwrap().take() {
+        drop(lock(&self.jobs).take());
+        if let Some(thread) = lock(&self.writer).take() {
             thread
                 .join()
                 .map_err(|_| DurableError::Store("the writer thread panicked".into()))?;
         }
-        self.wakers.lock().unwrap().clear();
+        lock(&self.wakers).clear();
         Ok(())
     }
 }

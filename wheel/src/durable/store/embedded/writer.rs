@@ -25,6 +25,7 @@ use super::db_err;
 use super::tables::Tables;
 use crate::durable::store::{ClaimBatch, Millis, Start, StoreClock, StoreResult, Wake};
 use crate::durable::DurableError;
+use crate::sync::lock;
 
 /// How long a non-durable commit may stay the last one.
 const FLUSH_AFTER: Duration = Duration::from_millis(100);
@@ -37,7 +38,8 @@ const MAX_BATCH: usize = 4_096;
 pub(super) enum Reply {
     Unit,
     Bool(bool),
-    Start(Start),
+    Bools(Vec<bool>),
+    Starts(Vec<Start>),
     Claim(ClaimBatch),
 }
 
@@ -112,9 +114,9 @@ impl Writer {
                 for (reply, answer) in answers {
                     let _ = reply.send(answer);
                 }
-                if wake {
-                    for w in self.wakers.lock().unwrap().iter() {
-                        w();
+                if let Some(due) = wake {
+                    for w in lock(&self.wakers).iter() {
+                        w(due);
                     }
                 }
                 true
@@ -135,7 +137,7 @@ impl Writer {
         batch: Vec<Job>,
         durable: bool,
         answers: &mut Vec<(SyncSender<StoreResult<Reply>>, StoreResult<Reply>)>,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Option<Millis>> {
         let mut txn = self.db.begin_write().map_err(db_err)?;
         let level = if durable {
             Durability::Immediate
@@ -175,7 +177,7 @@ pub(super) fn call(
     step: Step,
 ) -> StoreResult<Reply> {
     let (reply, answer) = mpsc::sync_channel(1);
-    let sender = jobs.lock().unwrap().clone().ok_or(DurableError::Closed)?;
+    let sender = lock(jobs).clone().ok_or(DurableError::Closed)?;
     sender
         .send(Job {
             step,

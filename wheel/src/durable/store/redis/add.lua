@@ -1,4 +1,8 @@
 -- ARGV 4..: (key, kind 'a'|'r', due or delay, payload) for each timer.
+local keys = {}
+for i = 4, #ARGV, 4 do keys[#keys + 1] = ARGV[i] end
+prefetch(timers, keys)
+prefetch(deads, keys)
 for i = 4, #ARGV, 4 do
   local key = ARGV[i]
   local old = load(key)

@@ -5,7 +5,9 @@
 local window, lease, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local max_attempts = tonumber(ARGV[7])
 local reclaimed, expired_dead = 0, 0
-for _, key in ipairs(redis.call('ZRANGEBYSCORE', LEASE, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[8]))) do
+local expired = redis.call('ZRANGEBYSCORE', LEASE, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[8]))
+prefetch(timers, expired)
+for _, key in ipairs(expired) do
   local x = load(key)
   if x.state == RUNNING and x.attempts >= max_attempts then
     make_dead(key, x, 'lease expired during attempt ' .. x.attempts .. ', the last allowed')
@@ -17,13 +19,19 @@ for _, key in ipairs(redis.call('ZRANGEBYSCORE', LEASE, '-inf', NOW, 'LIMIT', 0,
     reclaimed = reclaimed + 1
   end
 end
+-- The timers taken back are pending again: the due scan must see them.
+flush()
 local out = { NOW, reclaimed, expired_dead, 0, 0 }
 if max > 0 then
   local due = redis.call('ZRANGEBYSCORE', DUE, '-inf', NOW + window, 'LIMIT', 0, max)
-  for _, key in ipairs(due) do
+  prefetch(timers, due)
+  -- One INCRBY for the batch: fences base+1 .. base+n, as n INCRs would give.
+  local base = 0
+  if #due > 0 then base = redis.call('INCRBY', FENCE, #due) - #due end
+  for i, key in ipairs(due) do
     local x = load(key)
     unindex(key, x, false)
-    x.fence = redis.call('INCR', FENCE)
+    x.fence = base + i
     x.state = CLAIMED
     x.lease = math.min(math.max(x.due, NOW) + lease, MAX_MS)
     put(key, x)
@@ -33,6 +41,7 @@ if max > 0 then
     out[#out + 1] = x.fence
     out[#out + 1] = x.payload
   end
+  flush()
 end
 out[4] = first_score(DUE)
 out[5] = first_score(LEASE)

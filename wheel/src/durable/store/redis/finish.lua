@@ -1,16 +1,26 @@
--- ARGV 4: key, 5: fence, 6: 'done' | 'retry' | 'dead', 7: delay or reason.
-local key = ARGV[4]
-local x = load(key)
-if not x or x.fence ~= tonumber(ARGV[5]) or x.state ~= RUNNING then return done(0) end
-local how = ARGV[6]
-if how == 'done' then
-  unindex(key, x, true)
-elseif how == 'retry' then
-  unindex(key, x, false)
-  x.state = PENDING
-  x.due = later(tonumber(ARGV[7]))
-  put(key, x)
-else
-  make_dead(key, x, ARGV[7])
+-- ARGV 4..: (key, fence, 'done' | 'retry' | 'dead', delay or reason) for
+-- each run. 1 for each recorded.
+local keys = {}
+for i = 4, #ARGV, 4 do keys[#keys + 1] = ARGV[i] end
+prefetch(timers, keys)
+local out = {}
+for i = 4, #ARGV, 4 do
+  local key, how = ARGV[i], ARGV[i + 2]
+  local x = load(key)
+  if not x or x.fence ~= tonumber(ARGV[i + 1]) or x.state ~= RUNNING then
+    out[#out + 1] = 0
+  else
+    if how == 'done' then
+      unindex(key, x, true)
+    elseif how == 'retry' then
+      unindex(key, x, false)
+      x.state = PENDING
+      x.due = later(tonumber(ARGV[i + 3]))
+      put(key, x)
+    else
+      make_dead(key, x, ARGV[i + 3])
+    end
+    out[#out + 1] = 1
+  end
 end
-return done(1)
+return done(out)

@@ -30,11 +30,12 @@ use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvo
 
 use super::record::{DeadRecord, Record};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, Finish, Millis, NewTimer, Start, Store,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, Fenced, Finish, Millis, NewTimer, Start, Store,
     StoreClock, StoreResult, Wake,
 };
-use crate::durable::time::system_time_of;
+use crate::durable::time::{system_time_of, Backoff};
 use crate::durable::{DeadLetter, DurableError, TimerInfo, TimerState};
+use crate::sync::lock;
 
 /// Expired leases taken back by one claim at most.
 const EXPIRED_PER_CLAIM: usize = 10_000;
@@ -154,12 +155,12 @@ impl RedisStore {
     /// back-off until `unavailable_after` has passed.
     fn with_conn<T>(&self, mut f: impl FnMut(&mut Connection) -> RedisResult<T>) -> StoreResult<T> {
         let deadline = Instant::now() + self.options.unavailable_after;
-        let mut wait = Duration::from_millis(10);
+        let mut backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
         loop {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(DurableError::Closed);
             }
-            let pooled = self.pool.lock().unwrap().pop();
+            let pooled = lock(&self.pool).pop();
             let conn = match pooled {
                 Some(c) => Ok(c),
                 None => self.connect(deadline.saturating_duration_since(Instant::now())),
@@ -168,12 +169,12 @@ impl RedisStore {
                 Err(e) => e,
                 Ok(mut c) => match f(&mut c) {
                     Ok(v) => {
-                        self.pool.lock().unwrap().push(c);
+                        lock(&self.pool).push(c);
                         return Ok(v);
                     }
                     Err(e) if transient(&e) => e, // the connection is dropped
                     Err(e) => {
-                        self.pool.lock().unwrap().push(c);
+                        lock(&self.pool).push(c);
                         return Err(DurableError::Store(e.to_string()));
                     }
                 },
@@ -181,11 +182,11 @@ impl RedisStore {
             if !transient(&error) {
                 return Err(DurableError::Unavailable(error.to_string()));
             }
+            let wait = backoff.next();
             if Instant::now() + wait >= deadline {
                 return Err(DurableError::Unavailable(error.to_string()));
             }
             std::thread::sleep(wait);
-            wait = (wait * 2).min(Duration::from_millis(500));
         }
     }
 
@@ -218,6 +219,27 @@ impl RedisStore {
 
     fn flag(&self, script: &Script, args: impl Fn(&mut ScriptInvocation<'_>)) -> StoreResult<bool> {
         self.run::<i64>(script, args).map(|n| n == 1)
+    }
+
+    /// A batch script's answer: one 0 or 1 for each of its `n` entries.
+    fn flags(
+        &self,
+        script: &Script,
+        n: usize,
+        args: impl Fn(&mut ScriptInvocation<'_>),
+    ) -> StoreResult<Vec<bool>> {
+        let reply: Vec<i64> = self.run(script, args)?;
+        if reply.len() != n {
+            return Err(bad_reply("a batch"));
+        }
+        Ok(reply.into_iter().map(|v| v == 1).collect())
+    }
+}
+
+/// Key and fence of each entry of a batch.
+fn fenced_args(inv: &mut ScriptInvocation<'_>, batch: &[Fenced<'_>]) {
+    for f in batch {
+        inv.arg(f.key).arg(f.fence);
     }
 }
 
@@ -342,44 +364,63 @@ impl Store for RedisStore {
         claim_batch(&reply).ok_or_else(|| bad_reply("claim"))
     }
 
-    fn start(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<Start> {
+    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
         let reply: Vec<i64> = self.run(&self.scripts.start, |inv| {
-            inv.arg(key).arg(fence).arg(lease);
+            inv.arg(lease);
+            fenced_args(inv, claims);
         })?;
         let ms = |n: i64| u64::try_from(n).ok();
-        let start = match reply.as_slice() {
-            [0] => Some(Start::Stale),
-            [1, now, due] => ms(*now)
-                .zip(ms(*due))
+        let start = |t: &[i64]| match *t {
+            [0, _, _] => Some(Start::Stale),
+            [1, now, due] => ms(now)
+                .zip(ms(due))
                 .map(|(now, due)| Start::NotYet { now, due }),
-            [2, now, attempt] => ms(*now)
-                .zip(u32::try_from(*attempt).ok())
+            [2, now, attempt] => ms(now)
+                .zip(u32::try_from(attempt).ok())
                 .map(|(now, attempt)| Start::Started { now, attempt }),
             _ => None,
         };
-        start.ok_or_else(|| bad_reply("start"))
+        let starts: Option<Vec<Start>> = reply.chunks(3).map(start).collect();
+        starts
+            .filter(|s| s.len() == claims.len())
+            .ok_or_else(|| bad_reply("start"))
     }
 
-    fn renew(&self, key: &str, fence: u64, lease: Millis) -> StoreResult<bool> {
-        self.flag(&self.scripts.renew, |inv| {
-            inv.arg(key).arg(fence).arg(lease);
+    fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
+        if held.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flags(&self.scripts.renew, held.len(), |inv| {
+            inv.arg(lease);
+            fenced_args(inv, held);
         })
     }
 
-    fn finish(&self, key: &str, fence: u64, how: &Finish) -> StoreResult<bool> {
-        self.flag(&self.scripts.finish, |inv| {
-            inv.arg(key).arg(fence);
-            match how {
-                Finish::Done => inv.arg("done").arg(0),
-                Finish::Retry { delay } => inv.arg("retry").arg(*delay),
-                Finish::Dead { reason } => inv.arg("dead").arg(reason.as_str()),
-            };
+    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
+        if runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flags(&self.scripts.finish, runs.len(), |inv| {
+            for (run, how) in runs {
+                inv.arg(run.key).arg(run.fence);
+                match how {
+                    Finish::Done => inv.arg("done").arg(0),
+                    Finish::Retry { delay } => inv.arg("retry").arg(*delay),
+                    Finish::Dead { reason } => inv.arg("dead").arg(reason.as_str()),
+                };
+            }
         })
     }
 
-    fn release(&self, key: &str, fence: u64) -> StoreResult<bool> {
-        self.flag(&self.scripts.release, |inv| {
-            inv.arg(key).arg(fence);
+    fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flags(&self.scripts.release, claims.len(), |inv| {
+            fenced_args(inv, claims);
         })
     }
 
@@ -442,16 +483,16 @@ impl Store for RedisStore {
             .name("wheel-durable-watch".into())
             .spawn(move || watcher.run())
             .map_err(|e| DurableError::Io(e.to_string()))?;
-        *self.watcher.lock().unwrap() = Some(thread);
+        *lock(&self.watcher) = Some(thread);
         Ok(())
     }
 
     fn close(&self) -> StoreResult<()> {
         self.closed.store(true, Ordering::SeqCst);
-        if let Some(t) = self.watcher.lock().unwrap().take() {
+        if let Some(t) = lock(&self.watcher).take() {
             let _ = t.join();
         }
-        self.pool.lock().unwrap().clear();
+        lock(&self.pool).clear();
         Ok(())
     }
 }

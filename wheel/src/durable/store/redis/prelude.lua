@@ -6,9 +6,15 @@
 -- A timer record: due, lease_until, fence (8 bytes each), attempts (4),
 -- state (1), little-endian, then the payload. A dead letter: failed_at,
 -- due (8 each), attempts, reason length (4 each), the reason, the payload.
+--
+-- A script reads the records it needs with one HMGET per hash (`prefetch`),
+-- changes them in the tables below, and `flush` writes every change with
+-- one multi-member command per key and kind (HSET, HDEL, ZADD, ZREM): a
+-- batch of n timers costs a handful of commands, not a few per timer.
 local T, DUE, LEASE, DEAD, DEADQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local PENDING, CLAIMED, RUNNING = 0, 1, 2
 local MAX_MS = 9007199254740991 -- 2^53 - 1: exact in a double and a score
+local CHUNK = 4000 -- arguments per command at most (Lua's unpack has a limit)
 local NOW
 if ARGV[1] == '' then
   local t = redis.call('TIME')
@@ -17,52 +23,109 @@ else
   NOW = tonumber(ARGV[1])
 end
 local WAKE_BEFORE = NOW + tonumber(ARGV[2])
-local wake = false
+-- The earliest due time of a timer made pending inside the notify window.
+local wake = nil
 
 local function later(ms)
   return math.min(NOW + ms, MAX_MS)
 end
 
-local function load(key)
-  local r = redis.call('HGET', T, key)
-  if not r then return nil end
+local function decode_timer(r)
+  if not r then return false end
   local due, lease, fence, attempts, state = struct.unpack('<I8I8I8I4B', r)
   return { due = due, lease = lease, fence = fence, attempts = attempts,
            state = state, payload = string.sub(r, 30) }
 end
 
--- Writes the record and its one index entry (the old entry must be gone).
+local function decode_dead(r)
+  if not r then return false end
+  local failed_at, due, attempts, len = struct.unpack('<I8I8I4I4', r)
+  return { failed_at = failed_at, due = due, attempts = attempts,
+           reason = string.sub(r, 25, 24 + len), payload = string.sub(r, 25 + len) }
+end
+
+-- A cache of one hash: `val[key]` is the record as the script has made it
+-- (false: none), `from[key]` what the server holds (for timers: 'd' in the
+-- due index, 'l' in the lease index, false: none), `order` the keys changed
+-- since the last flush.
+local function cache(hash, decode)
+  return { hash = hash, decode = decode, val = {}, from = {}, dirty = {}, order = {} }
+end
+local timers = cache(T, decode_timer)
+local deads = cache(DEAD, decode_dead)
+
+local function index_of(x)
+  if not x then return false end
+  if x.state == PENDING then return 'd' end
+  return 'l'
+end
+
+-- Reads every key of `keys` not read yet, with one HMGET per CHUNK keys.
+local function prefetch(c, keys)
+  local need, seen = {}, {}
+  for _, k in ipairs(keys) do
+    if c.val[k] == nil and not seen[k] then
+      seen[k] = true
+      need[#need + 1] = k
+    end
+  end
+  for i = 1, #need, CHUNK do
+    local part = { unpack(need, i, math.min(i + CHUNK - 1, #need)) }
+    local rs = redis.call('HMGET', c.hash, unpack(part))
+    for j, k in ipairs(part) do
+      local x = c.decode(rs[j])
+      c.val[k] = x
+      if c == timers then c.from[k] = index_of(x) else c.from[k] = x and true end
+    end
+  end
+end
+
+local function get(c, key)
+  if c.val[key] == nil then prefetch(c, { key }) end
+  local x = c.val[key]
+  if not x then return nil end
+  return x
+end
+
+local function touch(c, key)
+  if not c.dirty[key] then
+    c.dirty[key] = true
+    c.order[#c.order + 1] = key
+  end
+end
+
+local function load(key)
+  return get(timers, key)
+end
+
+-- Sets the record and its one index entry (the old entry must be gone).
 local function put(key, x)
-  redis.call('HSET', T, key,
-    struct.pack('<I8I8I8I4B', x.due, x.lease, x.fence, x.attempts, x.state) .. x.payload)
-  if x.state == PENDING then
-    redis.call('ZADD', DUE, x.due, key)
-    if x.due <= WAKE_BEFORE then wake = true end
-  else
-    redis.call('ZADD', LEASE, x.lease, key)
+  timers.val[key] = x
+  touch(timers, key)
+  if x.state == PENDING and x.due <= WAKE_BEFORE and (wake == nil or x.due < wake) then
+    wake = x.due
   end
 end
 
 local function unindex(key, x, forget)
-  if x.state == PENDING then redis.call('ZREM', DUE, key) else redis.call('ZREM', LEASE, key) end
-  if forget then redis.call('HDEL', T, key) end
+  if forget then timers.val[key] = false end
+  touch(timers, key)
 end
 
 -- Removes a dead letter; returns its fields, or nil.
 local function bury(key)
-  local r = redis.call('HGET', DEAD, key)
-  if not r then return nil end
-  redis.call('HDEL', DEAD, key)
-  redis.call('ZREM', DEADQ, key)
-  local failed_at, due, attempts, len = struct.unpack('<I8I8I4I4', r)
-  return { due = due, attempts = attempts, payload = string.sub(r, 25 + len) }
+  local d = get(deads, key)
+  if not d then return nil end
+  deads.val[key] = false
+  touch(deads, key)
+  return d
 end
 
 local function make_dead(key, x, reason)
   unindex(key, x, true)
-  redis.call('HSET', DEAD, key,
-    struct.pack('<I8I8I4I4', NOW, x.due, x.attempts, #reason) .. reason .. x.payload)
-  redis.call('ZADD', DEADQ, NOW, key)
+  deads.val[key] = { failed_at = NOW, due = x.due, attempts = x.attempts,
+                     reason = reason, payload = x.payload }
+  touch(deads, key)
 end
 
 local function pending(key, due, payload, attempts)
@@ -74,13 +137,84 @@ local function due_of(kind, v)
   return tonumber(v)
 end
 
+-- One command per CHUNK arguments (CHUNK is even: pairs stay together).
+local function multi(cmd, key, args)
+  for i = 1, #args, CHUNK do
+    redis.call(cmd, key, unpack(args, i, math.min(i + CHUNK - 1, #args)))
+  end
+end
+
+local function flush_timers()
+  local hset, hdel, add_due, add_lease, rem_due, rem_lease = {}, {}, {}, {}, {}, {}
+  for _, k in ipairs(timers.order) do
+    local x, from = timers.val[k], timers.from[k]
+    if x then
+      hset[#hset + 1] = k
+      hset[#hset + 1] = struct.pack('<I8I8I8I4B', x.due, x.lease, x.fence, x.attempts, x.state) .. x.payload
+      if x.state == PENDING then
+        add_due[#add_due + 1] = x.due
+        add_due[#add_due + 1] = k
+        if from == 'l' then rem_lease[#rem_lease + 1] = k end
+      else
+        add_lease[#add_lease + 1] = x.lease
+        add_lease[#add_lease + 1] = k
+        if from == 'd' then rem_due[#rem_due + 1] = k end
+      end
+    elseif from then
+      hdel[#hdel + 1] = k
+      if from == 'd' then rem_due[#rem_due + 1] = k else rem_lease[#rem_lease + 1] = k end
+    end
+    timers.from[k] = index_of(x)
+    timers.dirty[k] = nil
+  end
+  timers.order = {}
+  multi('HDEL', T, hdel)
+  multi('ZREM', DUE, rem_due)
+  multi('ZREM', LEASE, rem_lease)
+  multi('HSET', T, hset)
+  multi('ZADD', DUE, add_due)
+  multi('ZADD', LEASE, add_lease)
+end
+
+local function flush_deads()
+  local hset, hdel, add, rem = {}, {}, {}, {}
+  for _, k in ipairs(deads.order) do
+    local d = deads.val[k]
+    if d then
+      hset[#hset + 1] = k
+      hset[#hset + 1] = struct.pack('<I8I8I4I4', d.failed_at, d.due, d.attempts, #d.reason) .. d.reason .. d.payload
+      add[#add + 1] = d.failed_at
+      add[#add + 1] = k
+    elseif deads.from[k] then
+      hdel[#hdel + 1] = k
+      rem[#rem + 1] = k
+    end
+    deads.from[k] = d and true
+    deads.dirty[k] = nil
+  end
+  deads.order = {}
+  multi('HDEL', DEAD, hdel)
+  multi('ZREM', DEADQ, rem)
+  multi('HSET', DEAD, hset)
+  multi('ZADD', DEADQ, add)
+end
+
+-- Writes every change made so far.
+local function flush()
+  flush_timers()
+  flush_deads()
+end
+
 local function first_score(zset)
   local e = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
   if #e == 0 then return -1 end
   return tonumber(e[2])
 end
 
+-- Writes the changes, announces the earliest due time made pending inside
+-- the window, and returns `result`.
 local function done(result)
-  if wake then redis.call('PUBLISH', ARGV[3], '') end
+  flush()
+  if wake then redis.call('PUBLISH', ARGV[3], string.format('%d', wake)) end
   return result
 end

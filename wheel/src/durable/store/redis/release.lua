@@ -1,8 +1,18 @@
--- ARGV 4: key, 5: fence.
-local key = ARGV[4]
-local x = load(key)
-if not x or x.fence ~= tonumber(ARGV[5]) or x.state ~= CLAIMED then return done(0) end
-unindex(key, x, false)
-x.state = PENDING
-put(key, x)
-return done(1)
+-- ARGV 4..: (key, fence) for each claim. 1 for each handed back.
+local keys = {}
+for i = 4, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
+prefetch(timers, keys)
+local out = {}
+for i = 4, #ARGV, 2 do
+  local key = ARGV[i]
+  local x = load(key)
+  if not x or x.fence ~= tonumber(ARGV[i + 1]) or x.state ~= CLAIMED then
+    out[#out + 1] = 0
+  else
+    unindex(key, x, false)
+    x.state = PENDING
+    put(key, x)
+    out[#out + 1] = 1
+  end
+end
+return done(out)

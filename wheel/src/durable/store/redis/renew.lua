@@ -1,8 +1,19 @@
--- ARGV 4: key, 5: fence, 6: lease.
-local key = ARGV[4]
-local x = load(key)
-if not x or x.fence ~= tonumber(ARGV[5]) or x.state == PENDING then return done(0) end
-unindex(key, x, false)
-x.lease = math.max(x.lease, later(tonumber(ARGV[6])))
-put(key, x)
-return done(1)
+-- ARGV 4: lease, then (key, fence) for each held timer. 1 for each renewed.
+local lease = tonumber(ARGV[4])
+local keys = {}
+for i = 5, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
+prefetch(timers, keys)
+local out = {}
+for i = 5, #ARGV, 2 do
+  local key = ARGV[i]
+  local x = load(key)
+  if not x or x.fence ~= tonumber(ARGV[i + 1]) or x.state == PENDING then
+    out[#out + 1] = 0
+  else
+    unindex(key, x, false)
+    x.lease = math.max(x.lease, later(lease))
+    put(key, x)
+    out[#out + 1] = 1
+  end
+end
+return done(out)

@@ -1,12 +1,24 @@
--- ARGV 4: key, 5: fence, 6: lease. {2, now, attempt} started,
--- {1, now, due} not yet due, {0} stale.
-local key = ARGV[4]
-local x = load(key)
-if not x or x.fence ~= tonumber(ARGV[5]) or x.state ~= CLAIMED then return done({ 0 }) end
-if x.due > NOW then return done({ 1, NOW, x.due }) end
-unindex(key, x, false)
-x.state = RUNNING
-x.attempts = x.attempts + 1
-x.lease = later(tonumber(ARGV[6]))
-put(key, x)
-return done({ 2, NOW, x.attempts })
+-- ARGV 4: lease, then (key, fence) for each claim. For each, in order:
+-- 2, now, attempt (started); 1, now, due (not yet due); 0, 0, 0 (stale).
+local lease = tonumber(ARGV[4])
+local keys = {}
+for i = 5, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
+prefetch(timers, keys)
+local out = {}
+for i = 5, #ARGV, 2 do
+  local key = ARGV[i]
+  local x = load(key)
+  if not x or x.fence ~= tonumber(ARGV[i + 1]) or x.state ~= CLAIMED then
+    out[#out + 1], out[#out + 2], out[#out + 3] = 0, 0, 0
+  elseif x.due > NOW then
+    out[#out + 1], out[#out + 2], out[#out + 3] = 1, NOW, x.due
+  else
+    unindex(key, x, false)
+    x.state = RUNNING
+    x.attempts = x.attempts + 1
+    x.lease = later(lease)
+    put(key, x)
+    out[#out + 1], out[#out + 2], out[#out + 3] = 2, NOW, x.attempts
+  end
+end
+return done(out)

@@ -1,10 +1,12 @@
 //! The subscriber thread: turns messages on the wake channel into calls of
 //! the node's wake-up.
 //!
-//! A notification only makes a node claim sooner; correctness never
-//! depends on one arriving (the node's safety poll covers a lost one). So
-//! after every (re)connection the thread wakes the node once, for whatever
-//! it may have missed while disconnected.
+//! A message carries the earliest due time (store milliseconds) that the
+//! script made pending. A notification only makes a node claim sooner;
+//! correctness never depends on one arriving (the node's safety poll covers
+//! a lost one). So after every (re)connection the thread wakes the node
+//! once, as for a timer due at once, for whatever it may have missed while
+//! disconnected; a message it cannot read counts the same way.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,6 +22,14 @@ pub(super) struct Watcher {
     pub(super) channel: String,
     pub(super) closed: Arc<AtomicBool>,
     pub(super) wake: Wake,
+}
+
+/// The due time a message carries; 0 (due at once) if it does not parse.
+fn due_of(payload: &[u8]) -> u64 {
+    std::str::from_utf8(payload)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }
 
 impl Watcher {
@@ -46,14 +56,25 @@ impl Watcher {
         let mut sub = conn.as_pubsub();
         sub.set_read_timeout(Some(READ_TIMEOUT))?;
         sub.subscribe(&self.channel)?;
-        (self.wake)();
+        (self.wake)(0);
         while !self.closed.load(Ordering::SeqCst) {
             match sub.get_message() {
-                Ok(_) => (self.wake)(),
+                Ok(msg) => (self.wake)(due_of(msg.get_payload_bytes())),
                 Err(e) if e.is_timeout() => {}
                 Err(e) => return Err(e),
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_message_gives_its_due_time_or_at_once() {
+        assert_eq!(super::due_of(b"1700000000123"), 1_700_000_000_123);
+        assert_eq!(super::due_of(b""), 0);
+        assert_eq!(super::due_of(b"soon"), 0);
+        assert_eq!(super::due_of(&[0xff]), 0);
     }
 }

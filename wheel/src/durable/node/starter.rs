@@ -1,0 +1,93 @@
+//! The starter thread: starts, in one store call, every claim that came to
+//! its instant while the previous call ran.
+//!
+//! The store starts a claim only if it is still claimed with the same
+//! fence and due by the store's clock, and answers each claim of the batch
+//! on its own: a started one goes to the handler workers, one not yet due
+//! by the store's clock is held again for the difference, a stale one
+//! (cancelled, moved, claimed again elsewhere) is dropped. A batch the
+//! store could not take is held again shortly; after the lease the claims
+//! are another node's to fire anyway.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::hold::hold;
+use super::{NodeShared, Running, Started, STORE_BATCH};
+use crate::durable::store::{Claimed, Fenced, Start};
+use crate::sync::lock;
+
+/// How long a claim waits before its start is tried again after a store
+/// error.
+const RETRY_AFTER_ERROR: Duration = Duration::from_millis(50);
+
+pub(super) fn run(shared: &Arc<NodeShared>) {
+    while let Some(batch) = shared.to_start.take_up_to(STORE_BATCH) {
+        if shared.stopping.load(Ordering::SeqCst) {
+            lock(&shared.hand_back).extend(batch);
+        } else {
+            start(shared, batch);
+        }
+    }
+}
+
+fn start(shared: &Arc<NodeShared>, batch: Vec<Claimed>) {
+    let fenced: Vec<Fenced<'_>> = batch.iter().map(Claimed::fenced).collect();
+    let answers = match shared.store.start(&fenced, shared.lease_ms) {
+        Ok(answers) => answers,
+        Err(_) => {
+            shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            let at = Instant::now() + RETRY_AFTER_ERROR;
+            for c in batch {
+                hold(shared, c, at);
+            }
+            return;
+        }
+    };
+    let received = Instant::now();
+    let mut started = Vec::with_capacity(batch.len());
+    for (c, answer) in batch.into_iter().zip(answers) {
+        match answer {
+            Start::Stale => {
+                shared.counters.stale.fetch_add(1, Ordering::Relaxed);
+            }
+            Start::NotYet { now, due } => {
+                hold(shared, c, received + Duration::from_millis(due - now));
+            }
+            Start::Started { now, attempt } => started.push((c, now, attempt)),
+        }
+    }
+    record(shared, &started, received);
+    for (claim, _, attempt) in started {
+        if let Err(s) = shared.to_run.push(Started { claim, attempt }) {
+            // Only while stopping, after the workers are gone: the lease
+            // ends the run, and another node runs the timer again.
+            shared.forget_run(&mut lock(&shared.running), &s.claim.key, s.claim.fence);
+        }
+    }
+}
+
+/// Counts the started runs, their lateness, and enters them for renewal.
+fn record(shared: &NodeShared, started: &[(Claimed, u64, u32)], received: Instant) {
+    if started.is_empty() {
+        return;
+    }
+    shared
+        .counters
+        .fired
+        .fetch_add(started.len() as u64, Ordering::Relaxed);
+    let mut lateness = lock(&shared.lateness);
+    for (c, now, _) in started {
+        lateness.record(Duration::from_millis(now.saturating_sub(c.due)));
+    }
+    drop(lateness);
+    let mut running = lock(&shared.running);
+    for (c, _, _) in started {
+        let r = Running {
+            fence: c.fence,
+            renewed: received,
+        };
+        running.insert(c.key.clone(), r);
+    }
+}
