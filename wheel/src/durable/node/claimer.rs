@@ -25,6 +25,12 @@ use crate::sync::lock;
 /// holds the store (a Redis script blocks the server while it runs).
 const CLAIM_BATCH: usize = 512;
 
+/// A node claims timers entering the window at most this many times per
+/// window: each claim then takes a step's worth of timers, at least
+/// `window - window / STEPS` ahead of their due time, instead of a claim
+/// for every millisecond's few timers.
+const STEPS: u32 = 16;
+
 /// How long before a notified due time the claim for it comes: room for
 /// the claim's round trip and the scheduling.
 const LEAD: Duration = Duration::from_millis(100);
@@ -77,7 +83,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
                 };
                 map = Some(m);
                 let full = batch.timers.len() == req.max && req.max > 0;
-                let next = next_wake(shared, &batch, m);
+                let next = next_wake(shared, &batch, m, claimed_at, room > batch.timers.len());
                 for c in batch.timers {
                     let at = m.instant(c.due);
                     hold(shared, c, at);
@@ -107,12 +113,21 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
     }
 }
 
-/// When to claim next: when the earliest pending timer enters the window,
-/// when the earliest lease may have ended, or at the safety poll.
-fn next_wake(shared: &NodeShared, batch: &ClaimBatch, map: ClockMap) -> Instant {
+/// When to claim next: when the earliest pending timer enters the window
+/// (but at most once per [`STEPS`]th of the window, and only while the node
+/// has room), when the earliest lease may have ended, or at the safety
+/// poll.
+fn next_wake(
+    shared: &NodeShared,
+    batch: &ClaimBatch,
+    map: ClockMap,
+    claimed_at: Instant,
+    has_room: bool,
+) -> Instant {
     let mut wake = map.received + shared.config.poll;
-    if let Some(due) = batch.next_due {
-        wake = wake.min(map.instant(due.saturating_sub(shared.window_ms)));
+    if let Some(due) = batch.next_due.filter(|_| has_room) {
+        let enters = map.instant(due.saturating_sub(shared.window_ms));
+        wake = wake.min(enters.max(claimed_at + shared.config.window / STEPS));
     }
     if let Some(lease) = batch.next_lease {
         wake = wake.min(map.instant(lease.saturating_add(1)));

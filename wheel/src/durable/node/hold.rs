@@ -66,12 +66,14 @@ fn due(shared: &NodeShared, c: Claimed) {
 }
 
 /// Forgets the held entry of this claim (a newer claim's entry stays).
+/// When the node's holdings fall to half of `max_claimed`, the claimer
+/// (which stops planning claims while the node is full) claims again: in
+/// one batch for half the room, not one claim per freed place.
 fn unhold(shared: &NodeShared, c: &Claimed) {
     let mut held = lock(&shared.held);
-    let was_full = held.len() >= shared.config.max_held;
     if held.get(&c.key).is_some_and(|h| h.fence == c.fence) {
         held.remove(&c.key);
-        if was_full {
+        if held.len() == shared.config.max_held / 2 {
             shared.signal.notify();
         }
     }

@@ -117,3 +117,61 @@ fn settle(shared: &NodeShared, attempt: u32, outcome: Outcome) -> Finish {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::RunGuard;
+    use crate::durable::node::{Node, NodeConfig, Running};
+    use crate::durable::store::model::Model;
+    use crate::durable::store::StoreClock;
+    use crate::durable::{Fired, Outcome, RetryPolicy};
+    use crate::sync::lock;
+
+    fn node() -> Node {
+        let config = NodeConfig {
+            handler: Arc::new(|_: &Fired| Outcome::Done),
+            workers: 1,
+            lease: Duration::from_secs(5),
+            window: Duration::from_secs(2),
+            poll: Duration::from_millis(500),
+            max_held: 10,
+            retry: RetryPolicy::new(),
+        };
+        Node::start(Arc::new(Model::new(StoreClock::Real)), config).unwrap()
+    }
+
+    fn enter(node: &Node, key: &str, fence: u64) {
+        let r = Running {
+            fence,
+            renewed: Instant::now(),
+        };
+        lock(&node.shared().running).insert(key.into(), r);
+    }
+
+    #[test]
+    fn a_panic_between_start_and_hand_over_stops_the_renewals() {
+        let node = node();
+        let shared = node.shared();
+        enter(&node, "a", 7);
+        enter(&node, "b", 9);
+        let unwound = catch_unwind(AssertUnwindSafe(|| {
+            let _guard = RunGuard::new(shared, "a", 7);
+            panic!("our own code failed mid run");
+        }));
+        assert!(unwound.is_err());
+        // A guard of an older fence leaves the newer run alone.
+        drop(RunGuard::new(shared, "b", 8));
+        // A disarmed guard (the outcome was handed over) leaves it too.
+        RunGuard::new(shared, "b", 9).disarm();
+        let running = lock(&shared.running);
+        assert!(
+            !running.contains_key("a"),
+            "no renewal for the run that unwound"
+        );
+        assert_eq!(running.get("b").map(|r| r.fence), Some(9));
+    }
+}
