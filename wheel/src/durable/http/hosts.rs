@@ -65,7 +65,11 @@ impl Hosts {
             if now >= until {
                 return None;
             }
-            in_flight = self.freed.wait_timeout(in_flight, until - now).unwrap().0;
+            in_flight = self
+                .freed
+                .wait_timeout(in_flight, until - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 
