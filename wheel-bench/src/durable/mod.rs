@@ -14,17 +14,21 @@
 //!   ([`node`] is that process, a hidden mode of the `wheel-bench` binary);
 //! - [`throughput`]: adds (one and eight threads, batched), firing many due
 //!   at once, store bytes per timer, and the embedded store's restart;
+//!   [`disk`]: the raw disk's group-commit appends, the ceiling of durable
+//!   adds; [`redis_cpu`]: the Redis server's CPU over part of a run;
 //! - [`chart`]: the lateness distributions as an SVG;
 //! - [`ours`]: our builders, nodes and recording handler as the runs use
 //!   them; [`record`]: the records and their summary.
 
 pub mod chart;
+pub mod disk;
 pub mod kill;
 pub mod lateness;
 pub mod node;
 pub mod ours;
 pub mod peer;
 pub mod record;
+pub mod redis_cpu;
 pub mod throughput;
 
 pub use record::{Recorder, Summary};
