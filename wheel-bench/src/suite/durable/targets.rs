@@ -22,6 +22,9 @@ struct Step {
     early: usize,
     lost: usize,
     duplicates: u64,
+    /// Timers still in the store at the end: the percentiles leave them
+    /// out, so a lateness target is not met with any.
+    pending: usize,
 }
 
 /// What the targets are checked against, gathered as the section runs.
@@ -60,6 +63,7 @@ impl Figures {
             early: s.early,
             lost: r.lost(),
             duplicates: s.duplicates,
+            pending: r.pending_at_end,
         };
         self.ladder.push((imp, rate, step));
         self.behind += r.pending_at_end;
@@ -207,7 +211,11 @@ fn lateness_targets(t: &mut Table, f: &Figures) {
                     s.early, s.lost, s.duplicates
                 ));
             }
-            Some((m, p99 <= limit_ms && (!clean || faults == 0)))
+            if s.pending > 0 {
+                m.push_str(&format!(" ({} not run yet at the end)", s.pending));
+            }
+            let ok = p99 <= limit_ms && s.pending == 0 && (!clean || faults == 0);
+            Some((m, ok))
         });
         let store = match imp {
             Impl::Embedded => "embedded".to_string(),
@@ -359,7 +367,9 @@ mod tests {
         let at_30k = met(&t, "Redis, 3 nodes: p99 lateness <= 10 ms").unwrap();
         assert_eq!(at_30k.0, "12.00 ms, 0 early, 0 lost, 0 duplicates");
         assert_eq!(at_30k.1, "no");
-        assert_eq!(met(&t, "embedded: p99").unwrap().1, "yes");
+        let embedded = met(&t, "embedded: p99").unwrap();
+        assert_eq!(embedded.0, "3.00 ms (3 not run yet at the end)");
+        assert_eq!(embedded.1, "no");
         assert_eq!(met(&t, "Redis memory").unwrap().1, "no");
         let clean = met(&t, "0 early").unwrap();
         assert_eq!(
