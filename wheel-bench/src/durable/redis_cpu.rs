@@ -107,10 +107,10 @@ pub fn share(samples: &[Sample], from: i64, to: i64) -> Option<RedisCpu> {
 pub const EVERY: Duration = Duration::from_millis(50);
 
 /// A thread reading the server's CPU totals every [`EVERY`] until
-/// [`finish`](Sampler::finish).
+/// [`finish`](Sampler::finish) (or until dropped, when a run fails).
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Vec<Sample>>,
+    handle: Option<JoinHandle<Vec<Sample>>>,
 }
 
 impl Sampler {
@@ -139,13 +139,23 @@ impl Sampler {
                 samples
             })
         };
-        Ok(Sampler { stop, handle })
+        Ok(Sampler {
+            stop,
+            handle: Some(handle),
+        })
     }
 
     /// Takes a last sample and returns them all, oldest first.
-    pub fn finish(self) -> Vec<Sample> {
+    pub fn finish(mut self) -> Vec<Sample> {
         self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().unwrap_or_default()
+        let handle = self.handle.take();
+        handle.map_or_else(Vec::new, |h| h.join().unwrap_or_default())
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
