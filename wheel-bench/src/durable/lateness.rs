@@ -53,15 +53,11 @@ impl LatenessRun {
         self.summary.lost.saturating_sub(self.pending_at_end)
     }
 
-    /// Early runs, lost timers, duplicates, and timers not run by the end.
+    /// Early runs, lost timers and duplicates. Timers still in the store
+    /// at the end are not failures: the nodes fell behind (the tables show
+    /// how many), which is a figure of the run, not a wrong answer.
     pub fn check(&self) -> crate::workloads::Check {
-        let [early, lost, duplicates] = self.summary.errors(self.lost());
-        crate::workloads::Check::from_errors(&[
-            early,
-            lost,
-            duplicates,
-            ("not run by the end", self.pending_at_end as u64),
-        ])
+        crate::workloads::Check::from_errors(&self.summary.errors(self.lost()))
     }
 }
 

@@ -12,19 +12,26 @@
 //! - [`lateness`]: timers due evenly over a window at a fixed rate;
 //! - [`kill`]: the same with three node processes, one killed mid window
 //!   ([`node`] is that process, a hidden mode of the `wheel-bench` binary);
-//! - [`throughput`]: adds (one and eight threads, batched), firing many due
-//!   at once, store bytes per timer, and the embedded store's restart;
+//! - [`throughput`]: adds (one, eight and sixty-four threads, batched),
+//!   firing many due at once, store bytes per timer, and the embedded
+//!   store's restart; [`disk`]: the raw disk's group-commit appends beside
+//!   the embedded adds; [`redis_cpu`]: the Redis server's CPU while firing;
+//! - [`nearfar`]: adds to Redis while three nodes fire, timers due soon
+//!   against timers an hour out;
 //! - [`chart`]: the lateness distributions as an SVG;
 //! - [`ours`]: our builders, nodes and recording handler as the runs use
 //!   them; [`record`]: the records and their summary.
 
 pub mod chart;
+pub mod disk;
 pub mod kill;
 pub mod lateness;
+pub mod nearfar;
 pub mod node;
 pub mod ours;
 pub mod peer;
 pub mod record;
+pub mod redis_cpu;
 pub mod throughput;
 
 pub use record::{Recorder, Summary};

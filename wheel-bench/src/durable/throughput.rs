@@ -1,6 +1,8 @@
-//! Throughput: adds from one and from eight threads, batched adds and the
-//! store bytes they take, firing many timers due at once, and the embedded
-//! store's restart with many timers pending.
+//! Throughput: adds from one, eight and sixty-four threads (and, for the
+//! embedded store, the raw disk's group-commit appends from as many),
+//! batched adds and the store bytes they take, firing many timers due at
+//! once (with the Redis server's CPU meanwhile), and the embedded store's
+//! restart with many timers pending.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -8,8 +10,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use wheel::durable::{DurableTimers, Fired, Outcome};
 
+use super::disk::{self, AppendRate};
 use super::ours::{self, NodeSettings, Store};
 use super::peer::{PeerNode, SecondWheel};
+use super::redis_cpu::{self, RedisCpu, Sampler};
 use super::{index_of, key, lateness, unix_ns, whole_ms, Impl, Recorder, Summary, PAYLOAD};
 use crate::workloads::Check;
 
@@ -18,8 +22,10 @@ use crate::workloads::Check;
 pub struct ThroughputParams {
     /// How long each measurement of single adds adds for.
     pub add_for: Duration,
-    /// Threads of the many-thread adds (at most 9).
+    /// Threads of the many-thread adds (at most 100).
     pub threads: usize,
+    /// Threads of the most-thread adds (at most 100).
+    pub most_threads: usize,
     /// Timers added with `add_many`, also the sample for bytes per timer.
     pub bulk: usize,
     /// Timers all due at once for the fire rate.
@@ -62,10 +68,28 @@ impl Adder for SecondWheel {
     }
 }
 
+/// The key of add `i` of thread `t` (below 100): `tag`, two digits of
+/// the thread and 13 of `i`, 16 bytes.
+pub fn thread_key(tag: char, t: usize, i: u64) -> String {
+    format!("{tag}{t:02}{i:013}")
+}
+
 /// Single adds per second from `threads` threads adding for `d`, timers an
-/// hour out; keys `tag`, the thread's digit and 14 digits.
+/// hour out; keys from [`thread_key`].
 pub fn add_rate(a: &dyn Adder, threads: usize, d: Duration, tag: char) -> Result<f64, String> {
     let due = whole_ms(SystemTime::now() + Duration::from_secs(3_600));
+    add_rate_due(a, threads, d, tag, |_, _| due)
+}
+
+/// The same with the due time of add `i` of thread `t` from `due(t, i)`.
+pub fn add_rate_due(
+    a: &dyn Adder,
+    threads: usize,
+    d: Duration,
+    tag: char,
+    due: impl Fn(usize, u64) -> SystemTime + Sync,
+) -> Result<f64, String> {
+    let due = &due;
     let start = Instant::now();
     let total = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -73,7 +97,7 @@ pub fn add_rate(a: &dyn Adder, threads: usize, d: Duration, tag: char) -> Result
                 s.spawn(move || -> Result<u64, String> {
                     let mut i = 0u64;
                     while start.elapsed() < d {
-                        a.add_one(&format!("{tag}{t}{i:014}"), due)?;
+                        a.add_one(&thread_key(tag, t, i), due(t, i))?;
                         i += 1;
                     }
                     Ok(i)
@@ -119,6 +143,11 @@ pub fn used_memory(url: &str) -> Result<u64, String> {
 /// this give a lower bound.
 const MIN_SPAN: f64 = 1e-3;
 
+/// The shortest span Redis's CPU is taken over, s: two samples' interval
+/// ([`redis_cpu::EVERY`]); over a shorter one the samples around it
+/// would mostly measure time outside it.
+pub const CPU_SPAN: f64 = 0.1;
+
 /// The fire rate: timers run per second from the first run to the last,
 /// and the run's figures.
 #[derive(Debug, Clone)]
@@ -129,6 +158,9 @@ pub struct FireRate {
     pub at_least: bool,
     /// The run's figures.
     pub summary: Summary,
+    /// The Redis server's CPU from the first run to the last (`None` for
+    /// the embedded store).
+    pub redis_cpu: Option<RedisCpu>,
 }
 
 impl FireRate {
@@ -137,18 +169,41 @@ impl FireRate {
         let sign = if self.at_least { ">= " } else { "" };
         format!("{sign}{:.0}", self.per_sec)
     }
+
+    /// Redis's CPU for a table cell ("-" without).
+    pub fn cpu_cell(&self) -> String {
+        self.redis_cpu.map_or("-".into(), |c| c.cell())
+    }
 }
 
-fn fire_rate_of(n: usize, summary: Summary) -> FireRate {
+/// The rate of `n` timers all due at `due`, with Redis's CPU between the
+/// first start and the last from `cpu` samples, if any.
+fn fire_rate_of(
+    n: usize,
+    due: SystemTime,
+    summary: Summary,
+    cpu: &[redis_cpu::Sample],
+) -> FireRate {
     let span = match (summary.lateness.first(), summary.lateness.last()) {
         (Some(a), Some(b)) => (b - a) as f64 / 1e9,
         _ => f64::NAN,
+    };
+    let due = unix_ns(due);
+    let redis_cpu = match (summary.lateness.first(), summary.lateness.last()) {
+        (Some(a), Some(b)) if span >= CPU_SPAN => redis_cpu::share(cpu, due + a, due + b),
+        _ => None,
     };
     FireRate {
         per_sec: n as f64 / span.max(MIN_SPAN),
         at_least: span < MIN_SPAN,
         summary,
+        redis_cpu,
     }
+}
+
+/// A CPU sampler of the Redis server at `url`, if any.
+fn sampler(url: Option<&str>) -> Result<Option<Sampler>, String> {
+    url.map(Sampler::start).transpose()
 }
 
 /// `n` timers due at one instant (added while the nodes run), fired by
@@ -158,12 +213,17 @@ pub fn fire_rate_ours(store: &Store, nodes: usize, n: usize) -> Result<FireRate,
     let rec = Arc::new(Recorder::new(&due));
     let keys: Vec<String> = (0..n).map(key).collect();
     let ns = format!("fire-{nodes}");
+    let cpu = sampler(match store {
+        Store::Redis(url) => Some(url.as_str()),
+        Store::Embedded(_) => None,
+    })?;
     let started = ours::start_nodes(store, &ns, nodes, &NodeSettings::default(), &rec)
         .map_err(|e| e.to_string())?;
     ours::add_all(&started[0], &keys, &due, lateness::BATCH).map_err(|e| e.to_string())?;
     rec.wait_all(due[0] + Duration::from_secs(120));
+    let samples = cpu.map(Sampler::finish).unwrap_or_default();
     ours::shutdown_all(started).map_err(|e| e.to_string())?;
-    Ok(fire_rate_of(n, rec.summary()))
+    Ok(fire_rate_of(n, due[0], rec.summary(), &samples))
 }
 
 /// The same for the peer with `nodes` nodes.
@@ -171,6 +231,7 @@ pub fn fire_rate_peer(url: &str, nodes: usize, n: usize) -> Result<FireRate, Str
     let wheel = Arc::new(SecondWheel::open(url, "fire").map_err(|e| e.to_string())?);
     let due = vec![whole_ms(SystemTime::now() + fire_lead(n)); n];
     let rec = Arc::new(Recorder::new(&due));
+    let cpu = Sampler::start(url)?;
     let started: Vec<PeerNode> = (0..nodes)
         .map(|_| {
             let run = lateness::peer_recording(rec.clone(), Duration::ZERO);
@@ -182,8 +243,9 @@ pub fn fire_rate_peer(url: &str, nodes: usize, n: usize) -> Result<FireRate, Str
         wheel.add_many(chunk, PAYLOAD).map_err(|e| e.to_string())?;
     }
     rec.wait_all(due[0] + Duration::from_secs(10));
+    let samples = cpu.finish();
     started.into_iter().for_each(PeerNode::stop);
-    Ok(fire_rate_of(n, rec.summary()))
+    Ok(fire_rate_of(n, due[0], rec.summary(), &samples))
 }
 
 /// Time to add `n` timers before they are due, and then some.
@@ -284,6 +346,8 @@ pub struct Adds {
     pub one: f64,
     /// Single adds per second from `threads` threads.
     pub many: f64,
+    /// Single adds per second from `most_threads` threads.
+    pub most: f64,
     /// `add_many` timers per second.
     pub bulk: f64,
     /// Store bytes per timer after `add_many`: Redis memory, or the
@@ -300,6 +364,30 @@ pub struct Measured {
     pub fire1: FireRate,
     /// The fire rate with three nodes (not for the embedded store).
     pub fire3: Option<FireRate>,
+    /// Raw group-commit appends from as many threads as the adds, measured
+    /// right after them (the embedded store only).
+    pub disk: Option<DiskRates>,
+}
+
+/// Durable raw appends per second from 1, `threads` and `most_threads`
+/// threads ([`disk::append_rate`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DiskRates {
+    /// From one thread.
+    pub one: AppendRate,
+    /// From `threads` threads.
+    pub many: AppendRate,
+    /// From `most_threads` threads.
+    pub most: AppendRate,
+}
+
+/// The raw appends of [`DiskRates`], each for `p.add_for`.
+pub fn disk_rates(p: &ThroughputParams) -> Result<DiskRates, String> {
+    Ok(DiskRates {
+        one: disk::append_rate(1, p.add_for)?,
+        many: disk::append_rate(p.threads, p.add_for)?,
+        most: disk::append_rate(p.most_threads, p.add_for)?,
+    })
 }
 
 /// Measures `imp` (the node count is ignored: both are measured).
@@ -313,6 +401,7 @@ pub fn measure(imp: Impl, p: &ThroughputParams, url: Option<&str>) -> Result<Mea
             let size = || std::fs::metadata(&path).map_or(0, |m| m.len());
             let added = client.map_err(err).and_then(|c| adds(&c, p, size));
             let _ = std::fs::remove_file(&path);
+            let disk = disk_rates(p)?;
             let path = super::temp_file("fire");
             let fire1 = fire_rate_ours(&Store::Embedded(path.clone()), 1, p.fire);
             let _ = std::fs::remove_file(&path);
@@ -320,6 +409,7 @@ pub fn measure(imp: Impl, p: &ThroughputParams, url: Option<&str>) -> Result<Mea
                 adds: added?,
                 fire1: fire1?,
                 fire3: None,
+                disk: Some(disk),
             })
         }
         Impl::Redis { .. } => {
@@ -354,11 +444,13 @@ fn fires(
         adds,
         fire1,
         fire3: Some(rate(3)?),
+        disk: None,
     })
 }
 
 /// `add_many` into the empty store with `size()` (store bytes) read before
-/// and after it, then single adds from one and from `p.threads` threads.
+/// and after it, then single adds from one, `p.threads` and
+/// `p.most_threads` threads.
 fn adds(a: &dyn Adder, p: &ThroughputParams, size: impl Fn() -> u64) -> Result<Adds, String> {
     let before = size();
     let bulk = bulk_rate(a, p.bulk, lateness::BATCH, 'b')?;
@@ -366,6 +458,7 @@ fn adds(a: &dyn Adder, p: &ThroughputParams, size: impl Fn() -> u64) -> Result<A
     Ok(Adds {
         one: add_rate(a, 1, p.add_for, 'a')?,
         many: add_rate(a, p.threads, p.add_for, 'm')?,
+        most: add_rate(a, p.most_threads, p.add_for, 'n')?,
         bulk,
         bytes,
     })

@@ -1,8 +1,9 @@
 //! The durable section: our durable timers (embedded; Redis with one and
 //! three nodes) and the one-second Redis time wheel, on a private
 //! `redis-server` started for the section (the embedded part alone when
-//! there is none). Tables: lateness at each rate, a node killed, throughput,
-//! the embedded restart, and the targets.
+//! there is none). Tables: a ladder of lateness at rising rates, a node
+//! killed, throughput (with the raw disk's ceiling and Redis's CPU), adds
+//! while nodes fire, the embedded restart, and the targets.
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use crate::chart::Panel;
 use crate::durable::chart;
 use crate::durable::kill::{self, KillParams, KillRun};
 use crate::durable::lateness::{self, LatenessParams};
+use crate::durable::nearfar::{self, NearFarParams};
 use crate::durable::node::Kind;
 use crate::durable::throughput::{self, Restart, ThroughputParams};
 use crate::durable::{flush, Impl};
@@ -20,13 +22,17 @@ use crate::report::{ms, Table};
 use crate::workloads::Check;
 
 mod tables;
+mod targets;
 
-use tables::Figures;
+use targets::Figures;
 
 /// The durable section's sizes.
 #[derive(Debug, Clone)]
 pub struct DurableParams {
-    /// Timers due per second, one lateness table each.
+    /// The quick run's smaller workloads (the targets table says which
+    /// targets they cannot judge).
+    pub quick: bool,
+    /// Timers due per second, the steps of the lateness ladder.
     pub rates: Vec<u64>,
     /// The lateness workloads (their `rate` is replaced by each of `rates`).
     pub lateness: LatenessParams,
@@ -34,14 +40,17 @@ pub struct DurableParams {
     pub kill: KillParams,
     /// Throughput and restart sizes.
     pub throughput: ThroughputParams,
+    /// Adds while nodes fire.
+    pub near_far: NearFarParams,
 }
 
 impl DurableParams {
-    /// `--quick`: 2 s windows (5 s for the kill), a 2 s lease for the
-    /// kill, 100K pending for the restart.
+    /// `--quick`: a ladder of 1K, 10K and 30K/s over 1 s windows (5 s for
+    /// the kill), a 2 s lease for the kill, 5K timers for the fire rates,
+    /// 100K pending for the restart.
     pub fn quick() -> DurableParams {
         let mut p = DurableParams::with(
-            Duration::from_secs(2),
+            Duration::from_secs(1),
             Duration::from_secs(2),
             100_000,
             true,
@@ -53,7 +62,8 @@ impl DurableParams {
         p
     }
 
-    /// The full run: 10 s windows, the default 5 s lease, 1M pending.
+    /// The full run: a ladder of 1K, 10K, 30K and 60K/s over 10 s windows,
+    /// the default 5 s lease, 100K timers for the fire rates, 1M pending.
     pub fn full() -> DurableParams {
         DurableParams::with(
             Duration::from_secs(10),
@@ -65,7 +75,12 @@ impl DurableParams {
 
     fn with(window: Duration, lease: Duration, restart: usize, quick: bool) -> DurableParams {
         DurableParams {
-            rates: vec![1_000, 10_000],
+            quick,
+            rates: if quick {
+                vec![1_000, 10_000, 30_000]
+            } else {
+                vec![1_000, 10_000, 30_000, 60_000]
+            },
             lateness: LatenessParams {
                 rate: 1_000,
                 window,
@@ -75,8 +90,9 @@ impl DurableParams {
                 lead: Duration::from_millis(if quick { 2_500 } else { 3_000 }),
                 add_allowance: Duration::from_micros(20),
                 // Long enough for a node that falls behind to catch up (at a
-                // third of the rate, say), so that "lost" means lost.
-                grace: Duration::from_secs(10) + window * 2,
+                // third of the rate, say), so that "lost" means lost; the
+                // quick run waits less (what is left shows as not run yet).
+                grace: Duration::from_secs(if quick { 3 } else { 10 }) + window * 2,
             },
             kill: KillParams {
                 rate: 1_000,
@@ -91,10 +107,19 @@ impl DurableParams {
             throughput: ThroughputParams {
                 add_for: Duration::from_millis(if quick { 500 } else { 2_000 }),
                 threads: 8,
+                most_threads: 64,
                 bulk: if quick { 50_000 } else { 200_000 },
                 fire: if quick { 5_000 } else { 100_000 },
                 restart,
                 overdue: 1_000,
+            },
+            near_far: NearFarParams {
+                threads: 4,
+                // Long enough that near-due timers fire while adding.
+                add_for: Duration::from_millis(if quick { 1_500 } else { 4_000 }),
+                near_from: Duration::from_millis(500),
+                near_to: Duration::from_secs(3),
+                nodes: 3,
             },
         }
     }
@@ -107,6 +132,21 @@ fn load() -> String {
         .ok()
         .and_then(|s| s.split_whitespace().next().map(|l| format!(" (load {l})")))
         .unwrap_or_default()
+}
+
+/// What the quick run runs, smaller than the full run.
+fn quick_line(p: &DurableParams) -> String {
+    let rates: Vec<String> = p.rates.iter().map(|&r| fmt_count(r as usize)).collect();
+    format!(
+        "durable, quick: lateness at {}/s over {} s windows, the kill over {} s, adds for {} s, \
+         {} timers per fire rate, {} pending for the restart (smaller than the full run)",
+        rates.join(", "),
+        p.lateness.window.as_secs_f64(),
+        p.kill.window.as_secs_f64(),
+        p.throughput.add_for.as_secs_f64(),
+        fmt_count(p.throughput.fire),
+        fmt_count(p.throughput.restart)
+    )
 }
 
 /// Starts the section's Redis server, or says why there is none.
@@ -132,30 +172,16 @@ fn start_server(progress: &Progress) -> Option<RedisServer> {
 /// Runs the durable section into `results`.
 pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
     let p = &s.durable;
+    if p.quick {
+        progress.say(quick_line(p));
+    }
     let server = start_server(progress);
     let url = server.as_ref().map(RedisServer::url);
     let url = url.as_deref();
     let mut figures = Figures::default();
-    let first_table = results.tables.len();
-    let mut panels = Vec::new();
-    for (i, &rate) in p.rates.iter().enumerate() {
-        let params = LatenessParams {
-            rate,
-            ..p.lateness.clone()
-        };
-        let (mut table, panel) = lateness_table(&params, url, progress, &mut figures);
-        if i > 0 {
-            // Only the rate differs: the first table's text says the rest.
-            table.intro = format!(
-                "The workload, settings and columns of the {}/s table above, at {}/s.",
-                fmt_count(p.rates[0] as usize),
-                fmt_count(rate as usize)
-            );
-        }
-        results.tables.push(table);
-        panels.push(panel);
-    }
-    results.durable_chart = Some((first_table, panels));
+    let (ladder, panels) = ladder_table(p, url, progress, &mut figures);
+    results.durable_chart = Some((results.tables.len(), panels));
+    results.tables.push(ladder);
     if let Some(url) = url {
         results
             .tables
@@ -164,35 +190,55 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
     results
         .tables
         .push(throughput_table(&p.throughput, url, progress, &mut figures));
+    if let Some(url) = url {
+        results
+            .tables
+            .push(near_far_table(&p.near_far, url, progress, &mut figures));
+    }
+    results.tables.push(restart_table(&p.throughput, progress));
     results
         .tables
-        .push(restart_table(&p.throughput, progress, &mut figures));
-    results
-        .tables
-        .push(tables::targets(&figures, p, url.is_some()));
+        .push(targets::targets(&figures, p, url.is_some()));
 }
 
-/// The implementations that can run: all with a Redis server, the
-/// embedded store alone without.
+/// The implementations of the ladder that can run: all with a Redis
+/// server, the embedded store alone without.
 fn lineup(redis: bool) -> Vec<Impl> {
     let mut v = vec![Impl::Embedded];
     if redis {
-        v.extend([
-            Impl::Redis { nodes: 1 },
-            Impl::Redis { nodes: 3 },
-            Impl::Peer { nodes: 3 },
-        ]);
+        v.extend([Impl::Redis { nodes: 3 }, Impl::Peer { nodes: 3 }]);
     }
     v
 }
 
-fn lateness_table(
+/// The lateness ladder: every implementation at every rate, one chart
+/// panel per rate.
+fn ladder_table(
+    p: &DurableParams,
+    url: Option<&str>,
+    progress: &Progress,
+    figures: &mut Figures,
+) -> (Table, Vec<Panel>) {
+    let mut t = tables::lateness(p);
+    let mut panels = Vec::new();
+    for &rate in &p.rates {
+        let params = LatenessParams {
+            rate,
+            ..p.lateness.clone()
+        };
+        panels.push(ladder_step(&params, url, progress, figures, &mut t));
+    }
+    (t, panels)
+}
+
+/// One rate of the ladder: its rows into `t`, its chart panel returned.
+fn ladder_step(
     p: &LatenessParams,
     url: Option<&str>,
     progress: &Progress,
     figures: &mut Figures,
-) -> (Table, Panel) {
-    let mut t = tables::lateness(p);
+    t: &mut Table,
+) -> Panel {
     let mut panel = Panel {
         title: format!(
             "{}/s, {} timers",
@@ -210,12 +256,12 @@ fn lateness_table(
             Ok(r) => {
                 figures.lateness(imp, p.rate, &r);
                 panel.series.push(chart::series(&imp.name(), &r.summary));
-                t.row(tables::lateness_row(&imp.name(), &r));
+                t.row(tables::lateness_row(&imp.name(), p.rate, &r));
             }
             Err(e) => t.row(failed_row(&imp.name(), &e)),
         }
     }
-    (t, panel)
+    panel
 }
 
 /// A row saying the run failed, in the check column.
@@ -274,6 +320,9 @@ fn throughput_table(
             Ok(m) => {
                 figures.throughput(imp, &m);
                 t.row(tables::throughput_row(&name, &m));
+                if let Some(d) = &m.disk {
+                    t.row(tables::disk_row(d));
+                }
             }
             Err(e) => t.row(failed_row(&name, &e)),
         }
@@ -281,7 +330,33 @@ fn throughput_table(
     t
 }
 
-fn restart_table(p: &ThroughputParams, progress: &Progress, figures: &mut Figures) -> Table {
+/// Adds while nodes fire: timers an hour out, then timers due soon, each
+/// on an emptied server with nodes of their own.
+fn near_far_table(
+    p: &NearFarParams,
+    url: &str,
+    progress: &Progress,
+    figures: &mut Figures,
+) -> Table {
+    let mut t = tables::near_far(p);
+    let name = Impl::Redis { nodes: p.nodes }.name();
+    for near in [false, true] {
+        let what = tables::near_far_due(p, near);
+        progress.say(format!("durable adds while firing: {what}{}", load()));
+        let _ = flush(url);
+        match nearfar::run(url, p, near) {
+            Ok(r) => {
+                figures.near_far(near, &r);
+                t.row(tables::near_far_row(&name, &what, &r));
+            }
+            Err(e) => t.row(failed_row(&name, &e)),
+        }
+    }
+    let _ = flush(url);
+    t
+}
+
+fn restart_table(p: &ThroughputParams, progress: &Progress) -> Table {
     let mut t = tables::restart(p);
     progress.say(format!(
         "durable restart: {} pending in the embedded store{}",
@@ -289,10 +364,7 @@ fn restart_table(p: &ThroughputParams, progress: &Progress, figures: &mut Figure
         load()
     ));
     match throughput::restart(p) {
-        Ok(r) => {
-            t.row(restart_row(&r));
-            figures.restart = Some(r);
-        }
+        Ok(r) => t.row(restart_row(&r)),
         Err(e) => t.row(failed_row("ours, embedded", &e)),
     }
     t
