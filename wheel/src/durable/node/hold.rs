@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Held, NodeShared};
+use super::{starter, Held, NodeShared};
 use crate::durable::store::Claimed;
 use crate::sync::lock;
 
@@ -52,17 +52,15 @@ pub(super) fn hold(shared: &Arc<NodeShared>, c: Claimed, at: Instant) {
     }
 }
 
-/// Runs on the scheduler's worker at the claim's instant: the claim is no
-/// longer held, and goes to the starter (or back, while the node stops).
-fn due(shared: &NodeShared, c: Claimed) {
+/// Runs on a scheduler worker at the claim's instant: the claim is no
+/// longer held, and is started (or handed back, while the node stops).
+fn due(shared: &Arc<NodeShared>, c: Claimed) {
     unhold(shared, &c);
     if shared.stopping.load(Ordering::SeqCst) {
         lock(&shared.hand_back).push(c);
         return;
     }
-    if let Err(c) = shared.to_start.push(c) {
-        lock(&shared.hand_back).push(c);
-    }
+    starter::offer(shared, c);
 }
 
 /// Forgets the held entry of this claim (a newer claim's entry stays).

@@ -7,9 +7,9 @@
 //!   leases of every run that needs it, and sleeps until the next timer
 //!   enters the window, a lease may end, a notification says a timer
 //!   became due sooner than its plan, or the safety poll is up;
-//! - at the instant, the scheduler hands the claim to the starter
-//!   ([`starter`]), which starts every claim waiting in one store call
-//!   (timers due together start together);
+//! - at the instant, a scheduler worker offers the claim to be started
+//!   ([`starter`]): one store call starts every claim waiting (timers due
+//!   together start together);
 //! - a handler worker ([`run`]) runs each started timer's handler and
 //!   hands the outcome to the finisher;
 //! - the finisher ([`finisher`]) records every outcome waiting in one store
@@ -20,7 +20,7 @@
 //! started) to its fence and scheduler handle; the claimer inserts, the
 //! scheduled closure removes its own entry (same fence) when it fires, and
 //! shutdown drains it. `running` maps each started key to its fence and
-//! last renewal: the starter inserts, the claimer renews, the finisher
+//! last renewal: the starting leader inserts, the claimer renews, the finisher
 //! removes the entry once the store has the outcome (or the lease is over),
 //! and a worker that unwinds before handing over an outcome removes it too
 //! ([`run`]'s guard), so no run is renewed forever. Claims that are not
@@ -119,8 +119,10 @@ pub(crate) struct NodeShared {
     window_ms: Millis,
     held: Mutex<Map<Held>>,
     running: Mutex<Map<Running>>,
-    /// Claims at their instant, for the starter.
+    /// Claims at their instant, waiting for a start call.
     to_start: Queue<Claimed>,
+    /// Held by the scheduler worker that makes the start calls.
+    starting: Mutex<()>,
     /// Started timers, for the handler workers.
     to_run: Queue<Started>,
     /// Outcomes, for the finisher.
@@ -143,7 +145,6 @@ pub(crate) struct Node {
 #[derive(Default)]
 struct Threads {
     claimer: Option<JoinHandle<()>>,
-    starter: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     finisher: Option<JoinHandle<()>>,
 }
@@ -163,9 +164,10 @@ impl Node {
     /// Starts the scheduler and the node's threads, and subscribes to the
     /// store's notifications.
     pub(crate) fn start(store: Arc<dyn Store>, config: NodeConfig) -> Result<Node, DurableError> {
-        // The scheduled closures only hand a claim to the starter.
+        // The scheduled closures start claims: one leads the start call
+        // while the other leaves its claim for it.
         let scheduler = Scheduler::builder()
-            .workers(1)
+            .workers(2)
             .build()
             .map_err(|e| DurableError::Config(e.to_string()))?;
         let shared = Arc::new(NodeShared {
@@ -177,6 +179,7 @@ impl Node {
             held: Mutex::new(Map::default()),
             running: Mutex::new(Map::default()),
             to_start: Queue::new(),
+            starting: Mutex::new(()),
             to_run: Queue::new(),
             to_finish: Queue::new(),
             hand_back: Mutex::new(Vec::new()),
@@ -205,9 +208,6 @@ impl Node {
             lock(&node.threads).workers.push(worker);
         }
         let s = shared.clone();
-        let starter = spawn("wheel-durable-start", move || starter::run(&s))?;
-        lock(&node.threads).starter = Some(starter);
-        let s = shared.clone();
         let claimer = spawn("wheel-durable-claimer", move || claimer::run(&s))?;
         lock(&node.threads).claimer = Some(claimer);
         Ok(node)
@@ -234,8 +234,10 @@ impl Node {
             h.handle.cancel();
         }
         s.scheduler.shutdown();
+        // No closure runs any more: whatever waits to start goes back.
         s.to_start.close();
-        join(threads.starter.take());
+        let left = s.to_start.try_take_up_to(usize::MAX);
+        lock(&s.hand_back).extend(left);
         // Started runs are the store's `Running`: they run to the end.
         s.to_run.close();
         for w in threads.workers.drain(..) {

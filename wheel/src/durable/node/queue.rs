@@ -1,7 +1,7 @@
 //! The queues between a node's threads: any thread pushes, the consumer
-//! takes everything waiting at once (the starter and the finisher, which
-//! turn what piled up during their last store call into their next batch)
-//! or one item at a time (the handler workers).
+//! takes everything waiting at once (the starting leader and the finisher,
+//! which turn what piled up during their last store call into their next
+//! batch) or one item at a time (the handler workers).
 //!
 //! Closing wakes every consumer; they take what is left, then see `None`.
 //! A push after the close is refused and hands the item back to the caller.
@@ -64,6 +64,11 @@ impl<T> Queue<T> {
         let mut s = lock(&self.state);
         let n = s.items.len().min(max);
         s.items.drain(..n).collect()
+    }
+
+    /// Whether nothing is waiting.
+    pub(super) fn is_empty(&self) -> bool {
+        lock(&self.state).items.is_empty()
     }
 
     /// Waits for one item; `None` once the queue is closed and empty.

@@ -1,5 +1,15 @@
-//! The starter thread: starts, in one store call, every claim that came to
-//! its instant while the previous call ran.
+//! Starting claims: one store call for every claim that came to its
+//! instant while the previous call ran.
+//!
+//! No thread of its own: the scheduler's worker that runs a claim's
+//! closure offers the claim here, and the first to find no start call in
+//! flight leads: it takes every claim waiting, starts them, and goes on
+//! while more are waiting; the others only leave their claim in the queue
+//! for it. So a timer at a quiet moment starts without a hand-over to
+//! another thread, and timers that come due together while a call runs
+//! start together in the next one. A leader looks at the queue again after
+//! it stops leading, so a claim offered just as it stopped is not left
+//! behind.
 //!
 //! The store starts a claim only if it is still claimed with the same
 //! fence and due by the store's clock, and answers each claim of the batch
@@ -16,18 +26,33 @@ use std::time::{Duration, Instant};
 use super::hold::hold;
 use super::{NodeShared, Running, Started, STORE_BATCH};
 use crate::durable::store::{Claimed, Fenced, Start};
-use crate::sync::lock;
+use crate::sync::{lock, try_lock};
 
 /// How long a claim waits before its start is tried again after a store
 /// error.
 const RETRY_AFTER_ERROR: Duration = Duration::from_millis(50);
 
-pub(super) fn run(shared: &Arc<NodeShared>) {
-    while let Some(batch) = shared.to_start.take_up_to(STORE_BATCH) {
-        if shared.stopping.load(Ordering::SeqCst) {
-            lock(&shared.hand_back).extend(batch);
-        } else {
-            start(shared, batch);
+/// Offers a claim at its instant to be started (or handed back, while the
+/// node stops).
+pub(super) fn offer(shared: &Arc<NodeShared>, c: Claimed) {
+    if let Err(c) = shared.to_start.push(c) {
+        lock(&shared.hand_back).push(c);
+        return;
+    }
+    while !shared.to_start.is_empty() {
+        let Some(_leading) = try_lock(&shared.starting) else {
+            return; // the leader takes it
+        };
+        loop {
+            let batch = shared.to_start.try_take_up_to(STORE_BATCH);
+            if batch.is_empty() {
+                break;
+            }
+            if shared.stopping.load(Ordering::SeqCst) {
+                lock(&shared.hand_back).extend(batch);
+            } else {
+                start(shared, batch);
+            }
         }
     }
 }
