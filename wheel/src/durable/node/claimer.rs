@@ -14,10 +14,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::clock::Reading;
 use super::hold::hold;
 use super::signal::Woken;
 use super::{NodeShared, STORE_BATCH};
-use crate::durable::store::{ClaimBatch, ClaimRequest, Fenced, Millis};
+use crate::durable::store::{ClaimBatch, ClaimRequest, Fenced};
 use crate::durable::time::Backoff;
 use crate::sync::lock;
 
@@ -41,30 +42,8 @@ const MIN_GAP: Duration = Duration::from_millis(5);
 /// The first wait after a failed store call; doubles up to the poll.
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
 
-/// Store time mapped onto this node's monotonic clock by one claim's
-/// reading: store time `now` was `received`.
-#[derive(Clone, Copy)]
-struct ClockMap {
-    now: Millis,
-    received: Instant,
-}
-
-impl ClockMap {
-    /// The instant of store time `at`: never earlier in store time, since
-    /// the claim was answered after the store read its clock.
-    fn instant(&self, at: Millis) -> Instant {
-        if at >= self.now {
-            self.received + Duration::from_millis(at - self.now)
-        } else {
-            let ago = Duration::from_millis(self.now - at);
-            self.received.checked_sub(ago).unwrap_or(self.received)
-        }
-    }
-}
-
 pub(super) fn run(shared: &Arc<NodeShared>) {
     let mut backoff = Backoff::new(FIRST_BACKOFF, shared.config.poll);
-    let mut map: Option<ClockMap> = None;
     while !shared.stopping.load(Ordering::SeqCst) {
         let claimed_at = Instant::now();
         let room = shared.config.max_held.saturating_sub(shared.held_count());
@@ -77,11 +56,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
         let mut plan = match shared.store.claim(&req) {
             Ok(batch) => {
                 backoff.reset();
-                let m = ClockMap {
-                    now: batch.now,
-                    received: Instant::now(),
-                };
-                map = Some(m);
+                let m = shared.observe(batch.now, Instant::now());
                 let full = batch.timers.len() == req.max && req.max > 0;
                 let next = next_wake(shared, &batch, m, claimed_at, room > batch.timers.len());
                 for c in batch.timers {
@@ -104,6 +79,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
             match shared.signal.wait_until(plan.min(renew_due(shared))) {
                 Woken::Timeout | Woken::Now => break,
                 Woken::Due(due) => {
+                    let map = lock(&shared.store_time).best();
                     let wanted = map.map_or(claimed_at, |m| m.instant(due));
                     let wanted = wanted.checked_sub(LEAD).unwrap_or(wanted);
                     plan = plan.min(wanted.max(claimed_at + MIN_GAP));
@@ -120,7 +96,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
 fn next_wake(
     shared: &NodeShared,
     batch: &ClaimBatch,
-    map: ClockMap,
+    map: Reading,
     claimed_at: Instant,
     has_room: bool,
 ) -> Instant {
@@ -172,22 +148,4 @@ fn renew_due(shared: &NodeShared) -> Instant {
         .map(|r| r.renewed + every)
         .min()
         .map_or(far, |at| at.min(far))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn store_time_maps_onto_the_claim_s_instant() {
-        let received = Instant::now() + Duration::from_secs(10);
-        let m = ClockMap {
-            now: 1_000,
-            received,
-        };
-        assert_eq!(m.instant(1_000), received);
-        assert_eq!(m.instant(1_250), received + Duration::from_millis(250));
-        assert_eq!(m.instant(400), received - Duration::from_millis(600));
-        assert_eq!(m.instant(0), received - Duration::from_millis(1_000));
-    }
 }

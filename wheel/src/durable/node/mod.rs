@@ -29,6 +29,7 @@
 //! nodes fire them on time.
 
 mod claimer;
+mod clock;
 mod finisher;
 mod hold;
 mod queue;
@@ -42,6 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use self::clock::{Reading, StoreTime};
 use self::queue::Queue;
 use self::signal::Signal;
 use super::lateness::Histogram;
@@ -129,6 +131,8 @@ pub(crate) struct NodeShared {
     to_finish: Queue<Ending>,
     /// Claims not started while the node stops, released at the end.
     hand_back: Mutex<Vec<Claimed>>,
+    /// The tightest recent reading of the store's clock.
+    store_time: Mutex<StoreTime>,
     signal: Signal,
     stopping: AtomicBool,
     pub(crate) counters: Counters,
@@ -183,6 +187,7 @@ impl Node {
             to_run: Queue::new(),
             to_finish: Queue::new(),
             hand_back: Mutex::new(Vec::new()),
+            store_time: Mutex::new(StoreTime::default()),
             signal: Signal::default(),
             stopping: AtomicBool::new(false),
             counters: Counters::default(),
@@ -276,6 +281,14 @@ impl NodeShared {
                 self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Takes in a store reply's clock reading; the reading to schedule by.
+    fn observe(&self, now: Millis, received: Instant) -> Reading {
+        let r = Reading { now, received };
+        let mut st = lock(&self.store_time);
+        st.observe(r);
+        st.best().unwrap_or(r)
     }
 
     /// Forgets the renewal of a run held with `fence` (a newer run of the

@@ -71,6 +71,9 @@ fn start(shared: &Arc<NodeShared>, batch: Vec<Claimed>) {
         }
     };
     let received = Instant::now();
+    if let Some(now) = answers.iter().find_map(Start::now) {
+        shared.observe(now, received);
+    }
     let mut started = Vec::with_capacity(batch.len());
     for (c, answer) in batch.into_iter().zip(answers) {
         match answer {

@@ -168,6 +168,16 @@ pub(crate) enum Start {
     Stale,
 }
 
+impl Start {
+    /// The store's clock when it answered, unless stale.
+    pub(crate) fn now(&self) -> Option<Millis> {
+        match *self {
+            Start::Started { now, .. } | Start::NotYet { now, .. } => Some(now),
+            Start::Stale => None,
+        }
+    }
+}
+
 /// How a run ended, as the store records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Finish {
