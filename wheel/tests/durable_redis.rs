@@ -70,6 +70,47 @@ fn three_nodes_fire_each_of_20_000_timers_exactly_once_never_early() {
     }
 }
 
+/// On Redis a claim outlives its node until the lease ends, so only the
+/// hand-back at shutdown makes the other node fire these on time: 200
+/// claimed timers, one `release` batch, all pending again at once.
+#[test]
+fn shutdown_hands_every_claim_back_at_once() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let rec = Recorder::new();
+    let a = node(&server.url(), "back")
+        .claim_ahead(ms(5_000))
+        .lease(ms(60_000))
+        .handler(rec.handler(0, |_| Outcome::Done))
+        .build()
+        .unwrap();
+    let client = node(&server.url(), "back").build().unwrap();
+    let due = SystemTime::now() + ms(2_500);
+    let keys: Vec<String> = (0..200).map(|i| format!("h{i}")).collect();
+    let items: Vec<(&str, SystemTime, &[u8])> =
+        keys.iter().map(|k| (k.as_str(), due, &b"x"[..])).collect();
+    client.add_many(&items).unwrap();
+    eventually("every claim", || a.stats().held == 200);
+    a.shutdown().unwrap();
+    assert!(rec.runs().is_empty());
+    for k in &keys {
+        assert_eq!(client.get(k).unwrap().unwrap().state, TimerState::Pending);
+    }
+    let b = node(&server.url(), "back")
+        .handler(rec.handler(1, |_| Outcome::Done))
+        .build()
+        .unwrap();
+    let runs = rec.wait_for(200);
+    assert!(runs.iter().all(|r| r.node == 1));
+    assert_none_early(&runs);
+    // On time: well within the 60 s lease the claims would have waited.
+    let last = runs.iter().map(|r| r.at).max().unwrap();
+    assert!(last < due + ms(2_000), "handed back, not left to the lease");
+    b.shutdown().unwrap();
+    client.shutdown().unwrap();
+}
+
 #[test]
 fn a_claimed_timer_is_cancelled_or_moved_from_another_node() {
     let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
