@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::node::{Handler, NodeConfig};
+use super::node::{notify_window, Handler, NodeConfig};
 use super::store::{Store, StoreClock};
 use super::timers::DurableTimers;
 use super::{DurableError, Fired, Outcome, RetryPolicy, DEFAULT_MAX_PAYLOAD};
@@ -392,8 +392,10 @@ impl DurableTimersBuilder {
         Ok(())
     }
 
+    /// How close to now a timer made pending is announced to the nodes
+    /// (see [`notify_window`]).
     fn window_ms(&self) -> u64 {
-        u64::try_from(self.node.window.as_millis()).unwrap_or(u64::MAX)
+        u64::try_from(notify_window(&self.node).as_millis()).unwrap_or(u64::MAX)
     }
 
     fn open_store(&self) -> Result<Arc<dyn Store>, DurableError> {

@@ -34,7 +34,7 @@ const STEPS: u32 = 16;
 
 /// How long before a notified due time the claim for it comes: room for
 /// the claim's round trip and the scheduling.
-const LEAD: Duration = Duration::from_millis(100);
+pub(super) const LEAD: Duration = Duration::from_millis(100);
 
 /// The shortest time between two claims made for notifications.
 const MIN_GAP: Duration = Duration::from_millis(5);

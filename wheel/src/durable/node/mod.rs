@@ -153,6 +153,17 @@ struct Threads {
     finisher: Option<JoinHandle<()>>,
 }
 
+/// How far ahead a timer made pending is announced to the nodes: the
+/// poll plus the claimer's lead, at most the claim window. Every node
+/// claims at least once per poll, so a timer due later than that is taken
+/// in time by a claim the node makes anyway; only sooner ones need a node
+/// to claim early. (This assumes the nodes of a namespace share the poll
+/// of the process that adds; a node polling more slowly may fire such a
+/// timer late, never early.)
+pub(crate) fn notify_window(config: &NodeConfig) -> Duration {
+    (config.poll + claimer::LEAD).min(config.window)
+}
+
 fn millis(d: Duration) -> Millis {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
