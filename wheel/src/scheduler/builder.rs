@@ -37,6 +37,7 @@ pub struct SchedulerBuilder {
     config: WheelConfig,
     clock: Clock,
     max_pending: Option<usize>,
+    spin: bool,
 }
 
 impl Default for SchedulerBuilder {
@@ -47,6 +48,7 @@ impl Default for SchedulerBuilder {
             config: WheelConfig::default(),
             clock: Clock::System,
             max_pending: None,
+            spin: true,
         }
     }
 }
@@ -137,6 +139,17 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Whether the tick thread polls the clock just before each due timer
+    /// (the default) or only sleeps until it: a scheduler firing timers
+    /// every millisecond then spends no CPU between them, and fires each
+    /// later by the OS's wake-up lateness (tens to hundreds of
+    /// microseconds). The durable tier's nodes, whose times are whole
+    /// milliseconds, turn it off.
+    pub(crate) fn spin(mut self, on: bool) -> Self {
+        self.spin = on;
+        self
+    }
+
     /// Starts the tick thread and the workers.
     ///
     /// # Errors
@@ -174,6 +187,7 @@ impl SchedulerBuilder {
             workers,
             max_pending,
             parker.unparker().clone(),
+            self.spin,
         ));
         let outer = Outer::new(shared);
         // From here on, an error drops `outer`, which shuts down and joins

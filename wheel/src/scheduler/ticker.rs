@@ -231,7 +231,11 @@ impl Ticker {
         if d.is_zero() {
             return;
         }
-        let lead = self.lateness.lead();
+        let lead = if self.shared.spin {
+            self.lateness.lead()
+        } else {
+            Duration::ZERO
+        };
         if !expiring || d > lead {
             // The loop comes back here, imminent, if it wakes on time.
             self.shared.pool.relax();

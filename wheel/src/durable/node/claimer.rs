@@ -100,7 +100,8 @@ fn next_wake(
     claimed_at: Instant,
     has_room: bool,
 ) -> Instant {
-    let mut wake = map.received + shared.config.poll;
+    // `map` may be a reading of seconds ago: the poll counts from now.
+    let mut wake = claimed_at + shared.config.poll;
     if let Some(due) = batch.next_due.filter(|_| has_room) {
         let enters = map.instant(due.saturating_sub(shared.window_ms));
         wake = wake.min(enters.max(claimed_at + shared.config.window / STEPS));

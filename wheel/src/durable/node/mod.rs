@@ -181,8 +181,10 @@ impl Node {
     pub(crate) fn start(store: Arc<dyn Store>, config: NodeConfig) -> Result<Node, DurableError> {
         // The scheduled closures start claims: one leads the start call
         // while the other leaves its claim for it.
+        // Store times are whole milliseconds: no clock polling before each.
         let scheduler = Scheduler::builder()
             .workers(2)
+            .spin(false)
             .build()
             .map_err(|e| DurableError::Config(e.to_string()))?;
         let shared = Arc::new(NodeShared {
