@@ -145,7 +145,7 @@ impl Node {
             lateness: Mutex::new(Histogram::new()),
         });
         let weak = Arc::downgrade(&shared);
-        shared.store.watch(Arc::new(move || {
+        shared.store.watch(Arc::new(move |_due| {
             if let Some(s) = weak.upgrade() {
                 s.signal.notify();
             }

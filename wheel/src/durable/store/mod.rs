@@ -168,9 +168,11 @@ pub(crate) struct Counts {
     pub(crate) next_due: Option<Millis>,
 }
 
-/// Called when a timer became pending and due within the notify window, so
-/// that a node claims it without waiting for its next poll.
-pub(crate) type Wake = Arc<dyn Fn() + Send + Sync>;
+/// Called when timers became pending and due within the notify window, so
+/// that a node claims them without waiting for its next poll: with the
+/// earliest due time among them (a node may skip a wake its next claim
+/// already covers).
+pub(crate) type Wake = Arc<dyn Fn(Millis) + Send + Sync>;
 
 /// The operations every store offers. Each is atomic in the store; see the
 /// module docs for the state machine.

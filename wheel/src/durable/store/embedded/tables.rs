@@ -44,8 +44,8 @@ pub(super) struct Tables<'t> {
     meta: Table<'t, &'static str, u64>,
     /// The store's clock for every step of this batch.
     pub(super) now: Millis,
-    /// A timer became pending with a due time before `wake_before`.
-    pub(super) wake: bool,
+    /// The earliest due time that became pending at or before `wake_before`.
+    pub(super) wake: Option<Millis>,
     wake_before: Millis,
 }
 
@@ -63,7 +63,7 @@ impl<'t> Tables<'t> {
             dead_order: txn.open_table(DEAD_ORDER).map_err(db_err)?,
             meta: txn.open_table(META).map_err(db_err)?,
             now,
-            wake: false,
+            wake: None,
             wake_before: now.saturating_add(window),
         })
     }
@@ -85,7 +85,9 @@ impl<'t> Tables<'t> {
         match r.state {
             TimerState::Pending => {
                 self.due.insert((r.due, key), ()).map_err(db_err)?;
-                self.wake |= r.due <= self.wake_before;
+                if r.due <= self.wake_before {
+                    self.wake = Some(self.wake.map_or(r.due, |w| w.min(r.due)));
+                }
             }
             _ => {
                 self.leases

@@ -112,9 +112,9 @@ impl Writer {
                 for (reply, answer) in answers {
                     let _ = reply.send(answer);
                 }
-                if wake {
+                if let Some(due) = wake {
                     for w in self.wakers.lock().unwrap().iter() {
-                        w();
+                        w(due);
                     }
                 }
                 true
@@ -135,7 +135,7 @@ impl Writer {
         batch: Vec<Job>,
         durable: bool,
         answers: &mut Vec<(SyncSender<StoreResult<Reply>>, StoreResult<Reply>)>,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Option<Millis>> {
         let mut txn = self.db.begin_write().map_err(db_err)?;
         let level = if durable {
             Durability::Immediate

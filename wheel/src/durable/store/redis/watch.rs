@@ -4,7 +4,8 @@
 //! A notification only makes a node claim sooner; correctness never
 //! depends on one arriving (the node's safety poll covers a lost one). So
 //! after every (re)connection the thread wakes the node once, for whatever
-//! it may have missed while disconnected.
+//! it may have missed while disconnected. Every wake says due time 0 ("at
+//! once"): the messages carry no due time.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -46,10 +47,10 @@ impl Watcher {
         let mut sub = conn.as_pubsub();
         sub.set_read_timeout(Some(READ_TIMEOUT))?;
         sub.subscribe(&self.channel)?;
-        (self.wake)();
+        (self.wake)(0);
         while !self.closed.load(Ordering::SeqCst) {
             match sub.get_message() {
-                Ok(_) => (self.wake)(),
+                Ok(_) => (self.wake)(0),
                 Err(e) if e.is_timeout() => {}
                 Err(e) => return Err(e),
             }
