@@ -60,6 +60,12 @@ fn io_err(e: &std::io::Error) -> DurableError {
     }
 }
 
+/// The journals' size at most: beyond it the memtables that hold the
+/// oldest journal's batches are written out and that journal deleted,
+/// which bounds what an open replays (fjall's minimum; its default is
+/// 512 MiB).
+const MAX_JOURNAL: u64 = 64 << 20;
+
 /// The embedded store.
 pub(crate) struct Embedded {
     /// The database and its keyspaces, until `close`.
@@ -90,6 +96,7 @@ impl Embedded {
         }
         let db = Database::builder(path)
             .manual_journal_persist(true)
+            .max_journaling_size(MAX_JOURNAL)
             .open()
             .map_err(db_err)?;
         let spaces = Arc::new(Spaces::open(&db)?);
