@@ -16,7 +16,7 @@ fn ms(n: u64) -> Duration {
 }
 
 fn path(dir: &tempfile::TempDir) -> std::path::PathBuf {
-    dir.path().join("timers.redb")
+    dir.path().join("timers")
 }
 
 #[test]
@@ -265,22 +265,23 @@ fn bad_input_gets_a_typed_error() {
 }
 
 #[test]
-fn a_missing_directory_or_a_corrupt_file_is_refused() {
+fn a_missing_directory_or_a_corrupt_store_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("no/such/dir/t.redb");
+    let missing = dir.path().join("no/such/dir/timers");
     let e = DurableTimers::builder()
         .embedded(&missing)
         .build()
         .unwrap_err();
     assert!(matches!(e, DurableError::Io(_)), "{e:?}");
-    let junk = dir.path().join("junk.redb");
+    let junk = dir.path().join("junk");
     std::fs::write(&junk, vec![0x5a; 64 * 1024]).unwrap();
     let e = DurableTimers::builder()
         .embedded(&junk)
         .build()
         .unwrap_err();
     assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
-    // A real store whose pages were overwritten in the middle.
+    // A real store with one byte of a timer's payload changed in its
+    // journal: the journal's checksums catch it.
     let good = path(&dir);
     let t = DurableTimers::builder().embedded(&good).build().unwrap();
     for i in 0..2_000 {
@@ -288,15 +289,41 @@ fn a_missing_directory_or_a_corrupt_file_is_refused() {
             .unwrap();
     }
     t.shutdown().unwrap();
-    let mut bytes = std::fs::read(&good).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid..mid + 8192].fill(0xa5);
-    std::fs::write(&good, bytes).unwrap();
+    let mut damaged = 0;
+    for file in files_under(&good) {
+        let mut bytes = std::fs::read(&file).unwrap();
+        let payloads: Vec<usize> = bytes
+            .windows(100)
+            .enumerate()
+            .filter(|(_, w)| w.iter().all(|b| *b == 7))
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(at) = payloads.get(payloads.len() / 2) {
+            bytes[at + 50] = 8;
+            std::fs::write(&file, bytes).unwrap();
+            damaged += 1;
+        }
+    }
+    assert!(damaged > 0, "no file holds a payload");
     let e = DurableTimers::builder()
         .embedded(&good)
         .build()
         .unwrap_err();
     assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
+}
+
+/// Every file under `dir`, at any depth.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }
 
 #[test]

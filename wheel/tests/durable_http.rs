@@ -40,7 +40,7 @@ fn policy(first: Duration, attempts: u32) -> RetryPolicy {
 
 fn node(dir: &tempfile::TempDir, http: HttpConfig, retry: RetryPolicy) -> DurableTimers {
     DurableTimers::builder()
-        .embedded(dir.path().join("timers.redb"))
+        .embedded(dir.path().join("timers"))
         .retry(retry)
         .http(http)
         .build()
@@ -255,7 +255,7 @@ fn callbacks_go_by_http_and_other_timers_to_the_handler_or_die_without_one() {
     let timers = {
         let seen = seen.clone();
         DurableTimers::builder()
-            .embedded(dir.path().join("timers.redb"))
+            .embedded(dir.path().join("timers"))
             .handler(move |t| {
                 seen.lock().unwrap().push(t.key.clone());
                 Outcome::Done
@@ -304,7 +304,7 @@ fn callbacks_go_by_http_and_other_timers_to_the_handler_or_die_without_one() {
 fn add_callback_refuses_bad_input_with_typed_errors_and_stores_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let timers = DurableTimers::builder()
-        .embedded(dir.path().join("timers.redb"))
+        .embedded(dir.path().join("timers"))
         .max_payload(256)
         .build()
         .unwrap();
@@ -355,7 +355,7 @@ fn add_callback_refuses_bad_input_with_typed_errors_and_stores_nothing() {
     );
     assert_eq!(timers.stats().pending, 0);
     let bad_config = DurableTimers::builder()
-        .embedded(dir.path().join("other.redb"))
+        .embedded(dir.path().join("other"))
         .http(HttpConfig::new().per_host_limit(0))
         .build();
     assert!(matches!(bad_config, Err(DurableError::Config(_))));
@@ -378,7 +378,7 @@ fn a_slow_host_at_its_limit_does_not_hold_up_another_host() {
     let fast = Receiver::ok();
     let dir = tempfile::tempdir().unwrap();
     let timers = DurableTimers::builder()
-        .embedded(dir.path().join("timers.redb"))
+        .embedded(dir.path().join("timers"))
         .workers(1)
         // A busy host's retries count as attempts: leave room for them.
         .retry(policy(ms(50), 1_000))

@@ -1,6 +1,6 @@
 //! Durable timers across real processes: a node process killed with
 //! SIGKILL while it holds claims, a process killed in the middle of a
-//! stream of adds, and a store file held by another process. The child is
+//! stream of adds, and an embedded store held by another process. The child is
 //! the `durable_node` example.
 #![cfg(feature = "redis")]
 
@@ -156,7 +156,7 @@ fn a_killed_node_s_claims_fire_on_another_node_within_lease_plus_a_second() {
 #[test]
 fn every_acked_add_survives_a_sigkill_of_the_adding_process() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("timers.redb");
+    let path = dir.path().join("timers");
     let path_str = path.to_str().unwrap();
     let adder = ChildNode::spawn(&[
         "--embedded",
@@ -192,9 +192,9 @@ fn every_acked_add_survives_a_sigkill_of_the_adding_process() {
 }
 
 #[test]
-fn a_store_file_held_by_another_process_is_locked() {
+fn a_store_held_by_another_process_is_locked() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("timers.redb");
+    let path = dir.path().join("timers");
     let holder = ChildNode::spawn(&["--embedded", path.to_str().unwrap(), "--fire"]);
     assert_eq!(holder.line(), "ready");
     let e = DurableTimers::builder()
@@ -217,11 +217,19 @@ fn a_store_file_held_by_another_process_is_locked() {
 /// A full disk, as the file-size limit of the adding process (writes past
 /// it fail with EFBIG; the signal that would kill the process is ignored,
 /// as a full disk sends none): `add` fails with `Io`, the process exits
-/// cleanly, and every add acknowledged before survives.
+/// cleanly, and every add acknowledged before survives. The store is
+/// created first, without the limit (a new store preallocates its journal
+/// file in one step).
 #[test]
 fn a_full_disk_fails_adds_with_io_and_loses_nothing_acked() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("timers.redb");
+    let path = dir.path().join("timers");
+    DurableTimers::builder()
+        .embedded(&path)
+        .build()
+        .unwrap()
+        .shutdown()
+        .unwrap();
     let script = format!(
         "trap '' XFSZ; ulimit -f 1024; exec {} --embedded {} --add 1000000 --due-in-ms 300",
         node_binary().display(),

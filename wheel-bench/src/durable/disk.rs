@@ -126,7 +126,7 @@ pub struct AppendRate {
 
 /// A fresh path for the raw append file under the temporary directory.
 fn temp_path() -> PathBuf {
-    super::temp_file("disk").with_extension("log")
+    super::temp_store("disk").with_extension("log")
 }
 
 /// Durable appends per second from `threads` threads appending

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::ours::{self, NodeSettings, Store};
 use super::peer::{PeerNode, Run, SecondWheel, Task};
-use super::{index_of, key, spread, temp_file, unix_ns, Impl, Recorder, Summary, PAYLOAD};
+use super::{index_of, key, spread, temp_store, unix_ns, Impl, Recorder, Summary, PAYLOAD};
 
 /// One lateness workload.
 #[derive(Debug, Clone)]
@@ -69,9 +69,9 @@ pub fn run(imp: Impl, p: &LatenessParams, url: Option<&str>) -> Result<LatenessR
     let ns = format!("lateness-{}", p.rate);
     match imp {
         Impl::Embedded => {
-            let path = temp_file("lateness");
+            let path = temp_store("lateness");
             let out = run_ours(&Store::Embedded(path.clone()), &ns, 1, p, &keys);
-            let _ = std::fs::remove_file(path);
+            super::remove_store(&path);
             out
         }
         Impl::Redis { nodes } => {

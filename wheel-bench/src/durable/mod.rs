@@ -41,7 +41,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// One implementation of the comparison, with its node count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Impl {
-    /// Ours on the embedded store (one node: one process owns the file).
+    /// Ours on the embedded store (one node: one process owns the store).
     Embedded,
     /// Ours on Redis.
     Redis {
@@ -124,15 +124,47 @@ pub fn spread(n: usize, start: SystemTime, window: Duration) -> Vec<SystemTime> 
         .collect()
 }
 
-/// A fresh path for an embedded store file under the temporary directory.
-pub fn temp_file(name: &str) -> std::path::PathBuf {
+/// A fresh path for an embedded store (a directory) under the temporary
+/// directory; remove it with [`remove_store`].
+pub fn temp_store(name: &str) -> std::path::PathBuf {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    std::env::temp_dir().join(format!(
-        "wheel-bench-{name}-{}-{nanos}.redb",
-        std::process::id()
-    ))
+    std::env::temp_dir().join(format!("wheel-bench-{name}-{}-{nanos}", std::process::id()))
+}
+
+/// The bytes an embedded store takes on disk: the blocks allocated to its
+/// files (its journal is preallocated sparse, so its length says little).
+pub fn store_bytes(path: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        total += if meta.is_dir() {
+            store_bytes(&entry.path())
+        } else {
+            allocated(&meta)
+        };
+    }
+    total
+}
+
+#[cfg(unix)]
+fn allocated(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.blocks() * 512
+}
+
+#[cfg(not(unix))]
+fn allocated(meta: &std::fs::Metadata) -> u64 {
+    meta.len()
+}
+
+/// Removes an embedded store made at a [`temp_store`] path.
+pub fn remove_store(path: &std::path::Path) {
+    let _ = std::fs::remove_dir_all(path);
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub struct ThroughputParams {
     pub bulk: usize,
     /// Timers all due at once for the fire rate.
     pub fire: usize,
-    /// Timers pending in the file for the embedded restart.
+    /// Timers pending in the store for the embedded restart.
     pub restart: usize,
     /// Of which overdue.
     pub overdue: usize,
@@ -256,13 +256,13 @@ fn fire_lead(n: usize) -> Duration {
 /// The embedded store's restart.
 #[derive(Debug, Clone)]
 pub struct Restart {
-    /// Timers pending in the file.
+    /// Timers pending in the store.
     pub pending: usize,
     /// Of which overdue.
     pub overdue: usize,
-    /// Timers per second while filling the file (`add_many`, 10 000 per call).
+    /// Timers per second while filling the store (`add_many`, 10 000 per call).
     pub fill_rate: f64,
-    /// The file's size, bytes.
+    /// The store's size on disk, bytes.
     pub file_bytes: u64,
     /// How long `build()` took.
     pub build: Duration,
@@ -274,12 +274,12 @@ pub struct Restart {
     pub check: Check,
 }
 
-/// Fills a file with `p.restart` pending timers (`p.overdue` of them due
+/// Fills a store with `p.restart` pending timers (`p.overdue` of them due
 /// now, the rest in an hour), closes it, and opens it again with a handler.
 pub fn restart(p: &ThroughputParams) -> Result<Restart, String> {
-    let path = super::temp_file("restart");
+    let path = super::temp_store("restart");
     let out = restart_in(&path, p);
-    let _ = std::fs::remove_file(&path);
+    super::remove_store(&path);
     out
 }
 
@@ -297,7 +297,7 @@ fn restart_in(path: &std::path::Path, p: &ThroughputParams) -> Result<Restart, S
     ours::add_all(&client, &keys, &due, 10_000).map_err(e)?;
     let fill_rate = p.restart as f64 / t.elapsed().as_secs_f64();
     client.shutdown().map_err(e)?;
-    let file_bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    let file_bytes = super::store_bytes(path);
     let rec = Arc::new(Recorder::new(&due[..p.overdue]));
     let first = Arc::new(OnceLock::new());
     let strays = Arc::new(AtomicUsize::new(0));
@@ -351,7 +351,7 @@ pub struct Adds {
     /// `add_many` timers per second.
     pub bulk: f64,
     /// Store bytes per timer after `add_many`: Redis memory, or the
-    /// embedded file's growth.
+    /// embedded store's growth on disk.
     pub bytes: f64,
 }
 
@@ -396,15 +396,15 @@ pub fn measure(imp: Impl, p: &ThroughputParams, url: Option<&str>) -> Result<Mea
     let err = |e: wheel::durable::DurableError| e.to_string();
     match imp {
         Impl::Embedded => {
-            let path = super::temp_file("adds");
+            let path = super::temp_store("adds");
             let client = ours::builder(&Store::Embedded(path.clone()), "adds").build();
-            let size = || std::fs::metadata(&path).map_or(0, |m| m.len());
+            let size = || super::store_bytes(&path);
             let added = client.map_err(err).and_then(|c| adds(&c, p, size));
-            let _ = std::fs::remove_file(&path);
+            super::remove_store(&path);
             let disk = disk_rates(p)?;
-            let path = super::temp_file("fire");
+            let path = super::temp_store("fire");
             let fire1 = fire_rate_ours(&Store::Embedded(path.clone()), 1, p.fire);
-            let _ = std::fs::remove_file(&path);
+            super::remove_store(&path);
             Ok(Measured {
                 adds: added?,
                 fire1: fire1?,

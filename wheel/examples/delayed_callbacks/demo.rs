@@ -211,7 +211,7 @@ fn run(args: &Args) -> Result<bool, DurableError> {
     let url = server.as_ref().map(RedisServer::url).or(args.redis.clone());
     let timers = match &url {
         None => DurableTimers::builder()
-            .embedded(dir.path().join("callbacks.redb"))
+            .embedded(dir.path().join("callbacks"))
             .http(http_config())
             .build()?,
         Some(url) => {

@@ -37,7 +37,7 @@ enum Choice {
 ///
 /// # fn main() -> Result<(), wheel::durable::DurableError> {
 /// let timers = DurableTimers::builder()
-///     .embedded("/var/lib/orders/timers.redb")
+///     .embedded("/var/lib/orders/timers")
 ///     .namespace("orders")
 ///     .workers(8)
 ///     .lease(Duration::from_secs(10))
@@ -106,8 +106,8 @@ impl DurableTimersBuilder {
         self
     }
 
-    /// The embedded store in one file (created if missing; its directory
-    /// must exist). One process at a time may open it.
+    /// The embedded store in the directory `path` (created if missing; its
+    /// parent must exist). One process at a time may open it.
     ///
     /// # Examples
     ///
@@ -115,7 +115,7 @@ impl DurableTimersBuilder {
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// let dir = tempfile::tempdir().unwrap();
     /// let timers = wheel::durable::DurableTimers::builder()
-    ///     .embedded(dir.path().join("timers.redb"))
+    ///     .embedded(dir.path().join("timers"))
     ///     .build()?;
     /// timers.shutdown()?;
     /// # Ok(()) }

@@ -38,9 +38,11 @@ pub enum DurableError {
     Unavailable(String),
     /// [`shutdown`](crate::durable::DurableTimers::shutdown) has been called.
     Closed,
-    /// The embedded store's file is held open by another process.
+    /// The embedded store's directory is held open by another process (or
+    /// by another store in this one).
     Locked(String),
-    /// The embedded store's file is not a database of ours, or is damaged.
+    /// The embedded store's path is not a store of ours, or the store is
+    /// damaged.
     Corrupt(String),
     /// An I/O error of the embedded store: a directory that does not exist,
     /// a full disk, missing permissions.
@@ -79,8 +81,8 @@ impl fmt::Display for DurableError {
             }
             DurableError::Unavailable(why) => write!(f, "the store is unavailable: {why}"),
             DurableError::Closed => f.write_str("the durable timers have been shut down"),
-            DurableError::Locked(why) => write!(f, "the store file is in use: {why}"),
-            DurableError::Corrupt(why) => write!(f, "the store file is damaged: {why}"),
+            DurableError::Locked(why) => write!(f, "the store is in use: {why}"),
+            DurableError::Corrupt(why) => write!(f, "the store is damaged: {why}"),
             DurableError::Io(why) => write!(f, "store I/O error: {why}"),
             DurableError::Config(why) => write!(f, "invalid configuration: {why}"),
             DurableError::Store(why) => write!(f, "store error: {why}"),

@@ -35,7 +35,7 @@ pub enum TimerState {
 /// use wheel::durable::{DurableTimers, TimerState};
 ///
 /// # fn main() -> Result<(), wheel::durable::DurableError> {
-/// let timers = DurableTimers::builder().embedded("timers.redb").build()?;
+/// let timers = DurableTimers::builder().embedded("timers").build()?;
 /// timers.add_after("order:17", Duration::from_secs(1800), b"close")?;
 /// let info = timers.get("order:17")?.expect("just added");
 /// assert_eq!(info.state, TimerState::Pending);
@@ -96,7 +96,7 @@ pub struct DeadLetter {
 ///
 /// ```no_run
 /// # fn main() -> Result<(), wheel::durable::DurableError> {
-/// let timers = wheel::durable::DurableTimers::builder().embedded("timers.redb").build()?;
+/// let timers = wheel::durable::DurableTimers::builder().embedded("timers").build()?;
 /// let s = timers.stats();
 /// println!("{} pending, p99 lateness {:?}", s.pending, s.lateness_p99);
 /// # Ok(()) }

@@ -17,8 +17,9 @@
 //! | [`DurableError`] | every failure, typed |
 //! | [`http`] (feature `http`) | callback timers: "call this URL at that time" |
 //!
-//! Stores: the embedded one (feature `durable`, one [redb] file owned by one
-//! process) and Redis (feature `redis`, shared by any number of processes).
+//! Stores: the embedded one (feature `durable`, one [fjall] directory owned
+//! by one process) and Redis (feature `redis`, shared by any number of
+//! processes).
 //!
 //! Guarantees (`docs/durable.md` has the protocol and the failure table):
 //! - **Durable on return**: `add*`, `cancel` and `reschedule` return once
@@ -38,7 +39,7 @@
 //!
 //! # fn main() -> Result<(), wheel::durable::DurableError> {
 //! let timers = DurableTimers::builder()
-//!     .embedded("timers.redb")
+//!     .embedded("timers")
 //!     .handler(|t| {
 //!         println!("closing {} (attempt {})", t.key, t.attempt);
 //!         Outcome::Done
@@ -51,7 +52,7 @@
 //! ```
 //!
 //! [`Scheduler`]: crate::Scheduler
-//! [redb]: https://docs.rs/redb
+//! [fjall]: https://docs.rs/fjall
 
 mod builder;
 mod error;
@@ -84,7 +85,7 @@ pub use self::timers::DurableTimers;
 /// use wheel::durable::{DurableError, DurableTimers, MAX_KEY_LEN};
 ///
 /// let dir = tempfile::tempdir().unwrap();
-/// let timers = DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+/// let timers = DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
 /// let too_long = "k".repeat(MAX_KEY_LEN + 1);
 /// let due = std::time::SystemTime::now();
 /// assert!(matches!(timers.add(&too_long, due, b""), Err(DurableError::InvalidKey)));
@@ -102,7 +103,7 @@ pub const MAX_KEY_LEN: usize = 1024;
 /// use wheel::durable::{DurableError, DurableTimers, DEFAULT_MAX_PAYLOAD};
 ///
 /// let dir = tempfile::tempdir().unwrap();
-/// let timers = DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+/// let timers = DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
 /// let big = vec![0u8; DEFAULT_MAX_PAYLOAD + 1];
 /// let due = std::time::SystemTime::now();
 /// assert!(matches!(

@@ -29,7 +29,7 @@ use crate::sync::lock;
 /// let (tx, rx) = mpsc::channel();
 /// let tx = std::sync::Mutex::new(tx);
 /// let timers = DurableTimers::builder()
-///     .embedded(dir.path().join("timers.redb"))
+///     .embedded(dir.path().join("timers"))
 ///     .handler(move |t| {
 ///         lock(&tx).send(t.key.clone()).unwrap();
 ///         Outcome::Done
@@ -102,7 +102,7 @@ impl DurableTimers {
     /// use std::time::{Duration, SystemTime};
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let tomorrow = SystemTime::now() + Duration::from_secs(24 * 3600);
     /// timers.add("rate:order:17", tomorrow, b"auto-rate")?;
     /// assert!(timers.get("rate:order:17")?.is_some());
@@ -126,7 +126,7 @@ impl DurableTimers {
     /// use std::time::Duration;
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// timers.add_after("heartbeat:7", Duration::from_secs(30), b"")?;
     /// # Ok(()) }
     /// ```
@@ -163,7 +163,7 @@ impl DurableTimers {
     /// use wheel::durable::DurableError;
     /// # fn main() -> Result<(), DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let at = SystemTime::now() + Duration::from_secs(3600);
     /// let remind = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
     /// timers.add_callback("remind:9", at, &remind)?;
@@ -195,7 +195,7 @@ impl DurableTimers {
     /// use std::time::{Duration, SystemTime};
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let at = SystemTime::now() + Duration::from_secs(60);
     /// timers.add_many(&[("a", at, b"1".as_slice()), ("b", at, b"2".as_slice())])?;
     /// assert_eq!(timers.stats().pending, 2);
@@ -226,7 +226,7 @@ impl DurableTimers {
     /// use std::time::Duration;
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// timers.add_after("order:17", Duration::from_secs(1800), b"close")?;
     /// assert!(timers.cancel("order:17")?);
     /// assert!(!timers.cancel("order:17")?);
@@ -250,7 +250,7 @@ impl DurableTimers {
     /// use std::time::{Duration, SystemTime};
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// timers.add_after("session:9", Duration::from_secs(60), b"")?;
     /// let later = SystemTime::now() + Duration::from_secs(600);
     /// assert!(timers.reschedule("session:9", later)?);
@@ -272,7 +272,7 @@ impl DurableTimers {
     /// ```
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// assert_eq!(timers.get("nothing")?, None);
     /// # Ok(()) }
     /// ```
@@ -292,7 +292,7 @@ impl DurableTimers {
     /// ```
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// for d in timers.dead_letters(100)? {
     ///     println!("{}: {}", d.key, d.reason);
     /// }
@@ -315,7 +315,7 @@ impl DurableTimers {
     /// use std::time::SystemTime;
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// assert!(!timers.retry_dead("hook:3", SystemTime::now())?);
     /// # Ok(()) }
     /// ```
@@ -332,7 +332,7 @@ impl DurableTimers {
     /// ```
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// assert_eq!(timers.stats().pending, 0);
     /// # Ok(()) }
     /// ```
@@ -382,7 +382,7 @@ impl DurableTimers {
     /// ```
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("t.redb")).build()?;
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// timers.shutdown()?;
     /// # Ok(()) }
     /// ```

@@ -194,7 +194,7 @@ pub(super) fn throughput(p: &ThroughputParams) -> Table {
              waiting at the time (group commit) has returned; in brackets, appends per `fdatasync`. \
              add_many/s: {} timers, 1 000 per call (the peer has no batch call: its add script, \
              pipelined 1 000 at a time). bytes/timer: Redis `used_memory` growth over those timers \
-             (16-byte keys, 32-byte payloads), or the embedded file's growth. fire/s: {} timers all due \
+             (16-byte keys, 32-byte payloads), or the embedded store's growth on disk. fire/s: {} timers all due \
              at one instant, added while the nodes run, run per second from the first handler start to \
              the last, with 1 node and with 3 (the embedded store has one); the peer's tick takes the \
              whole second in one script and runs the callbacks in process, so its figure is the rate of \
@@ -327,9 +327,9 @@ pub(super) fn restart(p: &ThroughputParams) -> Table {
             fmt_count(p.restart)
         ),
         &format!(
-            "{} timers pending in one file ({} due by the time it is opened again, the rest an hour \
-             out), filled with `add_many` (10 000 per call) and closed; then the file is opened again \
-             with a handler. build(): how long `build()` took (it checks the file and turns earlier \
+            "{} timers pending in one embedded store ({} due by the time it is opened again, the rest an hour \
+             out), filled with `add_many` (10 000 per call) and closed; then the store is opened again \
+             with a handler. build(): how long `build()` took (it recovers the store and turns earlier \
              claims back to pending). First handler: from calling `build()` to the first handler start. \
              All overdue: to the last overdue timer's start. Check: overdue timers lost or run twice, \
              and any run of a timer not yet due.",
@@ -341,7 +341,7 @@ pub(super) fn restart(p: &ThroughputParams) -> Table {
             "pending",
             "overdue",
             "fill add_many/s",
-            "file MB",
+            "store MB",
             "build() ms",
             "first handler ms",
             "all overdue ms",

@@ -33,7 +33,7 @@
 //!
 //! # fn main() -> Result<(), wheel::durable::DurableError> {
 //! let timers = DurableTimers::builder()
-//!     .embedded("callbacks.redb")
+//!     .embedded("callbacks")
 //!     .http(HttpConfig::new().signing_secret(b"whsec_5f1c".to_vec()))
 //!     .build()?;
 //! let close = HttpCallback::new(Method::Post, "https://shop.example/orders/17/close")

@@ -2,10 +2,11 @@
 //!
 //! A store is the wheel's outermost, coarsest level. It holds every timer
 //! with its state, ordered by due time, and answers a small set of
-//! operations, each atomic: the embedded store runs each in one redb write
-//! transaction, the Redis store in one Lua script. Every store implements
-//! the same state machine, which the differential tests compare against the
-//! plain [`model`]:
+//! operations, each atomic: the embedded store runs each on its one writer
+//! thread and commits it with its group as one fjall write batch, the Redis
+//! store runs each in one Lua script. Every store implements the same state
+//! machine, which the differential tests compare against the plain
+//! [`model`]:
 //!
 //! ```text
 //!            add / reschedule / retry_dead / release / finish(Retry)

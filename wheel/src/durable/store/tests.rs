@@ -118,7 +118,7 @@ impl Bench {
         let clock = Arc::new(AtomicU64::new(START));
         let manual = StoreClock::Manual(clock.clone());
         let dir = tempfile::tempdir().unwrap();
-        let embedded = embedded::Embedded::open(&dir.path().join("t.redb"), manual.clone(), 10)
+        let embedded = embedded::Embedded::open(&dir.path().join("store"), manual.clone(), 10)
             .expect("open the embedded store");
         #[allow(unused_mut)]
         let mut stores: Vec<(&'static str, Box<dyn Store>)> =

@@ -1,13 +1,19 @@
-//! The embedded store: one redb file, owned by one process.
+//! The embedded store: one fjall database (a directory), owned by one
+//! process.
 //!
-//! redb is a copy-on-write B-tree: the due index is an ordered range that
-//! stays cheap to scan however many fired timers were deleted before it
-//! (an LSM store would wade through their tombstones). One writer thread
-//! commits in groups ([`writer`]); reads run on the caller's thread.
+//! fjall is a log-structured merge tree: every write batch is appended to a
+//! journal, and `persist(SyncData)` makes everything appended before it
+//! durable with one `fdatasync`, so one writer thread ([`writer`]) commits
+//! the steps of many callers in one group and one fsync. Deletes leave
+//! tombstones until compaction; the index keys start with their time, so
+//! the tombstones of fired timers gather at the head of the due index, and
+//! the claim scan starts after them ([`tables::Cursor`]). Reads run on the
+//! caller's thread.
 //!
-//! The process holds the file exclusively (redb locks it), so a claim can
-//! only belong to this process: [`Embedded::open`] turns every claimed or
-//! running timer back into a pending one, which fires at once if overdue.
+//! The process holds the directory exclusively (fjall locks it), so a
+//! claim can only belong to this process: [`Embedded::open`] turns every
+//! claimed or running timer back into a pending one, which fires at once
+//! if overdue.
 
 mod tables;
 mod writer;
@@ -17,9 +23,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use redb::{Database, ReadTransaction, ReadableDatabase};
+use fjall::{Database, PersistMode};
 
-use self::tables::{count, first_keys, Tables, DEAD, DEAD_ORDER, DUE, LEASES, TIMERS};
+use self::tables::{first_keys, Cursor, Space, Spaces, Tables};
 use self::writer::{call, Job, Reply, Step, Writer};
 use super::record::{DeadRecord, Record};
 use super::{
@@ -30,38 +36,49 @@ use crate::durable::time::system_time_of;
 use crate::durable::{DeadLetter, DurableError, TimerInfo, TimerState};
 use crate::sync::lock;
 
-/// Maps any redb error to ours: a held file, a damaged file, or I/O.
-pub(super) fn db_err(e: impl Into<redb::Error>) -> DurableError {
-    match e.into() {
-        redb::Error::DatabaseAlreadyOpen | redb::Error::LockProtocolMismatch => {
-            DurableError::Locked("another process has the file open".into())
-        }
-        redb::Error::Corrupted(why) => DurableError::Corrupt(why),
-        redb::Error::UpgradeRequired(v) => {
-            DurableError::Corrupt(format!("file format {v} needs an upgrade"))
-        }
-        redb::Error::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-            DurableError::Corrupt(e.to_string())
-        }
-        redb::Error::Io(e) => DurableError::Io(e.to_string()),
-        redb::Error::ValueTooLarge(n) => DurableError::Store(format!("value of {n} bytes")),
-        other => DurableError::Store(other.to_string()),
+/// Maps any fjall error to ours: a held directory, a damaged store, or I/O.
+pub(super) fn db_err(e: fjall::Error) -> DurableError {
+    use fjall::Error as E;
+    match e {
+        E::Locked => DurableError::Locked("another process has the store open".into()),
+        E::Io(e) => io_err(&e),
+        E::Storage(fjall::LsmError::Io(e)) => io_err(&e),
+        E::Poisoned => DurableError::Io(
+            "an earlier write failed; reopen the store to recover what was written".into(),
+        ),
+        E::KeyspaceDeleted => DurableError::Store("a keyspace was deleted".into()),
+        other => DurableError::Corrupt(format!("{other:?}")),
     }
 }
 
+fn io_err(e: &std::io::Error) -> DurableError {
+    match e.kind() {
+        std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof => {
+            DurableError::Corrupt(e.to_string())
+        }
+        _ => DurableError::Io(e.to_string()),
+    }
+}
+
+/// The journals' size at most: beyond it the memtables that hold the
+/// oldest journal's batches are written out and that journal deleted,
+/// which bounds what an open replays (fjall's minimum; its default is
+/// 512 MiB).
+const MAX_JOURNAL: u64 = 64 << 20;
+
 /// The embedded store.
 pub(crate) struct Embedded {
-    db: Arc<Database>,
-    clock: StoreClock,
+    /// The database and its keyspaces, until `close`.
+    open: Mutex<Option<(Database, Arc<Spaces>)>>,
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     wakers: Arc<Mutex<Vec<Wake>>>,
 }
 
 impl Embedded {
-    /// Opens (or creates) the file, checks it, and recovers claims left by
-    /// an earlier process. `window` is how far ahead a newly pending timer
-    /// wakes the watchers.
+    /// Opens (or creates) the store's directory, and recovers claims left
+    /// by an earlier process. `window` is how far ahead a newly pending
+    /// timer wakes the watchers.
     pub(crate) fn open(path: &Path, clock: StoreClock, window: Millis) -> StoreResult<Embedded> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.is_dir() {
@@ -71,17 +88,26 @@ impl Embedded {
                 )));
             }
         }
-        let db = redb::Builder::new()
-            .set_check_integrity_on_open(true)
-            .create(path)
+        if path.exists() && !path.is_dir() {
+            return Err(DurableError::Corrupt(format!(
+                "{} is a file, not a store directory",
+                path.display()
+            )));
+        }
+        let db = Database::builder(path)
+            .manual_journal_persist(true)
+            .max_journaling_size(MAX_JOURNAL)
+            .open()
             .map_err(db_err)?;
-        let db = Arc::new(db);
-        recover(&db, clock.local_now())?;
+        let spaces = Arc::new(Spaces::open(&db)?);
+        let cursor = recover(&db, &spaces, clock.local_now())?;
         let (jobs, queue) = mpsc::channel();
         let wakers = Arc::new(Mutex::new(Vec::new()));
         let writer = Writer {
             db: db.clone(),
-            clock: clock.clone(),
+            spaces: spaces.clone(),
+            cursor,
+            clock,
             window,
             wakers: wakers.clone(),
         };
@@ -90,8 +116,7 @@ impl Embedded {
             .spawn(move || writer.run(queue))
             .map_err(|e| DurableError::Io(e.to_string()))?;
         Ok(Embedded {
-            db,
-            clock,
+            open: Mutex::new(Some((db, spaces))),
             jobs: Mutex::new(Some(jobs)),
             writer: Mutex::new(Some(thread)),
             wakers,
@@ -121,11 +146,12 @@ impl Embedded {
         }
     }
 
-    fn read(&self) -> StoreResult<ReadTransaction> {
-        if lock(&self.jobs).is_none() {
-            return Err(DurableError::Closed);
+    /// A consistent view for reads on the caller's thread.
+    fn read(&self) -> StoreResult<(fjall::Snapshot, Arc<Spaces>)> {
+        match lock(&self.open).as_ref() {
+            Some((db, spaces)) => Ok((db.snapshot(), spaces.clone())),
+            None => Err(DurableError::Closed),
         }
-        self.db.begin_read().map_err(db_err)
     }
 }
 
@@ -138,12 +164,14 @@ fn unexpected(r: Reply) -> DurableError {
     DurableError::Store(format!("unexpected answer {r:?}"))
 }
 
-/// The recovery transaction at open (durable).
-fn recover(db: &Database, now: Millis) -> StoreResult<u64> {
-    let txn = db.begin_write().map_err(db_err)?;
-    let n = Tables::open(&txn, now, 0)?.recover()?;
-    txn.commit().map_err(db_err)?;
-    Ok(n)
+/// The recovery at open (durable): what the writer starts from.
+fn recover(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
+    let mut tables = Tables::new(spaces, Cursor::scan(db, spaces)?, now, 0);
+    tables.recover()?;
+    let cursor = tables.cursor;
+    tables.into_batch(db).commit().map_err(db_err)?;
+    db.persist(PersistMode::SyncData).map_err(db_err)?;
+    Ok(cursor)
 }
 
 impl Store for Embedded {
@@ -175,10 +203,11 @@ impl Store for Embedded {
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
-        let txn = self.read()?;
-        let timers = txn.open_table(TIMERS).map_err(db_err)?;
-        if let Some(v) = timers.get(key).map_err(db_err)? {
-            let r = Record::decode(v.value()).ok_or_else(|| tables::corrupt("timer"))?;
+        use fjall::Readable;
+        let (snap, spaces) = self.read()?;
+        let timers = spaces.get(Space::Timers);
+        if let Some(v) = snap.get(timers, key).map_err(db_err)? {
+            let r = Record::decode(&v).ok_or_else(|| tables::corrupt("timer"))?;
             return Ok(Some(TimerInfo {
                 key: key.to_owned(),
                 due: system_time_of(r.due),
@@ -187,11 +216,11 @@ impl Store for Embedded {
                 payload: r.payload,
             }));
         }
-        let dead = txn.open_table(DEAD).map_err(db_err)?;
-        let Some(v) = dead.get(key).map_err(db_err)? else {
+        let dead = spaces.get(Space::Dead);
+        let Some(v) = snap.get(dead, key).map_err(db_err)? else {
             return Ok(None);
         };
-        let d = DeadRecord::decode(v.value()).ok_or_else(|| tables::corrupt("dead letter"))?;
+        let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
         Ok(Some(TimerInfo {
             key: key.to_owned(),
             due: system_time_of(d.due),
@@ -256,16 +285,17 @@ impl Store for Embedded {
     }
 
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
-        let txn = self.read()?;
-        let order = txn.open_table(DEAD_ORDER).map_err(db_err)?;
-        let dead = txn.open_table(DEAD).map_err(db_err)?;
+        use fjall::Readable;
+        let (snap, spaces) = self.read()?;
+        let order = spaces.get(Space::DeadOrder);
+        let dead = spaces.get(Space::Dead);
         let mut out = Vec::new();
-        for (failed_at, key) in first_keys(&order, limit, u64::MAX)? {
-            let v = dead
-                .get(key.as_str())
+        for (failed_at, key) in first_keys(&snap, order, 0, limit, u64::MAX)? {
+            let v = snap
+                .get(dead, key.as_str())
                 .map_err(db_err)?
                 .ok_or_else(|| tables::corrupt("dead order"))?;
-            let d = DeadRecord::decode(v.value()).ok_or_else(|| tables::corrupt("dead letter"))?;
+            let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
             out.push(DeadLetter {
                 key,
                 payload: d.payload,
@@ -286,17 +316,10 @@ impl Store for Embedded {
     }
 
     fn counts(&self) -> StoreResult<Counts> {
-        let txn = self.read()?;
-        let due = txn.open_table(DUE).map_err(db_err)?;
-        let leases = txn.open_table(LEASES).map_err(db_err)?;
-        let dead = txn.open_table(DEAD).map_err(db_err)?;
-        Ok(Counts {
-            now: self.clock.local_now(),
-            pending: count(&due)?,
-            claimed: count(&leases)?,
-            dead: count(&dead)?,
-            next_due: first_keys(&due, 1, u64::MAX)?.first().map(|(d, _)| *d),
-        })
+        match self.call(false, Box::new(|t| t.counts().map(Reply::Counts)))? {
+            Reply::Counts(c) => Ok(c),
+            other => Err(unexpected(other)),
+        }
     }
 
     fn watch(&self, wake: Wake) -> StoreResult<()> {
@@ -312,6 +335,7 @@ impl Store for Embedded {
                 .map_err(|_| DurableError::Store("the writer thread panicked".into()))?;
         }
         lock(&self.wakers).clear();
+        drop(lock(&self.open).take());
         Ok(())
     }
 }
@@ -319,5 +343,80 @@ impl Store for Embedded {
 impl Drop for Embedded {
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::durable::store::Claimed;
+
+    fn open(path: &Path) -> StoreResult<Embedded> {
+        Embedded::open(path, StoreClock::Real, 1_000)
+    }
+
+    #[test]
+    fn a_second_open_in_the_same_process_is_locked_until_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        let first = open(&path).unwrap();
+        assert!(matches!(open(&path), Err(DurableError::Locked(_))));
+        first.close().unwrap();
+        open(&path).unwrap().close().unwrap();
+    }
+
+    #[test]
+    fn claims_resume_after_fired_timers_and_still_see_earlier_adds() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("store")).unwrap();
+        let keys: Vec<String> = (0..50).map(|i| format!("k{i:02}")).collect();
+        let timers: Vec<NewTimer<'_>> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| NewTimer {
+                key,
+                due: Due::At(1_000 + i as u64),
+                payload: b"",
+            })
+            .collect();
+        store.add(&timers).unwrap();
+        let req = ClaimRequest {
+            window: 0,
+            lease: 60_000,
+            max: 10,
+            max_attempts: 3,
+        };
+        let mut claimed = Vec::new();
+        for _ in 0..3 {
+            let batch = store.claim(&req).unwrap();
+            let held: Vec<Fenced<'_>> = batch.timers.iter().map(Claimed::fenced).collect();
+            let started = store.start(&held, 60_000).unwrap();
+            assert!(started
+                .iter()
+                .all(|s| matches!(s, Start::Started { attempt: 1, .. })));
+            let done: Vec<(Fenced<'_>, Finish)> = held.iter().map(|h| (*h, Finish::Done)).collect();
+            assert!(store.finish(&done).unwrap().iter().all(|d| *d));
+            claimed.extend(batch.timers.iter().map(|c| c.key.clone()));
+        }
+        assert_eq!(claimed, keys[..30]);
+        // Due before everything fired so far: the claim still finds it.
+        store
+            .add(&[NewTimer {
+                key: "early",
+                due: Due::At(5),
+                payload: b"",
+            }])
+            .unwrap();
+        let batch = store.claim(&req).unwrap();
+        let got: Vec<&str> = batch.timers.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(got[0], "early");
+        assert_eq!(
+            got[1..],
+            keys[30..39].iter().map(String::as_str).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(batch.next_due, Some(1_039));
+        let counts = store.counts().unwrap();
+        assert_eq!((counts.pending, counts.claimed), (11, 10));
+        store.close().unwrap();
     }
 }

@@ -1,31 +1,34 @@
-//! The embedded store's tables and the state machine's steps on them, each
-//! run inside the writer's current write transaction.
+//! The embedded store's keyspaces and the state machine's steps on them,
+//! run by the writer thread over the current group's [`Tables`].
 //!
-//! Tables: `timers` (key → [`Record`]), `due` ((due, key) → ()) for pending
-//! timers, `leases` ((lease_until, key) → ()) for claimed and running ones,
-//! `dead` (key → [`DeadRecord`]), `dead_order` ((failed_at, key) → ()), and
-//! `meta` (name → u64: the fence counter). A timer's record and its one
-//! index entry always change in the same step.
+//! Keyspaces: `timers` (key → [`Record`]), `due` ((due, key) → empty) for
+//! pending timers, `leases` ((lease_until, key) → empty) for claimed and
+//! running ones, `dead` (key → [`DeadRecord`]), `dead_order` ((failed_at,
+//! key) → empty), and `meta` (name → u64 little-endian: the fence
+//! counter). An index key is the time as a big-endian u64 followed by the
+//! timer's key, so an index is ordered by time, then by key, and the
+//! tombstones that deletes leave behind cluster at its head. A timer's
+//! record and its one index entry always change in the same step.
+//!
+//! A group's writes go into an overlay first, which every later read of
+//! the group sees; the writer then commits the overlay as one atomic write
+//! batch, or drops it when a step failed.
 
-use redb::{ReadableTable, ReadableTableMetadata, Table, TableDefinition, WriteTransaction};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable, Snapshot};
 
 use super::db_err;
 use crate::durable::store::record::{DeadRecord, Record};
 use crate::durable::store::{
-    claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Finish, Millis,
-    Start, StoreResult,
+    claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Finish,
+    Millis, Start, StoreResult,
 };
 use crate::durable::{DurableError, TimerState};
 
-pub(super) const TIMERS: TableDefinition<&str, &[u8]> = TableDefinition::new("timers");
-pub(super) const DUE: TableDefinition<(u64, &str), ()> = TableDefinition::new("due");
-pub(super) const LEASES: TableDefinition<(u64, &str), ()> = TableDefinition::new("leases");
-pub(super) const DEAD: TableDefinition<&str, &[u8]> = TableDefinition::new("dead");
-pub(super) const DEAD_ORDER: TableDefinition<(u64, &str), ()> = TableDefinition::new("dead_order");
-pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-
 /// The name of the fence counter in `meta`.
-pub(super) const FENCE: &str = "fence";
+const FENCE: &[u8] = b"fence";
 
 /// Expired leases handled by one claim at most (the rest wait for the next).
 const MAX_EXPIRED_PER_CLAIM: usize = 10_000;
@@ -34,66 +37,288 @@ pub(super) fn corrupt(what: &str) -> DurableError {
     DurableError::Corrupt(format!("a {what} record does not parse"))
 }
 
-/// The tables of one write transaction, with the batch's clock reading.
-pub(super) struct Tables<'t> {
-    timers: Table<'t, &'static str, &'static [u8]>,
-    due: Table<'t, (u64, &'static str), ()>,
-    leases: Table<'t, (u64, &'static str), ()>,
-    dead: Table<'t, &'static str, &'static [u8]>,
-    dead_order: Table<'t, (u64, &'static str), ()>,
-    meta: Table<'t, &'static str, u64>,
-    /// The store's clock for every step of this batch.
+/// The keyspaces, in the order of [`Space`].
+pub(super) struct Spaces {
+    all: [Keyspace; 6],
+}
+
+/// One keyspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Space {
+    Timers = 0,
+    Due = 1,
+    Leases = 2,
+    Dead = 3,
+    DeadOrder = 4,
+    Meta = 5,
+}
+
+const NAMES: [&str; 6] = ["timers", "due", "leases", "dead", "dead_order", "meta"];
+
+impl Spaces {
+    /// Opens (or creates) every keyspace.
+    pub(super) fn open(db: &Database) -> StoreResult<Spaces> {
+        let open = |name: &str| {
+            db.keyspace(name, KeyspaceCreateOptions::default)
+                .map_err(db_err)
+        };
+        Ok(Spaces {
+            all: [
+                open(NAMES[0])?,
+                open(NAMES[1])?,
+                open(NAMES[2])?,
+                open(NAMES[3])?,
+                open(NAMES[4])?,
+                open(NAMES[5])?,
+            ],
+        })
+    }
+
+    pub(super) fn get(&self, space: Space) -> &Keyspace {
+        &self.all[space as usize]
+    }
+}
+
+/// The key of an index entry: `at` big-endian, then the timer's key.
+fn index_key(at: Millis, key: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + key.len());
+    k.extend_from_slice(&at.to_be_bytes());
+    k.extend_from_slice(key.as_bytes());
+    k
+}
+
+/// The time and the timer's key of an index entry.
+fn parse_index_key(k: &[u8]) -> StoreResult<(Millis, String)> {
+    let (at, key) = k.split_at_checked(8).ok_or_else(|| corrupt("index"))?;
+    let at = u64::from_be_bytes(at.try_into().map_err(|_| corrupt("index"))?);
+    let key = std::str::from_utf8(key).map_err(|_| corrupt("index"))?;
+    Ok((at, key.to_owned()))
+}
+
+/// Up to `max` entries of an index keyspace, in order, from time `from`
+/// on, with their time at most `until`: what a reader sees, without a
+/// group's overlay.
+pub(super) fn first_keys(
+    snap: &Snapshot,
+    index: &Keyspace,
+    from: Millis,
+    max: usize,
+    until: Millis,
+) -> StoreResult<Vec<(Millis, String)>> {
+    let mut out = Vec::new();
+    if max == 0 {
+        return Ok(out);
+    }
+    for entry in snap.range(index, from.to_be_bytes()..) {
+        let k = entry.key().map_err(db_err)?;
+        let (at, key) = parse_index_key(&k)?;
+        if at > until {
+            break;
+        }
+        out.push((at, key));
+        if out.len() >= max {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// What the writer keeps between groups: the counts of each index, and a
+/// lower bound of the times in the due and lease indexes, where their
+/// scans start (deleted entries before it are never read again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Cursor {
+    pub(super) pending: u64,
+    pub(super) claimed: u64,
+    pub(super) dead: u64,
+    pub(super) due_from: Millis,
+    pub(super) lease_from: Millis,
+}
+
+impl Cursor {
+    /// Counts every index of the store as it is on disk (once, at open).
+    pub(super) fn scan(db: &Database, spaces: &Spaces) -> StoreResult<Cursor> {
+        let snap = db.snapshot();
+        let len = |s: Space| snap.len(spaces.get(s)).map(|n| n as u64).map_err(db_err);
+        let first = |s: Space| {
+            first_keys(&snap, spaces.get(s), 0, 1, u64::MAX)
+                .map(|v| v.first().map_or(u64::MAX, |(at, _)| *at))
+        };
+        Ok(Cursor {
+            pending: len(Space::Due)?,
+            claimed: len(Space::Leases)?,
+            dead: len(Space::Dead)?,
+            due_from: first(Space::Due)?,
+            lease_from: first(Space::Leases)?,
+        })
+    }
+}
+
+/// One group's view of the store: the keyspaces under the group's own
+/// writes, with the group's clock reading.
+pub(super) struct Tables<'s> {
+    spaces: &'s Spaces,
+    /// The group's writes per keyspace: a value, or `None` for a delete.
+    writes: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 6],
+    pub(super) cursor: Cursor,
+    /// The store's clock for every step of this group.
     pub(super) now: Millis,
-    /// The earliest due time of a timer that became pending with a due time
-    /// before `wake_before`.
+    /// The earliest due time that became pending at or before `wake_before`.
     pub(super) wake: Option<Millis>,
     wake_before: Millis,
 }
 
-impl<'t> Tables<'t> {
-    pub(super) fn open(
-        txn: &'t WriteTransaction,
-        now: Millis,
-        window: Millis,
-    ) -> StoreResult<Self> {
-        Ok(Tables {
-            timers: txn.open_table(TIMERS).map_err(db_err)?,
-            due: txn.open_table(DUE).map_err(db_err)?,
-            leases: txn.open_table(LEASES).map_err(db_err)?,
-            dead: txn.open_table(DEAD).map_err(db_err)?,
-            dead_order: txn.open_table(DEAD_ORDER).map_err(db_err)?,
-            meta: txn.open_table(META).map_err(db_err)?,
+impl<'s> Tables<'s> {
+    pub(super) fn new(spaces: &'s Spaces, cursor: Cursor, now: Millis, window: Millis) -> Self {
+        Tables {
+            spaces,
+            writes: Default::default(),
+            cursor,
             now,
             wake: None,
             wake_before: now.saturating_add(window),
-        })
+        }
+    }
+
+    /// True if the group wrote nothing.
+    pub(super) fn is_clean(&self) -> bool {
+        self.writes.iter().all(BTreeMap::is_empty)
+    }
+
+    /// The group's writes as one atomic batch.
+    pub(super) fn into_batch(self, db: &Database) -> fjall::OwnedWriteBatch {
+        let n = self.writes.iter().map(BTreeMap::len).sum();
+        let mut batch = fjall::OwnedWriteBatch::with_capacity(db.clone(), n);
+        for (space, writes) in self.spaces.all.iter().zip(self.writes) {
+            for (k, v) in writes {
+                match v {
+                    Some(v) => batch.insert(space, k, v),
+                    None => batch.remove(space, k),
+                }
+            }
+        }
+        batch
+    }
+
+    fn read(&self, space: Space, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        if let Some(v) = self.writes[space as usize].get(key) {
+            return Ok(v.clone());
+        }
+        Ok(self
+            .spaces
+            .get(space)
+            .get(key)
+            .map_err(db_err)?
+            .map(|v| v.to_vec()))
+    }
+
+    fn write(&mut self, space: Space, key: Vec<u8>, value: Option<Vec<u8>>) {
+        self.writes[space as usize].insert(key, value);
+    }
+
+    /// Up to `max` entries of an index, from time `from` on, with their
+    /// time at most `until`: the keyspace merged with the group's writes.
+    fn first(
+        &self,
+        space: Space,
+        from: Millis,
+        max: usize,
+        until: Millis,
+    ) -> StoreResult<Vec<(Millis, String)>> {
+        let mut out = Vec::new();
+        if max == 0 {
+            return Ok(out);
+        }
+        let start = from.to_be_bytes().to_vec();
+        let mut stored = self.spaces.get(space).range(start.clone()..);
+        let mut ours = self.writes[space as usize]
+            .range::<Vec<u8>, _>((Bound::Included(start), Bound::Unbounded))
+            .peekable();
+        let mut next_stored: Option<Vec<u8>> = None;
+        loop {
+            if next_stored.is_none() {
+                if let Some(entry) = stored.next() {
+                    next_stored = Some(entry.key().map_err(db_err)?.to_vec());
+                }
+            }
+            // The smaller key of the two; the group's write wins a tie.
+            let take_ours = match (&next_stored, ours.peek()) {
+                (None, None) => break,
+                (Some(s), Some((o, _))) => o.as_slice() <= s.as_slice(),
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+            };
+            let key = if take_ours {
+                let Some((o, v)) = ours.next() else { break };
+                if next_stored.as_deref() == Some(o.as_slice()) {
+                    next_stored = None;
+                }
+                match v {
+                    Some(_) => o.clone(),
+                    None => continue,
+                }
+            } else {
+                match next_stored.take() {
+                    Some(s) => s,
+                    None => break,
+                }
+            };
+            let (at, key) = parse_index_key(&key)?;
+            if at > until {
+                break;
+            }
+            out.push((at, key));
+            if out.len() >= max {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     fn record(&self, key: &str) -> StoreResult<Option<Record>> {
-        match self.timers.get(key).map_err(db_err)? {
+        match self.read(Space::Timers, key.as_bytes())? {
             None => Ok(None),
-            Some(v) => Record::decode(v.value())
-                .map(Some)
-                .ok_or_else(|| corrupt("timer")),
+            Some(v) => Record::decode(&v).map(Some).ok_or_else(|| corrupt("timer")),
         }
+    }
+
+    fn fence(&self) -> StoreResult<u64> {
+        match self.read(Space::Meta, FENCE)? {
+            None => Ok(0),
+            Some(v) => Ok(u64::from_le_bytes(
+                v.as_slice().try_into().map_err(|_| corrupt("fence"))?,
+            )),
+        }
+    }
+
+    fn set_fence(&mut self, fence: u64) {
+        self.write(
+            Space::Meta,
+            FENCE.to_vec(),
+            Some(fence.to_le_bytes().to_vec()),
+        );
     }
 
     /// Writes `r` and its index entry (the old entry must be gone already).
     fn put(&mut self, key: &str, r: &Record) -> StoreResult<()> {
-        self.timers
-            .insert(key, r.encode().as_slice())
-            .map_err(db_err)?;
+        self.write(Space::Timers, key.as_bytes().to_vec(), Some(r.encode()));
         match r.state {
             TimerState::Pending => {
-                self.due.insert((r.due, key), ()).map_err(db_err)?;
+                self.write(Space::Due, index_key(r.due, key), Some(Vec::new()));
+                self.cursor.pending += 1;
+                self.cursor.due_from = self.cursor.due_from.min(r.due);
                 if r.due <= self.wake_before {
                     self.wake = Some(self.wake.map_or(r.due, |w| w.min(r.due)));
                 }
             }
             _ => {
-                self.leases
-                    .insert((r.lease_until, key), ())
-                    .map_err(db_err)?;
+                self.write(
+                    Space::Leases,
+                    index_key(r.lease_until, key),
+                    Some(Vec::new()),
+                );
+                self.cursor.claimed += 1;
+                self.cursor.lease_from = self.cursor.lease_from.min(r.lease_until);
             }
         }
         Ok(())
@@ -102,22 +327,30 @@ impl<'t> Tables<'t> {
     /// Removes `r`'s index entry and, with `forget`, the record itself.
     fn unindex(&mut self, key: &str, r: &Record, forget: bool) -> StoreResult<()> {
         match r.state {
-            TimerState::Pending => self.due.remove((r.due, key)).map_err(db_err)?,
-            _ => self.leases.remove((r.lease_until, key)).map_err(db_err)?,
-        };
+            TimerState::Pending => {
+                self.write(Space::Due, index_key(r.due, key), None);
+                self.cursor.pending = self.cursor.pending.saturating_sub(1);
+            }
+            _ => {
+                self.write(Space::Leases, index_key(r.lease_until, key), None);
+                self.cursor.claimed = self.cursor.claimed.saturating_sub(1);
+            }
+        }
         if forget {
-            self.timers.remove(key).map_err(db_err)?;
+            self.write(Space::Timers, key.as_bytes().to_vec(), None);
         }
         Ok(())
     }
 
-    /// Removes a dead letter; true if there was one.
+    /// Removes a dead letter; the one there was, if any.
     fn bury(&mut self, key: &str) -> StoreResult<Option<DeadRecord>> {
-        let Some(d) = self.dead.remove(key).map_err(db_err)? else {
+        let Some(d) = self.read(Space::Dead, key.as_bytes())? else {
             return Ok(None);
         };
-        let d = DeadRecord::decode(d.value()).ok_or_else(|| corrupt("dead letter"))?;
-        self.dead_order.remove((d.failed_at, key)).map_err(db_err)?;
+        let d = DeadRecord::decode(&d).ok_or_else(|| corrupt("dead letter"))?;
+        self.write(Space::Dead, key.as_bytes().to_vec(), None);
+        self.write(Space::DeadOrder, index_key(d.failed_at, key), None);
+        self.cursor.dead = self.cursor.dead.saturating_sub(1);
         Ok(Some(d))
     }
 
@@ -173,17 +406,12 @@ impl<'t> Tables<'t> {
         let mut batch = ClaimBatch::empty(now);
         self.expire_leases(req.max_attempts, &mut batch)?;
         let horizon = now.saturating_add(req.window);
-        let due = first_keys(&self.due, req.max, horizon)?;
+        let due = self.first(Space::Due, self.cursor.due_from, req.max, horizon)?;
+        let mut fence = self.fence()?;
         for (due, key) in due {
             let mut r = self.record(&key)?.ok_or_else(|| corrupt("due index"))?;
             self.unindex(&key, &r, false)?;
-            let fence = self
-                .meta
-                .get(FENCE)
-                .map_err(db_err)?
-                .map_or(0, |v| v.value())
-                + 1;
-            self.meta.insert(FENCE, fence).map_err(db_err)?;
+            fence += 1;
             r.fence = fence;
             r.state = TimerState::Claimed;
             r.lease_until = claim_lease_end(due, now, req.lease);
@@ -196,15 +424,41 @@ impl<'t> Tables<'t> {
                 fence,
             });
         }
-        batch.next_due = first_keys(&self.due, 1, u64::MAX)?.first().map(|(d, _)| *d);
-        batch.next_lease = first_keys(&self.leases, 1, u64::MAX)?
-            .first()
-            .map(|(d, _)| *d);
+        if !batch.timers.is_empty() {
+            self.set_fence(fence);
+        }
+        batch.next_due = self.next_due()?;
+        batch.next_lease = self.next_lease()?;
         Ok(batch)
     }
 
+    /// The earliest pending due time; moves the due scans' start up to it.
+    pub(super) fn next_due(&mut self) -> StoreResult<Option<Millis>> {
+        let next = self
+            .first(Space::Due, self.cursor.due_from, 1, u64::MAX)?
+            .first()
+            .map(|(d, _)| *d);
+        self.cursor.due_from = next.unwrap_or(u64::MAX);
+        Ok(next)
+    }
+
+    /// The earliest lease end; moves the lease scans' start up to it.
+    fn next_lease(&mut self) -> StoreResult<Option<Millis>> {
+        let next = self
+            .first(Space::Leases, self.cursor.lease_from, 1, u64::MAX)?
+            .first()
+            .map(|(d, _)| *d);
+        self.cursor.lease_from = next.unwrap_or(u64::MAX);
+        Ok(next)
+    }
+
     fn expire_leases(&mut self, max_attempts: u32, batch: &mut ClaimBatch) -> StoreResult<()> {
-        let expired = first_keys(&self.leases, MAX_EXPIRED_PER_CLAIM, self.now)?;
+        let expired = self.first(
+            Space::Leases,
+            self.cursor.lease_from,
+            MAX_EXPIRED_PER_CLAIM,
+            self.now,
+        )?;
         for (_, key) in expired {
             let mut r = self.record(&key)?.ok_or_else(|| corrupt("lease index"))?;
             if r.state == TimerState::Running && r.attempts >= max_attempts {
@@ -230,12 +484,13 @@ impl<'t> Tables<'t> {
             reason,
             payload: r.payload,
         };
-        self.dead
-            .insert(key, d.encode().as_slice())
-            .map_err(db_err)?;
-        self.dead_order
-            .insert((d.failed_at, key), ())
-            .map_err(db_err)?;
+        self.write(Space::Dead, key.as_bytes().to_vec(), Some(d.encode()));
+        self.write(
+            Space::DeadOrder,
+            index_key(d.failed_at, key),
+            Some(Vec::new()),
+        );
+        self.cursor.dead += 1;
         Ok(())
     }
 
@@ -308,54 +563,34 @@ impl<'t> Tables<'t> {
         Ok(true)
     }
 
+    /// The counts of timers in each state.
+    pub(super) fn counts(&mut self) -> StoreResult<Counts> {
+        Ok(Counts {
+            now: self.now,
+            pending: self.cursor.pending,
+            claimed: self.cursor.claimed,
+            dead: self.cursor.dead,
+            next_due: self.next_due()?,
+        })
+    }
+
     /// After a restart nothing is claimed or running (this process holds the
-    /// file alone, so every claim belonged to a process that is gone): each
+    /// store alone, so every claim belonged to a process that is gone): each
     /// becomes pending at its due time, and fences jump ahead past any that
     /// the previous process handed out in commits that were not yet durable.
     pub(super) fn recover(&mut self) -> StoreResult<u64> {
-        let held = first_keys(&self.leases, usize::MAX, u64::MAX)?;
+        let held = self.first(Space::Leases, 0, usize::MAX, u64::MAX)?;
         for (_, key) in &held {
             let mut r = self.record(key)?.ok_or_else(|| corrupt("lease index"))?;
             self.unindex(key, &r, false)?;
             r.state = TimerState::Pending;
             self.put(key, &r)?;
         }
-        let fence = self
-            .meta
-            .get(FENCE)
-            .map_err(db_err)?
-            .map_or(0, |v| v.value());
+        let fence = self.fence()?;
         if fence > 0 {
-            self.meta
-                .insert(FENCE, fence.saturating_add(1 << 32))
-                .map_err(db_err)?;
+            self.set_fence(fence.saturating_add(1 << 32));
         }
+        self.cursor.lease_from = u64::MAX;
         Ok(held.len() as u64)
     }
-}
-
-/// Up to `max` keys of an index, in order, with their time at most `until`.
-pub(super) fn first_keys(
-    index: &impl ReadableTable<(u64, &'static str), ()>,
-    max: usize,
-    until: Millis,
-) -> StoreResult<Vec<(Millis, String)>> {
-    let mut out = Vec::new();
-    for entry in index.iter().map_err(db_err)? {
-        if out.len() >= max {
-            break;
-        }
-        let (k, _) = entry.map_err(db_err)?;
-        let (at, key) = k.value();
-        if at > until {
-            break;
-        }
-        out.push((at, key.to_owned()));
-    }
-    Ok(out)
-}
-
-/// The number of entries of a table.
-pub(super) fn count(t: &impl ReadableTableMetadata) -> StoreResult<u64> {
-    t.len().map_err(db_err)
 }

@@ -2,35 +2,37 @@
 //! in groups.
 //!
 //! Callers hand their step to the writer and wait for its answer. The
-//! writer takes every step that is waiting, runs them in order in one write
-//! transaction and commits once, so concurrent callers share one fsync.
-//! A batch that holds a change callers were promised as durable (`add`,
-//! `cancel`, `reschedule`, `release`, `retry_dead`, `finish`) commits with
-//! `Durability::Immediate`; a batch of claims, starts and renewals alone
-//! commits without an fsync, and is made durable by the next durable commit
-//! or, when none comes, by an empty one after [`FLUSH_AFTER`]. Losing such
-//! a commit in a crash is harmless: claims revert to pending on restart
-//! anyway.
+//! writer takes every step that is waiting and runs them in order over one
+//! [`Tables`], so that each step sees the writes of the steps before it;
+//! then it commits the group's writes as one atomic write batch into the
+//! journal and the memtables, and, if the group holds a change callers were
+//! promised as durable (`add`, `cancel`, `reschedule`, `release`,
+//! `retry_dead`, `finish`), makes the journal durable with one
+//! `fdatasync` before answering: concurrent callers share one fsync. A
+//! group of claims, starts and renewals alone is answered without an
+//! fsync, and is made durable by the next durable group or, when none
+//! comes, by a flush after [`FLUSH_AFTER`]. Losing such a group in a crash
+//! is harmless: claims revert to pending on restart anyway.
 //!
-//! Only the writer opens write transactions; readers use read
-//! transactions from their own threads and see every commit, durable or not.
+//! Only the writer writes; readers read the keyspaces from their own
+//! threads and see every committed group, durable or not.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redb::{Database, Durability};
+use fjall::{Database, PersistMode};
 
 use super::db_err;
-use super::tables::Tables;
-use crate::durable::store::{ClaimBatch, Millis, Start, StoreClock, StoreResult, Wake};
+use super::tables::{Cursor, Spaces, Tables};
+use crate::durable::store::{ClaimBatch, Counts, Millis, Start, StoreClock, StoreResult, Wake};
 use crate::durable::DurableError;
 use crate::sync::lock;
 
 /// How long a non-durable commit may stay the last one.
 const FLUSH_AFTER: Duration = Duration::from_millis(100);
 
-/// Steps taken into one transaction at most.
+/// Steps taken into one group at most.
 const MAX_BATCH: usize = 4_096;
 
 /// A step's answer.
@@ -41,9 +43,10 @@ pub(super) enum Reply {
     Bools(Vec<bool>),
     Starts(Vec<Start>),
     Claim(ClaimBatch),
+    Counts(Counts),
 }
 
-/// One step: runs on the writer thread inside the batch's transaction.
+/// One step: runs on the writer thread over the group's tables.
 pub(super) type Step = Box<dyn for<'t> FnOnce(&mut Tables<'t>) -> StoreResult<Reply> + Send>;
 
 pub(super) struct Job {
@@ -52,9 +55,14 @@ pub(super) struct Job {
     pub(super) reply: SyncSender<StoreResult<Reply>>,
 }
 
+/// The answers of a group, each with the caller waiting for it.
+type Answers = Vec<(SyncSender<StoreResult<Reply>>, StoreResult<Reply>)>;
+
 /// What the writer needs besides its queue.
 pub(super) struct Writer {
-    pub(super) db: Arc<Database>,
+    pub(super) db: Database,
+    pub(super) spaces: Arc<Spaces>,
+    pub(super) cursor: Cursor,
     pub(super) clock: StoreClock,
     pub(super) window: Millis,
     pub(super) wakers: Arc<Mutex<Vec<Wake>>>,
@@ -62,7 +70,7 @@ pub(super) struct Writer {
 
 impl Writer {
     /// Runs until every sender is gone, then makes the last commit durable.
-    pub(super) fn run(self, jobs: Receiver<Job>) {
+    pub(super) fn run(mut self, jobs: Receiver<Job>) {
         let mut dirty = false;
         loop {
             let first = if dirty {
@@ -71,7 +79,7 @@ impl Writer {
                 jobs.recv().map_err(|_| RecvTimeoutError::Disconnected)
             };
             let batch = match first {
-                Ok(job) => self.gather(job, &jobs),
+                Ok(job) => gather(job, &jobs),
                 Err(RecvTimeoutError::Timeout) => {
                     dirty = self.flush().is_err();
                     continue;
@@ -79,8 +87,8 @@ impl Writer {
                 Err(RecvTimeoutError::Disconnected) => break,
             };
             let durable = batch.iter().any(|j| j.durable);
-            if self.commit(batch, durable) {
-                dirty = !durable;
+            if let Some(wrote) = self.commit(batch, durable) {
+                dirty = if durable { false } else { dirty || wrote };
             }
         }
         if dirty {
@@ -88,29 +96,17 @@ impl Writer {
         }
     }
 
-    fn gather(&self, first: Job, jobs: &Receiver<Job>) -> Vec<Job> {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        batch
-    }
-
-    /// An empty durable commit: makes earlier non-durable ones durable.
+    /// Makes every commit so far durable.
     fn flush(&self) -> StoreResult<()> {
-        let txn = self.db.begin_write().map_err(db_err)?;
-        txn.commit().map_err(db_err)
+        self.db.persist(PersistMode::SyncData).map_err(db_err)
     }
 
-    /// Runs the batch in one transaction; true if it committed.
-    fn commit(&self, batch: Vec<Job>, durable: bool) -> bool {
+    /// Runs the group and commits it; whether it wrote anything if it
+    /// committed.
+    fn commit(&mut self, batch: Vec<Job>, durable: bool) -> Option<bool> {
         let mut answers = Vec::with_capacity(batch.len());
-        let outcome = self.transact(batch, durable, &mut answers);
-        match outcome {
-            Ok(wake) => {
+        match self.transact(batch, durable, &mut answers) {
+            Ok((wrote, wake)) => {
                 for (reply, answer) in answers {
                     let _ = reply.send(answer);
                 }
@@ -119,55 +115,71 @@ impl Writer {
                         w(due);
                     }
                 }
-                true
+                Some(wrote)
             }
             Err(e) => {
                 for (reply, _) in answers {
                     let _ = reply.send(Err(e.clone()));
                 }
-                false
+                None
             }
         }
     }
 
-    /// The transaction of one batch; any step's store error aborts all.
-    #[allow(clippy::type_complexity)]
+    /// One group: its steps, its write batch and, when `durable`, the
+    /// fsync. Any step's store error aborts the whole group. Answers
+    /// whether the group wrote anything and the earliest due time to wake
+    /// the watchers for.
     fn transact(
-        &self,
+        &mut self,
         batch: Vec<Job>,
         durable: bool,
-        answers: &mut Vec<(SyncSender<StoreResult<Reply>>, StoreResult<Reply>)>,
-    ) -> StoreResult<Option<Millis>> {
-        let mut txn = self.db.begin_write().map_err(db_err)?;
-        let level = if durable {
-            Durability::Immediate
-        } else {
-            Durability::None
-        };
-        txn.set_durability(level)
-            .map_err(|e| DurableError::Store(e.to_string()))?;
+        answers: &mut Answers,
+    ) -> StoreResult<(bool, Option<Millis>)> {
+        let mut tables = Tables::new(
+            &self.spaces,
+            self.cursor,
+            self.clock.local_now(),
+            self.window,
+        );
         let mut failed = None;
-        let wake = {
-            let mut tables = Tables::open(&txn, self.clock.local_now(), self.window)?;
-            for job in batch {
-                let answer = if failed.is_some() {
-                    Err(DurableError::Store("aborted with its batch".into()))
-                } else {
-                    (job.step)(&mut tables)
-                };
-                if let Err(e) = &answer {
-                    failed.get_or_insert_with(|| e.clone());
-                }
-                answers.push((job.reply, answer));
+        for job in batch {
+            let answer = if failed.is_some() {
+                Err(DurableError::Store("aborted with its batch".into()))
+            } else {
+                (job.step)(&mut tables)
+            };
+            if let Err(e) = &answer {
+                failed.get_or_insert_with(|| e.clone());
             }
-            tables.wake
-        };
+            answers.push((job.reply, answer));
+        }
         if let Some(e) = failed {
             return Err(e);
         }
-        txn.commit().map_err(db_err)?;
-        Ok(wake)
+        let (cursor, wake, wrote) = (tables.cursor, tables.wake, !tables.is_clean());
+        if wrote {
+            tables.into_batch(&self.db).commit().map_err(db_err)?;
+        }
+        // Reads alone may move the scans' start up too.
+        self.cursor = cursor;
+        if durable {
+            self.flush()?;
+        }
+        Ok((wrote, wake))
     }
+}
+
+/// The first job and every job waiting behind it, up to [`MAX_BATCH`].
+fn gather(first: Job, jobs: &Receiver<Job>) -> Vec<Job> {
+    let mut batch = vec![first];
+    while batch.len() < MAX_BATCH {
+        match jobs.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
+    }
+    batch
 }
 
 /// Sends a step to the writer and waits for its answer.
