@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::ours::{self, NodeSettings, Store};
 use super::peer::{PeerNode, Run, SecondWheel, Task};
+use super::redis_cpu::{self, RedisCpu, Sampler};
 use super::{index_of, key, spread, temp_store, unix_ns, Impl, Recorder, Summary, PAYLOAD};
 
 /// One lateness workload.
@@ -45,6 +46,9 @@ pub struct LatenessRun {
     /// Of the timers that never ran, those still in the store when the run
     /// ended (ours: a node that fell behind); the rest are lost.
     pub pending_at_end: usize,
+    /// The Redis server's CPU from the first due time to the last (runs on
+    /// Redis only).
+    pub redis_cpu: Option<RedisCpu>,
 }
 
 impl LatenessRun {
@@ -97,6 +101,10 @@ fn run_ours(
 ) -> Result<LatenessRun, String> {
     let due = dues(p, keys.len(), Duration::ZERO);
     let rec = Arc::new(Recorder::new(&due));
+    let cpu = match store {
+        Store::Redis(url) => Some(Sampler::start(url)?),
+        Store::Embedded(_) => None,
+    };
     let nodes = ours::start_nodes(store, ns, nodes, &NodeSettings::default(), &rec)
         .map_err(|e| e.to_string())?;
     let t = Instant::now();
@@ -109,12 +117,20 @@ fn run_ours(
         .iter()
         .filter(|&&i| matches!(nodes[0].get(&keys[i]), Ok(Some(_))))
         .count();
+    let samples = cpu.map(Sampler::finish).unwrap_or_default();
     ours::shutdown_all(nodes).map_err(|e| e.to_string())?;
     Ok(LatenessRun {
         summary: rec.summary(),
         adding,
         pending_at_end,
+        redis_cpu: window_cpu(&samples, &due),
     })
+}
+
+/// Redis's CPU share from the first due time to the last.
+fn window_cpu(samples: &[redis_cpu::Sample], due: &[SystemTime]) -> Option<RedisCpu> {
+    let (first, last) = (due.first()?, due.last()?);
+    redis_cpu::share(samples, unix_ns(*first), unix_ns(*last))
 }
 
 /// A callback that records each task's start.
@@ -141,6 +157,7 @@ fn run_peer(
     keys: &[String],
 ) -> Result<LatenessRun, String> {
     let wheel = Arc::new(SecondWheel::open(url, ns).map_err(|e| e.to_string())?);
+    let cpu = Sampler::start(url)?;
     // Nodes of a real deployment start at different times, so their
     // one-second tickers have different phases: spread them over a second.
     let stagger = Duration::from_secs(1) / nodes.max(1) as u32;
@@ -161,10 +178,12 @@ fn run_peer(
     }
     let adding = t.elapsed();
     rec.wait_all(due.last().copied().unwrap_or_else(SystemTime::now) + p.grace);
+    let samples = cpu.finish();
     started.into_iter().for_each(PeerNode::stop);
     Ok(LatenessRun {
         summary: rec.summary(),
         adding,
         pending_at_end: 0,
+        redis_cpu: window_cpu(&samples, &due),
     })
 }

@@ -63,7 +63,9 @@ pub(super) fn lateness(d: &DurableParams) -> Table {
              brackets). Lost: never ran within {} s after the window and no longer in the store; \
              \"not run yet\": still in the store then (the nodes fell behind; the percentiles leave them \
              out). Duplicates: runs beyond the first. \
-             Adding: how long adding them all took. Ours: the builder's defaults (4 workers, claims 2 s \
+             Adding: how long adding them all took. Redis CPU: the server's CPU seconds per second \
+             from the first due time to the last (`INFO cpu`), the main thread's in brackets when it \
+             differs; near 1 core, Redis is the bound. Ours: the builder's defaults (4 workers, claims 2 s \
              ahead, a 500 ms safety poll), every node in this process with its own store connections. \
              The one-second Redis wheel: nodes whose tickers are spread over a second, {PEER_RUNNERS} \
              runner threads each. Redis: a private `redis-server` without persistence, emptied between \
@@ -85,6 +87,7 @@ pub(super) fn lateness(d: &DurableParams) -> Table {
             "lost",
             "duplicates",
             "adding ms",
+            "Redis CPU",
             "check",
         ],
     )
@@ -105,6 +108,7 @@ pub(super) fn lateness_row(name: &str, rate: u64, r: &LatenessRun) -> Vec<String
         },
         s.duplicates.to_string(),
         format!("{:.0}", r.adding.as_secs_f64() * 1e3),
+        r.redis_cpu.map_or("-".into(), |c| c.cell()),
         r.check().label(),
     ]
 }

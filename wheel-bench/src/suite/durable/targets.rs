@@ -346,6 +346,7 @@ mod tests {
             },
             adding: Duration::ZERO,
             pending_at_end,
+            redis_cpu: None,
         };
         let redis3 = Impl::Redis { nodes: 3 };
         f.lateness(redis3, 1_000, &run(4, 0, 0));
