@@ -70,6 +70,52 @@ fn three_nodes_fire_each_of_20_000_timers_exactly_once_never_early() {
     }
 }
 
+/// Adds of timers due soon while three nodes run: every node hears of the
+/// ones due within its poll, yet claims stay few (a node folds the
+/// notifications into its plan), and every timer fires once, none early.
+#[test]
+fn a_burst_of_near_due_adds_costs_each_node_few_claims() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let rec = Recorder::new();
+    let nodes: Vec<DurableTimers> = (0..3)
+        .map(|i| {
+            node(&server.url(), "burst")
+                .handler(rec.handler(i, |_| Outcome::Done))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let client = Arc::new(node(&server.url(), "burst").build().unwrap());
+    let adders: Vec<_> = (0..4u64)
+        .map(|t| {
+            let client = client.clone();
+            std::thread::spawn(move || {
+                for i in (t..3_000).step_by(4) {
+                    // Due 100 to 1 300 ms after its add.
+                    let due = SystemTime::now() + ms(100 + (i * 7) % 1_200);
+                    client.add(&format!("b{i}"), due, b"x").unwrap();
+                }
+            })
+        })
+        .collect();
+    for a in adders {
+        a.join().unwrap();
+    }
+    let runs = rec.wait_for(3_000);
+    assert_none_early(&runs);
+    let keys: HashSet<&str> = runs.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys.len(), 3_000, "a timer ran twice");
+    for n in nodes {
+        let claims = n.stats().claims;
+        eprintln!("claims of a node: {claims}");
+        // One claim per add on every node would be 3 000 each.
+        assert!(claims < 600, "{claims} claims for 3 000 adds");
+        n.shutdown().unwrap();
+    }
+}
+
 /// On Redis a claim outlives its node until the lease ends, so only the
 /// hand-back at shutdown makes the other node fire these on time: 200
 /// claimed timers, one `release` batch, all pending again at once.

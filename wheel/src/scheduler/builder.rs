@@ -37,7 +37,6 @@ pub struct SchedulerBuilder {
     config: WheelConfig,
     clock: Clock,
     max_pending: Option<usize>,
-    spin: bool,
 }
 
 impl Default for SchedulerBuilder {
@@ -48,7 +47,6 @@ impl Default for SchedulerBuilder {
             config: WheelConfig::default(),
             clock: Clock::System,
             max_pending: None,
-            spin: true,
         }
     }
 }
@@ -139,17 +137,6 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Whether the tick thread polls the clock just before each due timer
-    /// (the default) or only sleeps until it: a scheduler firing timers
-    /// every millisecond then spends no CPU between them, and fires each
-    /// later by the OS's wake-up lateness (tens to hundreds of
-    /// microseconds). The durable tier's nodes, whose times are whole
-    /// milliseconds, turn it off.
-    pub(crate) fn spin(mut self, on: bool) -> Self {
-        self.spin = on;
-        self
-    }
-
     /// Starts the tick thread and the workers.
     ///
     /// # Errors
@@ -187,7 +174,6 @@ impl SchedulerBuilder {
             workers,
             max_pending,
             parker.unparker().clone(),
-            self.spin,
         ));
         let outer = Outer::new(shared);
         // From here on, an error drops `outer`, which shuts down and joins

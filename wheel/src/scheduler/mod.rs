@@ -112,10 +112,6 @@ pub(crate) struct Shared {
     pub(crate) worker_ids: OnceLock<Vec<thread::ThreadId>>,
     /// Number of worker threads.
     pub(crate) workers: usize,
-    /// Whether the tick thread polls the clock just before a due timer (and
-    /// wakes a worker to poll for its job), for sub-tick precision; without
-    /// it both only sleep, at the cost of the OS's wake-up lateness.
-    pub(crate) spin: bool,
 }
 
 impl Shared {
@@ -127,7 +123,6 @@ impl Shared {
         workers: usize,
         max_pending: usize,
         ticker_unparker: Unparker,
-        spin: bool,
     ) -> Shared {
         Shared {
             slots: SlotTable::new(lanes),
@@ -147,7 +142,6 @@ impl Shared {
             ticker_unparker,
             worker_ids: OnceLock::new(),
             workers,
-            spin,
         }
     }
 

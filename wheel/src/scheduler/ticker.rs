@@ -231,11 +231,7 @@ impl Ticker {
         if d.is_zero() {
             return;
         }
-        let lead = if self.shared.spin {
-            self.lateness.lead()
-        } else {
-            Duration::ZERO
-        };
+        let lead = self.lateness.lead();
         if !expiring || d > lead {
             // The loop comes back here, imminent, if it wakes on time.
             self.shared.pool.relax();

@@ -305,7 +305,7 @@ fn kept_targets(t: &mut Table, f: &Figures, p: &DurableParams, redis: bool) {
         "add_many >= 100 000 timers/s",
         judged(bulk, false, false),
     );
-    let bytes = f.redis_bytes.map(|b| (format!("{b:.0} bytes"), b <= 282.0));
+    let bytes = f.redis_bytes.map(|b| (format!("{b:.1} bytes"), b <= 282.0));
     target(
         t,
         "Redis memory <= 282 bytes per timer",

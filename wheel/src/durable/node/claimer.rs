@@ -23,14 +23,15 @@ use crate::durable::time::Backoff;
 use crate::sync::lock;
 
 /// Timers claimed by one store call at most: bounds how long one claim
-/// holds the store (a Redis script blocks the server while it runs).
-const CLAIM_BATCH: usize = 512;
+/// holds the store (a Redis script blocks the server while it runs, about
+/// a millisecond for this many; other nodes' starts wait meanwhile).
+const CLAIM_BATCH: usize = 128;
 
 /// A node claims timers entering the window at most this many times per
 /// window: each claim then takes a step's worth of timers, at least
 /// `window - window / STEPS` ahead of their due time, instead of a claim
 /// for every millisecond's few timers.
-const STEPS: u32 = 16;
+const STEPS: u32 = 64;
 
 /// How long before a notified due time the claim for it comes: room for
 /// the claim's round trip and the scheduling.
@@ -53,6 +54,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
             max: room.min(CLAIM_BATCH),
             max_attempts: shared.config.retry.attempts(),
         };
+        shared.counters.claims.fetch_add(1, Ordering::Relaxed);
         let mut plan = match shared.store.claim(&req) {
             Ok(batch) => {
                 backoff.reset();

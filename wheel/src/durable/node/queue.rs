@@ -1,5 +1,5 @@
 //! The queues between a node's threads: any thread pushes, the consumer
-//! takes everything waiting at once (the starting leader and the finisher,
+//! takes everything waiting at once (a worker making a start call and the finisher,
 //! which turn what piled up during their last store call into their next
 //! batch) or one item at a time (the handler workers).
 //!

@@ -1,15 +1,15 @@
 //! Starting claims: one store call for every claim that came to its
 //! instant while the previous call ran.
 //!
-//! No thread of its own: the scheduler's worker that runs a claim's
-//! closure offers the claim here, and the first to find no start call in
-//! flight leads: it takes every claim waiting, starts them, and goes on
-//! while more are waiting; the others only leave their claim in the queue
-//! for it. So a timer at a quiet moment starts without a hand-over to
-//! another thread, and timers that come due together while a call runs
-//! start together in the next one. A leader looks at the queue again after
-//! it stops leading, so a claim offered just as it stopped is not left
-//! behind.
+//! No thread of its own: the scheduler worker that runs a claim's closure
+//! leaves the claim in a queue and, if fewer than [`START_CALLS`] start
+//! calls are in flight, makes one: it takes everything waiting, starts it,
+//! and goes on while more is waiting; otherwise it only leaves the claim
+//! for a call in flight, whose worker looks at the queue again when it is
+//! done. So a timer at a quiet moment starts without a hand-over to
+//! another thread, timers that come due while calls run pile up and start
+//! together in the next call, and one slow call does not hold up every
+//! timer behind it.
 //!
 //! The store starts a claim only if it is still claimed with the same
 //! fence and due by the store's clock, and answers each claim of the batch
@@ -24,9 +24,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::hold::hold;
-use super::{NodeShared, Running, Started, STORE_BATCH};
+use super::{NodeShared, Running, Started, START_CALLS, STORE_BATCH};
 use crate::durable::store::{Claimed, Fenced, Start};
-use crate::sync::{lock, try_lock};
+use crate::sync::lock;
 
 /// How long a claim waits before its start is tried again after a store
 /// error.
@@ -40,9 +40,12 @@ pub(super) fn offer(shared: &Arc<NodeShared>, c: Claimed) {
         return;
     }
     while !shared.to_start.is_empty() {
-        let Some(_leading) = try_lock(&shared.starting) else {
-            return; // the leader takes it
-        };
+        if shared.starting.fetch_add(1, Ordering::SeqCst) >= START_CALLS {
+            // Every call is taken: one of them takes this claim when it
+            // is done (it looks at the queue again after it stops).
+            shared.starting.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
         loop {
             let batch = shared.to_start.try_take_up_to(STORE_BATCH);
             if batch.is_empty() {
@@ -54,6 +57,7 @@ pub(super) fn offer(shared: &Arc<NodeShared>, c: Claimed) {
                 start(shared, batch);
             }
         }
+        shared.starting.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
