@@ -168,7 +168,7 @@ fn unexpected(r: Reply) -> DurableError {
 fn recover(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
     let mut tables = Tables::new(spaces, Cursor::scan(db, spaces)?, now, 0);
     tables.recover()?;
-    let cursor = tables.cursor;
+    let cursor = tables.cursor.clone();
     tables.into_batch(db).commit().map_err(db_err)?;
     db.persist(PersistMode::SyncData).map_err(db_err)?;
     Ok(cursor)
@@ -418,5 +418,48 @@ mod tests {
         let counts = store.counts().unwrap();
         assert_eq!((counts.pending, counts.claimed), (11, 10));
         store.close().unwrap();
+    }
+
+    /// Many timers due at the same millisecond: each claim goes on after
+    /// the last one claimed (the scans start at an index key, not a time),
+    /// and a timer added later with a key before them is still found.
+    #[test]
+    fn claims_of_timers_sharing_a_due_time_resume_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("store")).unwrap();
+        let keys: Vec<String> = (0..300).map(|i| format!("k{i:03}")).collect();
+        let timers: Vec<NewTimer<'_>> = keys
+            .iter()
+            .map(|key| NewTimer {
+                key,
+                due: Due::At(1_000),
+                payload: b"",
+            })
+            .collect();
+        store.add(&timers).unwrap();
+        let req = ClaimRequest {
+            window: 0,
+            lease: 60_000,
+            max: 64,
+            max_attempts: 3,
+        };
+        let mut claimed: Vec<String> = Vec::new();
+        for round in 0..5 {
+            if round == 2 {
+                let early = NewTimer {
+                    key: "a",
+                    due: Due::At(1_000),
+                    payload: b"",
+                };
+                store.add(&[early]).unwrap();
+            }
+            let batch = store.claim(&req).unwrap();
+            claimed.extend(batch.timers.iter().map(|c| c.key.clone()));
+        }
+        let mut want: Vec<String> = keys[..128].to_vec();
+        want.push("a".into());
+        want.extend(keys[128..].iter().cloned());
+        assert_eq!(claimed, want[..claimed.len()]);
+        assert_eq!(claimed.len(), 301);
     }
 }

@@ -124,15 +124,22 @@ pub(super) fn first_keys(
 }
 
 /// What the writer keeps between groups: the counts of each index, and a
-/// lower bound of the times in the due and lease indexes, where their
-/// scans start (deleted entries before it are never read again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// lower bound of the entries of the due and lease indexes (an index key:
+/// time and timer key), where their scans start, so that the tombstones
+/// of entries deleted before it are never read again, however many timers
+/// share one due time.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Cursor {
     pub(super) pending: u64,
     pub(super) claimed: u64,
     pub(super) dead: u64,
-    pub(super) due_from: Millis,
-    pub(super) lease_from: Millis,
+    pub(super) due_from: Vec<u8>,
+    pub(super) lease_from: Vec<u8>,
+}
+
+/// Past every index key (a time of `u64::MAX` is never stored).
+fn end() -> Vec<u8> {
+    u64::MAX.to_be_bytes().to_vec()
 }
 
 impl Cursor {
@@ -142,7 +149,7 @@ impl Cursor {
         let len = |s: Space| snap.len(spaces.get(s)).map(|n| n as u64).map_err(db_err);
         let first = |s: Space| {
             first_keys(&snap, spaces.get(s), 0, 1, u64::MAX)
-                .map(|v| v.first().map_or(u64::MAX, |(at, _)| *at))
+                .map(|v| v.first().map_or_else(end, |(at, key)| index_key(*at, key)))
         };
         Ok(Cursor {
             pending: len(Space::Due)?,
@@ -216,12 +223,13 @@ impl<'s> Tables<'s> {
         self.writes[space as usize].insert(key, value);
     }
 
-    /// Up to `max` entries of an index, from time `from` on, with their
-    /// time at most `until`: the keyspace merged with the group's writes.
+    /// Up to `max` entries of an index, from index key `from` on, with
+    /// their time at most `until`: the keyspace merged with the group's
+    /// writes.
     fn first(
         &self,
         space: Space,
-        from: Millis,
+        from: &[u8],
         max: usize,
         until: Millis,
     ) -> StoreResult<Vec<(Millis, String)>> {
@@ -229,7 +237,7 @@ impl<'s> Tables<'s> {
         if max == 0 {
             return Ok(out);
         }
-        let start = from.to_be_bytes().to_vec();
+        let start = from.to_vec();
         let mut stored = self.spaces.get(space).range(start.clone()..);
         let mut ours = self.writes[space as usize]
             .range::<Vec<u8>, _>((Bound::Included(start), Bound::Unbounded))
@@ -304,21 +312,23 @@ impl<'s> Tables<'s> {
         self.write(Space::Timers, key.as_bytes().to_vec(), Some(r.encode()));
         match r.state {
             TimerState::Pending => {
-                self.write(Space::Due, index_key(r.due, key), Some(Vec::new()));
+                let k = index_key(r.due, key);
+                if k < self.cursor.due_from {
+                    self.cursor.due_from.clone_from(&k);
+                }
+                self.write(Space::Due, k, Some(Vec::new()));
                 self.cursor.pending += 1;
-                self.cursor.due_from = self.cursor.due_from.min(r.due);
                 if r.due <= self.wake_before {
                     self.wake = Some(self.wake.map_or(r.due, |w| w.min(r.due)));
                 }
             }
             _ => {
-                self.write(
-                    Space::Leases,
-                    index_key(r.lease_until, key),
-                    Some(Vec::new()),
-                );
+                let k = index_key(r.lease_until, key);
+                if k < self.cursor.lease_from {
+                    self.cursor.lease_from.clone_from(&k);
+                }
+                self.write(Space::Leases, k, Some(Vec::new()));
                 self.cursor.claimed += 1;
-                self.cursor.lease_from = self.cursor.lease_from.min(r.lease_until);
             }
         }
         Ok(())
@@ -406,7 +416,7 @@ impl<'s> Tables<'s> {
         let mut batch = ClaimBatch::empty(now);
         self.expire_leases(req.max_attempts, &mut batch)?;
         let horizon = now.saturating_add(req.window);
-        let due = self.first(Space::Due, self.cursor.due_from, req.max, horizon)?;
+        let due = self.first(Space::Due, &self.cursor.due_from, req.max, horizon)?;
         let mut fence = self.fence()?;
         for (due, key) in due {
             let mut r = self.record(&key)?.ok_or_else(|| corrupt("due index"))?;
@@ -432,30 +442,27 @@ impl<'s> Tables<'s> {
         Ok(batch)
     }
 
-    /// The earliest pending due time; moves the due scans' start up to it.
+    /// The earliest pending due time; moves the due scans' start up to its
+    /// entry.
     pub(super) fn next_due(&mut self) -> StoreResult<Option<Millis>> {
-        let next = self
-            .first(Space::Due, self.cursor.due_from, 1, u64::MAX)?
-            .first()
-            .map(|(d, _)| *d);
-        self.cursor.due_from = next.unwrap_or(u64::MAX);
-        Ok(next)
+        let next = self.first(Space::Due, &self.cursor.due_from, 1, u64::MAX)?;
+        let next = next.first();
+        self.cursor.due_from = next.map_or_else(end, |(at, key)| index_key(*at, key));
+        Ok(next.map(|(at, _)| *at))
     }
 
-    /// The earliest lease end; moves the lease scans' start up to it.
+    /// The earliest lease end; moves the lease scans' start up to its entry.
     fn next_lease(&mut self) -> StoreResult<Option<Millis>> {
-        let next = self
-            .first(Space::Leases, self.cursor.lease_from, 1, u64::MAX)?
-            .first()
-            .map(|(d, _)| *d);
-        self.cursor.lease_from = next.unwrap_or(u64::MAX);
-        Ok(next)
+        let next = self.first(Space::Leases, &self.cursor.lease_from, 1, u64::MAX)?;
+        let next = next.first();
+        self.cursor.lease_from = next.map_or_else(end, |(at, key)| index_key(*at, key));
+        Ok(next.map(|(at, _)| *at))
     }
 
     fn expire_leases(&mut self, max_attempts: u32, batch: &mut ClaimBatch) -> StoreResult<()> {
         let expired = self.first(
             Space::Leases,
-            self.cursor.lease_from,
+            &self.cursor.lease_from,
             MAX_EXPIRED_PER_CLAIM,
             self.now,
         )?;
@@ -579,7 +586,7 @@ impl<'s> Tables<'s> {
     /// becomes pending at its due time, and fences jump ahead past any that
     /// the previous process handed out in commits that were not yet durable.
     pub(super) fn recover(&mut self) -> StoreResult<u64> {
-        let held = self.first(Space::Leases, 0, usize::MAX, u64::MAX)?;
+        let held = self.first(Space::Leases, &[], usize::MAX, u64::MAX)?;
         for (_, key) in &held {
             let mut r = self.record(key)?.ok_or_else(|| corrupt("lease index"))?;
             self.unindex(key, &r, false)?;
@@ -590,7 +597,7 @@ impl<'s> Tables<'s> {
         if fence > 0 {
             self.set_fence(fence.saturating_add(1 << 32));
         }
-        self.cursor.lease_from = u64::MAX;
+        self.cursor.lease_from = end();
         Ok(held.len() as u64)
     }
 }

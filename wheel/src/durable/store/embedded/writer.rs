@@ -138,7 +138,7 @@ impl Writer {
     ) -> StoreResult<(bool, Option<Millis>)> {
         let mut tables = Tables::new(
             &self.spaces,
-            self.cursor,
+            self.cursor.clone(),
             self.clock.local_now(),
             self.window,
         );
@@ -157,7 +157,7 @@ impl Writer {
         if let Some(e) = failed {
             return Err(e);
         }
-        let (cursor, wake, wrote) = (tables.cursor, tables.wake, !tables.is_clean());
+        let (cursor, wake, wrote) = (tables.cursor.clone(), tables.wake, !tables.is_clean());
         if wrote {
             tables.into_batch(&self.db).commit().map_err(db_err)?;
         }
