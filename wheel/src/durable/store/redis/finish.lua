@@ -1,8 +1,6 @@
 -- ARGV 4..: (key, fence, 'done' | 'retry' | 'dead', delay or reason) for
 -- each run. 1 for each recorded.
-local keys = {}
-for i = 4, #ARGV, 4 do keys[#keys + 1] = ARGV[i] end
-prefetch(timers, keys)
+prefetch_args(4, 4)
 local out = {}
 for i = 4, #ARGV, 4 do
   local key, how = ARGV[i], ARGV[i + 2]

@@ -80,6 +80,14 @@ local function prefetch(c, keys)
   end
 end
 
+-- Reads the timers named by ARGV[from], ARGV[from + step], ... (a batch
+-- script's keys) with one HMGET per CHUNK keys.
+local function prefetch_args(from, step)
+  local keys = {}
+  for i = from, #ARGV, step do keys[#keys + 1] = ARGV[i] end
+  prefetch(timers, keys)
+end
+
 local function get(c, key)
   if c.val[key] == nil then prefetch(c, { key }) end
   local x = c.val[key]

@@ -1,7 +1,5 @@
 -- ARGV 4..: (key, fence) for each claim. 1 for each handed back.
-local keys = {}
-for i = 4, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
-prefetch(timers, keys)
+prefetch_args(4, 2)
 local out = {}
 for i = 4, #ARGV, 2 do
   local key = ARGV[i]

@@ -1,8 +1,6 @@
 -- ARGV 4: lease, then (key, fence) for each held timer. 1 for each renewed.
 local lease = tonumber(ARGV[4])
-local keys = {}
-for i = 5, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
-prefetch(timers, keys)
+prefetch_args(5, 2)
 local out = {}
 for i = 5, #ARGV, 2 do
   local key = ARGV[i]

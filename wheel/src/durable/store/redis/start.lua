@@ -1,9 +1,7 @@
 -- ARGV 4: lease, then (key, fence) for each claim. For each, in order:
 -- 2, now, attempt (started); 1, now, due (not yet due); 0, 0, 0 (stale).
 local lease = tonumber(ARGV[4])
-local keys = {}
-for i = 5, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
-prefetch(timers, keys)
+prefetch_args(5, 2)
 local out = {}
 for i = 5, #ARGV, 2 do
   local key = ARGV[i]
