@@ -31,7 +31,7 @@ use crate::sync::lock;
 /// let timers = DurableTimers::builder()
 ///     .embedded(dir.path().join("timers"))
 ///     .handler(move |t| {
-///         lock(&tx).send(t.key.clone()).unwrap();
+///         tx.lock().unwrap().send(t.key.clone()).unwrap();
 ///         Outcome::Done
 ///     })
 ///     .build()?;
