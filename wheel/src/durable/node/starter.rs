@@ -6,10 +6,11 @@
 //! calls are in flight, makes one: it takes everything waiting, starts it,
 //! and goes on while more is waiting; otherwise it only leaves the claim
 //! for a call in flight, whose worker looks at the queue again when it is
-//! done. So a timer at a quiet moment starts without a hand-over to
-//! another thread, timers that come due while calls run pile up and start
-//! together in the next call, and one slow call does not hold up every
-//! timer behind it.
+//! done (it counts calls in flight, then looks at the queue once more after
+//! it stops, so a claim left just as it stopped is not stranded). So a
+//! timer at a quiet moment starts without a hand-over to another thread,
+//! and timers that come due while a call runs pile up and start together
+//! in the next one.
 //!
 //! The store starts a claim only if it is still claimed with the same
 //! fence and due by the store's clock, and answers each claim of the batch
