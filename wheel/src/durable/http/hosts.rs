@@ -12,6 +12,7 @@
 //! never above `limit`, and a host with none has no entry (the map stays
 //! as small as the set of hosts being called).
 
+use crate::durable::time::wait_until;
 use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
@@ -61,15 +62,11 @@ impl Hosts {
                     host: host.to_owned(),
                 });
             }
-            let now = Instant::now();
-            if now >= until {
+            let (guard, over) = wait_until(&self.freed, in_flight, until);
+            if over {
                 return None;
             }
-            in_flight = self
-                .freed
-                .wait_timeout(in_flight, until - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            in_flight = guard;
         }
     }
 

@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use crate::durable::time::wait_until;
 use crate::sync::{lock, Condvar, Mutex};
 
 struct State<T> {
@@ -80,11 +81,9 @@ impl<T> Queue<T> {
     /// closes), whichever comes first.
     pub(super) fn wait_until(&self, until: Instant) {
         let s = lock(&self.state);
-        let now = Instant::now();
-        if !s.items.is_empty() || s.closed || now >= until {
-            return;
+        if s.items.is_empty() && !s.closed {
+            drop(wait_until(&self.cond, s, until));
         }
-        drop(self.cond.wait_timeout(s, until - now));
     }
 
     /// Refuses further pushes and wakes every consumer.

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use crate::durable::store::Millis;
+use crate::durable::time::wait_until;
 use crate::sync::{lock, Condvar, Mutex};
 
 /// Why [`Signal::wait_until`] returned.
@@ -58,15 +59,11 @@ impl Signal {
             if let Some(due) = p.due.take() {
                 return Woken::Due(due);
             }
-            let now = Instant::now();
-            if now >= until {
+            let (guard, over) = wait_until(&self.cond, p, until);
+            if over {
                 return Woken::Timeout;
             }
-            p = self
-                .cond
-                .wait_timeout(p, until - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            p = guard;
         }
     }
 }

@@ -351,6 +351,30 @@ mod tests {
     use super::*;
     use crate::durable::store::Claimed;
 
+    /// Adds one timer per key, the i-th due at `due(i)`, with no payload.
+    fn add_each(store: &Embedded, keys: &[String], due: impl Fn(usize) -> Millis) {
+        let timers: Vec<NewTimer<'_>> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| NewTimer {
+                key,
+                due: Due::At(due(i)),
+                payload: b"",
+            })
+            .collect();
+        store.add(&timers).unwrap();
+    }
+
+    /// A claim of what is due now, up to `max` timers.
+    fn claim_up_to(max: usize) -> ClaimRequest {
+        ClaimRequest {
+            window: 0,
+            lease: 60_000,
+            max,
+            max_attempts: 3,
+        }
+    }
+
     fn open(path: &Path) -> StoreResult<Embedded> {
         Embedded::open(path, StoreClock::Real, 1_000)
     }
@@ -370,22 +394,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = open(&dir.path().join("store")).unwrap();
         let keys: Vec<String> = (0..50).map(|i| format!("k{i:02}")).collect();
-        let timers: Vec<NewTimer<'_>> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, key)| NewTimer {
-                key,
-                due: Due::At(1_000 + i as u64),
-                payload: b"",
-            })
-            .collect();
-        store.add(&timers).unwrap();
-        let req = ClaimRequest {
-            window: 0,
-            lease: 60_000,
-            max: 10,
-            max_attempts: 3,
-        };
+        add_each(&store, &keys, |i| 1_000 + i as u64);
+        let req = claim_up_to(10);
         let mut claimed = Vec::new();
         for _ in 0..3 {
             let batch = store.claim(&req).unwrap();
@@ -428,21 +438,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = open(&dir.path().join("store")).unwrap();
         let keys: Vec<String> = (0..300).map(|i| format!("k{i:03}")).collect();
-        let timers: Vec<NewTimer<'_>> = keys
-            .iter()
-            .map(|key| NewTimer {
-                key,
-                due: Due::At(1_000),
-                payload: b"",
-            })
-            .collect();
-        store.add(&timers).unwrap();
-        let req = ClaimRequest {
-            window: 0,
-            lease: 60_000,
-            max: 64,
-            max_attempts: 3,
-        };
+        add_each(&store, &keys, |_| 1_000);
+        let req = claim_up_to(64);
         let mut claimed: Vec<String> = Vec::new();
         for round in 0..5 {
             if round == 2 {
