@@ -290,7 +290,7 @@ impl Store for Embedded {
         let order = spaces.get(Space::DeadOrder);
         let dead = spaces.get(Space::Dead);
         let mut out = Vec::new();
-        for (failed_at, key) in first_keys(&snap, order, 0, limit, u64::MAX)? {
+        for (failed_at, key) in first_keys(&snap, order, limit)? {
             let v = snap
                 .get(dead, key.as_str())
                 .map_err(db_err)?

@@ -95,32 +95,17 @@ fn parse_index_key(k: &[u8]) -> StoreResult<(Millis, String)> {
     Ok((at, key.to_owned()))
 }
 
-/// Up to `max` entries of an index keyspace, in order, from time `from`
-/// on, with their time at most `until`: what a reader sees, without a
-/// group's overlay.
+/// The first `max` entries of an index keyspace, in order: what a reader
+/// sees, without a group's overlay.
 pub(super) fn first_keys(
     snap: &Snapshot,
     index: &Keyspace,
-    from: Millis,
     max: usize,
-    until: Millis,
 ) -> StoreResult<Vec<(Millis, String)>> {
-    let mut out = Vec::new();
-    if max == 0 {
-        return Ok(out);
-    }
-    for entry in snap.range(index, from.to_be_bytes()..) {
-        let k = entry.key().map_err(db_err)?;
-        let (at, key) = parse_index_key(&k)?;
-        if at > until {
-            break;
-        }
-        out.push((at, key));
-        if out.len() >= max {
-            break;
-        }
-    }
-    Ok(out)
+    snap.iter(index)
+        .take(max)
+        .map(|entry| parse_index_key(&entry.key().map_err(db_err)?))
+        .collect()
 }
 
 /// What the writer keeps between groups: the counts of each index, and a
@@ -148,7 +133,7 @@ impl Cursor {
         let snap = db.snapshot();
         let len = |s: Space| snap.len(spaces.get(s)).map(|n| n as u64).map_err(db_err);
         let first = |s: Space| {
-            first_keys(&snap, spaces.get(s), 0, 1, u64::MAX)
+            first_keys(&snap, spaces.get(s), 1)
                 .map(|v| v.first().map_or_else(end, |(at, key)| index_key(*at, key)))
         };
         Ok(Cursor {
