@@ -13,7 +13,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use durable_common::{assert_none_early, eventually, Recorder};
 use wheel::durable::redis_server::{RedisServer, ServerOptions};
-use wheel::durable::{DurableError, DurableTimers, DurableTimersBuilder, Outcome, TimerState};
+use wheel::durable::{
+    DurableError, DurableStats, DurableTimers, DurableTimersBuilder, Outcome, TimerState,
+};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -374,4 +376,70 @@ fn an_unreachable_server_is_reported_within_the_bound() {
         .unwrap_err();
     assert!(matches!(e, DurableError::Unavailable(_)), "{e:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// Polls `stats` every 100 ms while Redis is killed under a node and
+/// started again: no call waits on the dead server, the calls during the
+/// outage say so and keep the last counts, and fresh counts come back with
+/// the server.
+#[test]
+fn stats_answers_at_once_through_a_redis_outage() {
+    let Some(mut server) = RedisServer::for_test(ServerOptions { aof: true }) else {
+        return;
+    };
+    let timers = node(&server.url(), "outage")
+        .handler(|_| Outcome::Done)
+        .build()
+        .unwrap();
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    for i in 0..50 {
+        timers.add(&format!("o{i}"), later, b"").unwrap();
+    }
+    eventually("fresh counts", || {
+        let s = timers.stats();
+        s.store_available && s.pending == 50
+    });
+    // Each poll: how long it took and what it said.
+    let poll = |n: usize| -> Vec<(Duration, DurableStats)> {
+        (0..n)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                let s = timers.stats();
+                let took = t.elapsed();
+                std::thread::sleep(ms(100));
+                (took, s)
+            })
+            .collect()
+    };
+    server.kill();
+    let down = poll(30);
+    server.restart().unwrap();
+    eventually("counts back with the server", || {
+        let s = timers.stats();
+        s.store_available && s.pending == 50 && s.store_counts_age < Some(ms(1_000))
+    });
+    let slowest = down.iter().map(|(took, _)| *took).max().unwrap();
+    eprintln!("slowest stats call during the outage: {slowest:?}");
+    // The first polls may still wait for a read (at most 25 ms) before a
+    // call has failed; none waits for the 5 s a store call retries.
+    assert!(slowest < ms(1_000), "stats blocked for {slowest:?}");
+    let first_down = down
+        .iter()
+        .position(|(_, s)| !s.store_available)
+        .expect("the outage was never reported");
+    assert!(first_down <= 2, "noticed only at poll {first_down}");
+    for (took, s) in &down[first_down..] {
+        assert!(!s.store_available, "available again while killed");
+        assert!(*took < ms(50), "a call during the outage took {took:?}");
+        assert_eq!(s.pending, 50, "the last counts read");
+    }
+    let ages: Vec<Duration> = down
+        .iter()
+        .filter_map(|(_, s)| s.store_counts_age)
+        .collect();
+    assert!(
+        ages.last() > ages.first(),
+        "the counts' age grows: {ages:?}"
+    );
+    timers.shutdown().unwrap();
 }

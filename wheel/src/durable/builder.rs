@@ -80,6 +80,7 @@ impl Default for DurableTimersBuilder {
             namespace: "wheel".into(),
             handler: None,
             node: NodeConfig {
+                namespace: "wheel".into(),
                 handler: Arc::new(|_: &Fired| Outcome::Done),
                 workers: 4,
                 lease: Duration::from_secs(5),
@@ -299,7 +300,13 @@ impl DurableTimersBuilder {
     /// How long a store may keep failing (connection refused, timeouts,
     /// Redis loading after a restart) before a call reports
     /// [`Unavailable`](DurableError::Unavailable). Calls retry with
-    /// back-off until then.
+    /// back-off until then. Default 5 s.
+    ///
+    /// This bounds how long `add`, `cancel`, `reschedule`, `get` and the
+    /// other calls wait for an unreachable store (a call already sent may
+    /// also wait up to 5 s for its reply), and how long `shutdown` waits
+    /// to hand claims back. [`stats`](super::DurableTimers::stats) never
+    /// waits for it.
     ///
     /// # Examples
     ///
@@ -354,6 +361,7 @@ impl DurableTimersBuilder {
     /// How the node fires, or `None` for a client that fires nothing.
     fn node_config(&self) -> Option<NodeConfig> {
         let mut config = self.node.clone();
+        config.namespace = self.namespace.as_str().into();
         #[cfg(feature = "http")]
         if let Some(http) = &self.http {
             config.handler = super::http::handler(http, self.handler.clone(), &config.retry);

@@ -88,9 +88,14 @@ pub struct DeadLetter {
     pub failed_at: SystemTime,
 }
 
-/// A snapshot of a node's view: the store's counts (as of the node's last
-/// look, at most a poll interval old; zero for a client without a handler
-/// until the first `stats` call reads them) and this node's own counters.
+/// A snapshot of a node's view: the store's counts and this node's own
+/// counters.
+///
+/// [`stats`](crate::durable::DurableTimers::stats) never waits long for
+/// the store: the counts are the last ones read, `store_counts_age` says
+/// how old they are, and `store_available` whether the store answers. A
+/// metrics endpoint polling `stats` keeps answering during an outage and
+/// shows the last known queue, marked as such.
 ///
 /// # Examples
 ///
@@ -98,20 +103,31 @@ pub struct DeadLetter {
 /// # fn main() -> Result<(), wheel::durable::DurableError> {
 /// let timers = wheel::durable::DurableTimers::builder().embedded("timers").build()?;
 /// let s = timers.stats();
-/// println!("{} pending, p99 lateness {:?}", s.pending, s.lateness_p99);
+/// if s.store_available {
+///     println!("{} pending, p99 lateness {:?}", s.pending, s.lateness_p99);
+/// } else {
+///     println!("store down; {} pending as of {:?} ago", s.pending, s.store_counts_age);
+/// }
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DurableStats {
+    /// Whether the store answered the last read of its counts and has not
+    /// failed a call since.
+    pub store_available: bool,
+    /// How old the store's counts below are (`None` before the first
+    /// successful read, when they are all zero).
+    pub store_counts_age: Option<Duration>,
     /// Timers waiting in the store (all nodes).
     pub pending: u64,
     /// Timers claimed or running (all nodes).
     pub claimed: u64,
     /// Dead letters (all nodes).
     pub dead: u64,
-    /// How long the earliest pending timer is overdue (zero when none is):
-    /// a growing value means no node is firing.
+    /// How long the earliest pending timer was overdue when the counts
+    /// were read (zero when none was): a growing value means no node is
+    /// firing.
     pub oldest_overdue: Duration,
     /// Timers this node holds in memory, claimed and not yet started.
     pub held: u64,

@@ -66,6 +66,7 @@ mod node;
 #[doc(hidden)]
 pub mod redis_server;
 mod retry;
+mod stats;
 pub(crate) mod store;
 mod time;
 mod timers;

@@ -1,14 +1,14 @@
 //! [`DurableTimers`]: one node's handle on a store.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::node::{Node, NodeConfig};
-use super::store::{Counts, Due, NewTimer, Store};
+use super::stats::{CountsReader, STATS_WAIT};
+use super::store::{Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
 use super::{check_input, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo};
-use crate::sync::lock;
 
 /// Durable timers: one node's handle on a store (`Send + Sync`; share it
 /// behind an `Arc`).
@@ -16,6 +16,11 @@ use crate::sync::lock;
 /// With a handler ([`DurableTimersBuilder::handler`]) the node fires due
 /// timers until [`shutdown`](Self::shutdown) (or drop, which does the same
 /// and ignores its errors); without one it is a client.
+///
+/// Every call that asks the store waits for an unreachable one at most
+/// [`unavailable_after`](DurableTimersBuilder::unavailable_after) (5 s by
+/// default), then returns [`DurableError::Unavailable`];
+/// [`stats`](Self::stats) never waits for it.
 ///
 /// # Examples
 ///
@@ -44,8 +49,8 @@ pub struct DurableTimers {
     store: Arc<dyn Store>,
     node: Option<Node>,
     max_payload: usize,
-    /// The store's counts as last read, for `stats` when a read fails.
-    last_counts: Mutex<Counts>,
+    /// Reads the store's counts for `stats` on its own thread.
+    counts: Arc<CountsReader>,
 }
 
 impl std::fmt::Debug for DurableTimers {
@@ -79,10 +84,10 @@ impl DurableTimers {
             None => None,
         };
         Ok(DurableTimers {
+            counts: CountsReader::new(store.clone()),
             store,
             node,
             max_payload,
-            last_counts: Mutex::new(Counts::default()),
         })
     }
 
@@ -324,8 +329,12 @@ impl DurableTimers {
         self.store.retry_dead(key, Due::At(millis_of(due)?))
     }
 
-    /// The store's counts and this node's counters. Never fails: when the
-    /// store cannot be read, the counts are the last ones read.
+    /// The store's counts and this node's counters. Never fails, and
+    /// never waits for the store longer than 25 ms: it asks for a fresh
+    /// read of the counts and waits that long for it (not at all while
+    /// the store is known to be unreachable); otherwise the counts are the
+    /// last ones read. [`DurableStats::store_available`] and
+    /// [`DurableStats::store_counts_age`] say which.
     ///
     /// # Examples
     ///
@@ -333,27 +342,29 @@ impl DurableTimers {
     /// # fn main() -> Result<(), wheel::durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
     /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
-    /// assert_eq!(timers.stats().pending, 0);
+    /// let s = timers.stats();
+    /// if s.store_available {
+    ///     println!("{} pending (read {:?} ago)", s.pending, s.store_counts_age);
+    /// }
+    /// assert_eq!(s.fired, 0);
     /// # Ok(()) }
     /// ```
     pub fn stats(&self) -> DurableStats {
-        let counts = {
-            let mut last = lock(&self.last_counts);
-            if let Ok(c) = self.store.counts() {
-                *last = c;
-            }
-            *last
-        };
-        let overdue = counts
-            .next_due
-            .map_or(0, |due| counts.now.saturating_sub(due));
+        let snap = self.counts.snapshot(STATS_WAIT);
         let mut s = DurableStats {
-            pending: counts.pending,
-            claimed: counts.claimed,
-            dead: counts.dead,
-            oldest_overdue: Duration::from_millis(overdue),
+            store_available: snap.available,
             ..DurableStats::default()
         };
+        if let Some((counts, read_at)) = snap.counts {
+            s.store_counts_age = Some(read_at.elapsed());
+            s.pending = counts.pending;
+            s.claimed = counts.claimed;
+            s.dead = counts.dead;
+            let overdue = counts
+                .next_due
+                .map_or(0, |due| counts.now.saturating_sub(due));
+            s.oldest_overdue = Duration::from_millis(overdue);
+        }
         if let Some(node) = &self.node {
             let n = node.shared();
             let c = &n.counters;
@@ -374,6 +385,15 @@ impl DurableTimers {
     /// handlers to finish and report, and closes the store (the embedded
     /// store's last commits become durable).
     ///
+    /// # Waits
+    ///
+    /// For the running handlers, for their outcomes to be recorded (each
+    /// at most until its run's lease ends, while the store fails), and for
+    /// one hand-back call, which an unreachable store fails after
+    /// [`unavailable_after`](DurableTimersBuilder::unavailable_after):
+    /// the claims are then left to their leases, and other nodes fire them
+    /// when the leases end.
+    ///
     /// # Errors
     ///
     /// The store's error on closing.
@@ -392,6 +412,7 @@ impl DurableTimers {
     }
 
     fn stop(&mut self) -> Result<(), DurableError> {
+        self.counts.stop();
         if let Some(node) = self.node.take() {
             node.shutdown();
         }

@@ -58,6 +58,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
         let mut plan = match shared.store.claim(&req) {
             Ok(batch) => {
                 backoff.reset();
+                log_takeovers(shared, &batch);
                 let m = shared.observe(batch.now, Instant::now());
                 let full = batch.timers.len() == req.max && req.max > 0;
                 let next = next_wake(shared, &batch, m, claimed_at, room > batch.timers.len());
@@ -70,8 +71,9 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
                 }
                 next
             }
-            Err(_) => {
+            Err(e) => {
                 shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(namespace = %shared.config.namespace, error = %e, "claim failed; retried");
                 Instant::now() + backoff.next()
             }
         };
@@ -88,6 +90,26 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
                 }
             }
         }
+    }
+}
+
+/// Logs the leases a claim found over: timers of a node that stopped or
+/// stalled, taken back for any node to run again.
+fn log_takeovers(shared: &NodeShared, batch: &ClaimBatch) {
+    let ns = &*shared.config.namespace;
+    if batch.reclaimed > 0 {
+        tracing::warn!(
+            namespace = %ns,
+            timers = batch.reclaimed,
+            "leases passed (a node stopped or stalled): timers taken back to run again"
+        );
+    }
+    if batch.expired_dead > 0 {
+        tracing::warn!(
+            namespace = %ns,
+            timers = batch.expired_dead,
+            "leases passed on the last attempt: timers made dead letters"
+        );
     }
 }
 
@@ -129,8 +151,9 @@ fn renew(shared: &NodeShared) {
             .iter()
             .map(|(key, fence)| Fenced { key, fence: *fence })
             .collect();
-        if shared.store.renew(&held, shared.lease_ms).is_err() {
+        if let Err(e) = shared.store.renew(&held, shared.lease_ms) {
             shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(namespace = %shared.config.namespace, error = %e, "renewal failed; retried");
             continue;
         }
         let mut running = lock(&shared.running);

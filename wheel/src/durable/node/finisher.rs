@@ -23,6 +23,13 @@ pub(super) fn run(shared: &NodeShared) {
             let now = Instant::now();
             let (live, over): (Vec<Ending>, Vec<Ending>) =
                 batch.into_iter().partition(|e| e.give_up > now);
+            if !over.is_empty() {
+                tracing::warn!(
+                    namespace = %shared.config.namespace,
+                    outcomes = over.len(),
+                    "outcomes not recorded before their leases ended; those timers run again"
+                );
+            }
             forget(shared, &over);
             batch = live;
             if batch.is_empty() {
@@ -48,7 +55,31 @@ fn record(shared: &NodeShared, batch: &[Ending]) -> bool {
             (run, e.finish.clone())
         })
         .collect();
-    shared.store.finish(&runs).is_ok()
+    match shared.store.finish(&runs) {
+        Ok(recorded) => {
+            log_dead_letters(shared, batch, &recorded);
+            true
+        }
+        Err(e) => {
+            tracing::debug!(namespace = %shared.config.namespace, error = %e, "finish failed; retried");
+            false
+        }
+    }
+}
+
+/// Logs each run the store recorded as a dead letter.
+fn log_dead_letters(shared: &NodeShared, batch: &[Ending], recorded: &[bool]) {
+    for (e, _) in batch.iter().zip(recorded).filter(|(_, &r)| r) {
+        if let Finish::Dead { reason } = &e.finish {
+            tracing::warn!(
+                namespace = %shared.config.namespace,
+                key = %e.key,
+                fence = e.fence,
+                reason = %reason,
+                "timer became a dead letter"
+            );
+        }
+    }
 }
 
 /// Stops renewing the runs of these outcomes.

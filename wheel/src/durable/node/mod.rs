@@ -99,6 +99,8 @@ struct Ending {
 /// How a node runs.
 #[derive(Clone)]
 pub(crate) struct NodeConfig {
+    /// For the logs: which timers these are.
+    pub(crate) namespace: Arc<str>,
     pub(crate) handler: Handler,
     pub(crate) workers: usize,
     pub(crate) lease: Duration,
@@ -290,14 +292,29 @@ impl NodeShared {
         lock(&self.held).len()
     }
 
-    /// Hands claims back to the store, in batches; a batch that fails is
-    /// left to its leases (other nodes fire those timers after the lease).
+    /// Hands claims back to the store, in batches. After a batch fails the
+    /// rest are left to their leases too (other nodes fire those timers
+    /// once the leases end): a store that failed one call for
+    /// `unavailable_after` would fail the others as slowly, and shutdown
+    /// must end.
     fn release(&self, claims: &[Claimed]) {
-        for part in claims.chunks(STORE_BATCH) {
+        let ns = &*self.config.namespace;
+        let mut released = 0;
+        for (i, part) in claims.chunks(STORE_BATCH).enumerate() {
             let fenced: Vec<Fenced<'_>> = part.iter().map(Claimed::fenced).collect();
-            if self.store.release(&fenced).is_err() {
-                self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            match self.store.release(&fenced) {
+                Ok(done) => released += done.iter().filter(|&&d| d).count(),
+                Err(e) => {
+                    self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+                    let left = claims.len() - i * STORE_BATCH;
+                    tracing::warn!(namespace = %ns, left, error = %e,
+                        "claims not handed back at shutdown; they fire after their leases end");
+                    break;
+                }
             }
+        }
+        if !claims.is_empty() {
+            tracing::info!(namespace = %ns, released, "claims handed back at shutdown");
         }
     }
 

@@ -70,7 +70,17 @@ fn run(shared: &NodeShared, started: Started) {
         fence: c.fence,
     };
     let outcome = catch_unwind(AssertUnwindSafe(|| (shared.config.handler)(&fired)))
-        .unwrap_or(Outcome::Retry);
+        .unwrap_or_else(|panic| {
+            tracing::error!(
+                namespace = %shared.config.namespace,
+                key = %fired.key,
+                attempt = fired.attempt,
+                fence = fired.fence,
+                panic = panic_message(&*panic),
+                "handler panicked; the run counts as a retry"
+            );
+            Outcome::Retry
+        });
     let finish = settle(shared, fired.attempt, outcome);
     let ending = Ending {
         key: fired.key,
@@ -85,6 +95,15 @@ fn run(shared: &NodeShared, started: Started) {
         shared.forget_run(&mut running, &e.key, e.fence);
     }
     guard.disarm();
+}
+
+/// The text a panic was raised with, if it was a string.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(not a string)")
 }
 
 /// What the store records for a handler's outcome on this attempt.
@@ -133,6 +152,7 @@ mod tests {
 
     fn node() -> Node {
         let config = NodeConfig {
+            namespace: "test".into(),
             handler: Arc::new(|_: &Fired| Outcome::Done),
             workers: 1,
             lease: Duration::from_secs(5),

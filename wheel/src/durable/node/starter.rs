@@ -66,8 +66,9 @@ fn start(shared: &Arc<NodeShared>, batch: Vec<Claimed>) {
     let fenced: Vec<Fenced<'_>> = batch.iter().map(Claimed::fenced).collect();
     let answers = match shared.store.start(&fenced, shared.lease_ms) {
         Ok(answers) => answers,
-        Err(_) => {
+        Err(e) => {
             shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(namespace = %shared.config.namespace, error = %e, "start failed; retried");
             let at = Instant::now() + RETRY_AFTER_ERROR;
             for c in batch {
                 hold(shared, c, at);
@@ -84,6 +85,12 @@ fn start(shared: &Arc<NodeShared>, batch: Vec<Claimed>) {
         match answer {
             Start::Stale => {
                 shared.counters.stale.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(
+                    namespace = %shared.config.namespace,
+                    key = %c.key,
+                    fence = c.fence,
+                    "not started: cancelled, rescheduled or claimed again since this node's claim"
+                );
             }
             Start::NotYet { now, due } => {
                 hold(shared, c, received + Duration::from_millis(due - now));

@@ -47,6 +47,8 @@ use super::{DeadLetter, DurableError, TimerInfo};
 
 #[cfg(feature = "durable")]
 pub(crate) mod embedded;
+#[cfg(feature = "redis")]
+pub(crate) mod health;
 #[cfg(test)]
 pub(crate) mod model;
 pub(crate) mod record;
@@ -244,6 +246,12 @@ pub(crate) trait Store: Send + Sync + 'static {
     fn watch(&self, wake: Wake) -> StoreResult<()>;
     /// Makes everything written so far durable and stops background work.
     fn close(&self) -> StoreResult<()>;
+    /// False while the store is known to be unreachable: its last call
+    /// failed to reach it, and no call has succeeded since. Answers at
+    /// once, without a store call.
+    fn reachable(&self) -> bool {
+        true
+    }
 }
 
 /// The clock a store reads: the real one, or a hand-moved one for the

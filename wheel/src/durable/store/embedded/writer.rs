@@ -118,6 +118,7 @@ impl Writer {
                 Some(wrote)
             }
             Err(e) => {
+                tracing::error!(error = %e, calls = answers.len(), "embedded store write failed");
                 for (reply, _) in answers {
                     let _ = reply.send(Err(e.clone()));
                 }

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvocation, Value};
 
+use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::{
     ClaimBatch, ClaimRequest, Claimed, Counts, Due, Fenced, Finish, Millis, NewTimer, Start, Store,
@@ -104,6 +105,7 @@ pub(crate) struct RedisStore {
     options: Options,
     closed: Arc<AtomicBool>,
     watcher: Mutex<Option<JoinHandle<()>>>,
+    health: Health,
 }
 
 /// Whether a failed call may succeed on a new connection after a wait.
@@ -128,6 +130,7 @@ impl RedisStore {
             .map_err(|e| DurableError::Config(format!("redis url: {e}")))?;
         let ns = &options.namespace;
         let keys = ["t", "due", "lease", "dead", "deadq", "fence"].map(|k| format!("{{{ns}}}:{k}"));
+        let health = Health::new(ns);
         let store = RedisStore {
             client,
             pool: Mutex::new(Vec::new()),
@@ -137,6 +140,7 @@ impl RedisStore {
             options,
             closed: Arc::new(AtomicBool::new(false)),
             watcher: Mutex::new(None),
+            health,
         };
         store.with_conn(|c| redis::cmd("PING").query::<String>(c))?;
         Ok(store)
@@ -169,16 +173,19 @@ impl RedisStore {
                 Err(e) => e,
                 Ok(mut c) => match f(&mut c) {
                     Ok(v) => {
+                        self.health.reached();
                         lock(&self.pool).push(c);
                         return Ok(v);
                     }
                     Err(e) if transient(&e) => e, // the connection is dropped
                     Err(e) => {
+                        self.health.reached(); // it answered, with an error
                         lock(&self.pool).push(c);
                         return Err(DurableError::Store(e.to_string()));
                     }
                 },
             };
+            self.health.failed(&error);
             if !transient(&error) {
                 return Err(DurableError::Unavailable(error.to_string()));
             }
@@ -485,6 +492,10 @@ impl Store for RedisStore {
             .map_err(|e| DurableError::Io(e.to_string()))?;
         *lock(&self.watcher) = Some(thread);
         Ok(())
+    }
+
+    fn reachable(&self) -> bool {
+        self.health.reachable()
     }
 
     fn close(&self) -> StoreResult<()> {
