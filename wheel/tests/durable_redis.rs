@@ -428,6 +428,8 @@ fn stats_answers_at_once_through_a_redis_outage() {
         .position(|(_, s)| !s.store_available)
         .expect("the outage was never reported");
     assert!(first_down <= 2, "noticed only at poll {first_down}");
+    let after = down[first_down + 1..].iter().map(|(took, _)| *took).max();
+    eprintln!("first poll that saw it: {first_down}; slowest after it: {after:?}");
     for (took, s) in &down[first_down..] {
         assert!(!s.store_available, "available again while killed");
         assert!(*took < ms(50), "a call during the outage took {took:?}");
