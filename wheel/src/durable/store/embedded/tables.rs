@@ -34,7 +34,7 @@ const FENCE: &[u8] = b"fence";
 const MAX_EXPIRED_PER_CLAIM: usize = 10_000;
 
 pub(super) fn corrupt(what: &str) -> DurableError {
-    DurableError::Corrupt(format!("a {what} record does not parse"))
+    DurableError::Corrupt(format!("a {what} record does not parse").into())
 }
 
 /// The keyspaces, in the order of [`Space`].
@@ -53,7 +53,7 @@ pub(super) enum Space {
     Meta = 5,
 }
 
-const NAMES: [&str; 6] = ["timers", "due", "leases", "dead", "dead_order", "meta"];
+pub(super) const NAMES: [&str; 6] = ["timers", "due", "leases", "dead", "dead_order", "meta"];
 
 impl Spaces {
     /// Opens (or creates) every keyspace.

@@ -34,7 +34,7 @@ use super::{
     StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::{system_time_of, Backoff};
-use crate::durable::{DeadLetter, DurableError, TimerInfo, TimerState};
+use crate::durable::{DeadLetter, DurableError, ErrorDetail, TimerInfo, TimerState};
 use crate::sync::lock;
 
 /// Expired leases taken back by one claim at most.
@@ -117,7 +117,7 @@ fn transient(e: &RedisError) -> bool {
 }
 
 fn bad_reply(what: &str) -> DurableError {
-    DurableError::Store(format!("unexpected reply to {what}"))
+    DurableError::Store(format!("unexpected reply to {what}").into())
 }
 
 impl RedisStore {
@@ -175,16 +175,22 @@ impl RedisStore {
                     Err(e) if transient(&e) => e, // the connection is dropped
                     Err(e) => {
                         lock(&self.pool).push(c);
-                        return Err(DurableError::Store(e.to_string()));
+                        let detail = ErrorDetail::new("the server answered with an error");
+                        return Err(DurableError::Store(detail.with_source(e)));
                     }
                 },
             };
             if !transient(&error) {
-                return Err(DurableError::Unavailable(error.to_string()));
+                let detail = ErrorDetail::new("cannot connect");
+                return Err(DurableError::Unavailable(detail.with_source(error)));
             }
             let wait = backoff.next();
             if Instant::now() + wait >= deadline {
-                return Err(DurableError::Unavailable(error.to_string()));
+                let detail = ErrorDetail::new(format!(
+                    "still failing after {:?}",
+                    self.options.unavailable_after
+                ));
+                return Err(DurableError::Unavailable(detail.with_source(error)));
             }
             std::thread::sleep(wait);
         }
@@ -482,7 +488,9 @@ impl Store for RedisStore {
         let thread = std::thread::Builder::new()
             .name("wheel-durable-watch".into())
             .spawn(move || watcher.run())
-            .map_err(|e| DurableError::Io(e.to_string()))?;
+            .map_err(|e| {
+                DurableError::Io(ErrorDetail::new("cannot start the watcher").with_source(e))
+            })?;
         *lock(&self.watcher) = Some(thread);
         Ok(())
     }
