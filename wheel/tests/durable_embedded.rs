@@ -458,3 +458,70 @@ fn a_second_open_in_this_process_says_so_until_the_first_shuts_down() {
     first.shutdown().unwrap();
     open(&again).unwrap().shutdown().unwrap();
 }
+
+#[test]
+fn a_retried_timer_keeps_its_first_due_time_while_its_due_time_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .retry(RetryPolicy::new().initial(ms(20)).jitter(0.0))
+        .handler(move |f| {
+            s.lock().unwrap().push(f.clone());
+            if f.attempt < 3 {
+                Outcome::Retry
+            } else {
+                Outcome::Done
+            }
+        })
+        .build()
+        .unwrap();
+    let due = SystemTime::now() + ms(30);
+    timers.add("flaky", due, b"").unwrap();
+    eventually("three runs", || seen.lock().unwrap().len() == 3);
+    let runs = seen.lock().unwrap().clone();
+    // Stored in whole milliseconds, rounded up.
+    let first = runs[0].first_due;
+    assert!(first >= due && first < due + ms(1), "{first:?} for {due:?}");
+    for f in &runs {
+        assert_eq!(f.first_due, first, "run {}", f.attempt);
+    }
+    assert_eq!(
+        runs.iter().map(|f| f.attempt).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(runs[0].due, first);
+    // Each retry is due its back-off after the run before it asked.
+    assert!(runs[1].due >= runs[0].due + ms(20), "{runs:?}");
+    assert!(runs[2].due >= runs[1].due + ms(40), "{runs:?}");
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn get_reports_the_first_due_time_of_a_timer_waiting_to_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .retry(RetryPolicy::new().initial(Duration::from_secs(3600)))
+        .handler(|_| Outcome::Retry)
+        .build()
+        .unwrap();
+    let due = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
+    timers.add("k", due, b"").unwrap();
+    eventually("the first run's retry", || {
+        timers
+            .get("k")
+            .unwrap()
+            .is_some_and(|i| i.attempts == 1 && i.state == TimerState::Pending)
+    });
+    let info = timers.get("k").unwrap().unwrap();
+    assert_eq!(info.first_due, due);
+    assert!(info.due > SystemTime::now(), "{info:?}");
+    // Rescheduling is the user's new intent: both move.
+    let later = SystemTime::now() + Duration::from_secs(7200);
+    assert!(timers.reschedule("k", later).unwrap());
+    let info = timers.get("k").unwrap().unwrap();
+    assert_eq!(info.first_due, info.due);
+    timers.shutdown().unwrap();
+}

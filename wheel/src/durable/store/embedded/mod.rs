@@ -173,6 +173,7 @@ impl Embedded {
             return Ok(Some(TimerInfo {
                 key: key.to_owned(),
                 due: system_time_of(r.due),
+                first_due: system_time_of(r.first_due),
                 attempts: r.attempts,
                 state: r.state,
                 payload: r.payload,
@@ -186,6 +187,7 @@ impl Embedded {
         Ok(Some(TimerInfo {
             key: key.to_owned(),
             due: system_time_of(d.due),
+            first_due: system_time_of(d.first_due),
             attempts: d.attempts,
             state: TimerState::Dead,
             payload: d.payload,

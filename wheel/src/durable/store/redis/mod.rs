@@ -288,15 +288,16 @@ fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
         expired_dead: u32::try_from(int(&head[2])?).ok()?,
         next_due: maybe_millis(&head[3])?,
         next_lease: maybe_millis(&head[4])?,
-        timers: Vec::with_capacity(rest.len() / 5),
+        timers: Vec::with_capacity(rest.len() / 6),
     };
-    for t in rest.chunks(5) {
-        let [key, due, attempts, fence, payload] = t else {
+    for t in rest.chunks(6) {
+        let [key, due, first_due, attempts, fence, payload] = t else {
             return None;
         };
         batch.timers.push(Claimed {
             key: String::from_utf8(bytes(key)?).ok()?,
             due: millis(due)?,
+            first_due: millis(first_due)?,
             attempts: u32::try_from(int(attempts)?).ok()?,
             fence: millis(fence)?,
             payload: bytes(payload)?,
@@ -337,10 +338,11 @@ impl Store for RedisStore {
         let reply: Vec<Value> = self.run(&self.scripts.get, |inv| {
             inv.arg(key);
         })?;
-        let info = |due, attempts, state, payload| {
+        let info = |(due, first_due), attempts, state, payload| {
             Some(Some(TimerInfo {
                 key: key.to_owned(),
                 due: system_time_of(due),
+                first_due: system_time_of(first_due),
                 attempts,
                 state,
                 payload,
@@ -350,10 +352,17 @@ impl Store for RedisStore {
             [kind] if int(kind) == Some(0) => Some(None),
             [kind, rec] if int(kind) == Some(1) => bytes(rec)
                 .and_then(|b| Record::decode(&b))
-                .and_then(|r| info(r.due, r.attempts, r.state, r.payload)),
+                .and_then(|r| info((r.due, r.first_due), r.attempts, r.state, r.payload)),
             [kind, rec] if int(kind) == Some(2) => bytes(rec)
                 .and_then(|b| DeadRecord::decode(&b))
-                .and_then(|d| info(d.due, d.attempts, TimerState::Dead, d.payload)),
+                .and_then(|d| {
+                    info(
+                        (d.due, d.first_due),
+                        d.attempts,
+                        TimerState::Dead,
+                        d.payload,
+                    )
+                }),
             _ => None,
         };
         parsed.ok_or_else(|| bad_reply("get"))
