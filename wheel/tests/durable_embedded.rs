@@ -343,3 +343,185 @@ fn settings_that_cannot_work_are_refused() {
     assert!(config(b().namespace("{x}")));
     assert!(config(DurableTimers::builder().redis("not a url")));
 }
+
+/// The `std::io::Error` under a store failure.
+fn io_cause(e: &DurableError) -> &std::io::Error {
+    use std::error::Error;
+    e.source()
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .unwrap_or_else(|| panic!("no I/O cause under {e:?}"))
+}
+
+fn open(path: &std::path::Path) -> Result<DurableTimers, DurableError> {
+    DurableTimers::builder().embedded(path).build()
+}
+
+#[test]
+// The durable feature needs a newer Rust than the crate's MSRV anyway
+// (fjall's), so the newer `ErrorKind`s are fine here.
+#[allow(clippy::incompatible_msrv)]
+fn a_path_under_a_regular_file_fails_with_its_io_cause_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain");
+    std::fs::write(&file, b"x").unwrap();
+    let store = file.join("timers");
+    let Err(e) = open(&store) else {
+        panic!("its parent is a file")
+    };
+    assert!(matches!(e, DurableError::Io(_)), "{e:?}");
+    assert_eq!(io_cause(&e).kind(), std::io::ErrorKind::NotADirectory);
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("cannot create {}", store.display())),
+        "{text}"
+    );
+    assert!(text.contains("Not a directory"), "{text}");
+    assert_eq!(e.detail().and_then(|d| d.path()), Some(store.as_path()));
+    // A parent that does not exist: the same, with its own kind.
+    let Err(e) = open(&dir.path().join("no/such/timers")) else {
+        panic!("refused")
+    };
+    assert_eq!(io_cause(&e).kind(), std::io::ErrorKind::NotFound);
+}
+
+#[test]
+// The durable feature needs a newer Rust than the crate's MSRV anyway
+// (fjall's), so the newer `ErrorKind`s are fine here.
+#[allow(clippy::incompatible_msrv)]
+fn a_regular_file_where_the_store_should_be_is_refused_whatever_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [("empty", &b""[..]), ("short", &b"FJL"[..])] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, bytes).unwrap();
+        let Err(e) = open(&file) else {
+            panic!("a file is not a store")
+        };
+        assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
+        assert_eq!(io_cause(&e).kind(), std::io::ErrorKind::NotADirectory);
+        let text = e.to_string();
+        assert!(text.contains(&file.display().to_string()), "{text}");
+        assert!(text.contains("is a file"), "{text}");
+        assert_eq!(std::fs::read(&file).unwrap(), bytes, "left as it was");
+    }
+}
+
+#[test]
+// The durable feature needs a newer Rust than the crate's MSRV anyway
+// (fjall's), so the newer `ErrorKind`s are fine here.
+#[allow(clippy::incompatible_msrv)]
+fn a_foreign_directory_is_refused_and_an_empty_one_becomes_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("photos");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("cat.jpg"), b"meow").unwrap();
+    let Err(e) = open(&foreign) else {
+        panic!("not a store of ours")
+    };
+    assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains(&foreign.display().to_string()), "{text}");
+    assert!(text.contains("not a wheel store"), "{text}");
+    let left: Vec<_> = std::fs::read_dir(&foreign).unwrap().collect();
+    assert_eq!(left.len(), 1, "nothing was written into it");
+    // A `version` file that is a directory: the read fails, naming it.
+    let odd = dir.path().join("odd");
+    std::fs::create_dir_all(odd.join("version")).unwrap();
+    let Err(e) = open(&odd) else {
+        panic!("refused")
+    };
+    assert_eq!(io_cause(&e).kind(), std::io::ErrorKind::IsADirectory);
+    assert!(e.to_string().contains("odd/version"), "{e}");
+    // An empty directory (a fresh volume) is a new store, kept on reopen.
+    let empty = dir.path().join("volume");
+    std::fs::create_dir(&empty).unwrap();
+    let t = open(&empty).unwrap();
+    t.add_after("k", Duration::from_secs(60), b"p").unwrap();
+    t.shutdown().unwrap();
+    let t = open(&empty).unwrap();
+    assert_eq!(t.get("k").unwrap().unwrap().payload, b"p");
+    t.shutdown().unwrap();
+}
+
+#[test]
+fn a_second_open_in_this_process_says_so_until_the_first_shuts_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = open(&path(&dir)).unwrap();
+    // Another spelling of the same directory is the same store.
+    let again = dir.path().join(".").join("timers");
+    let Err(e) = open(&again) else {
+        panic!("already open")
+    };
+    assert!(matches!(e, DurableError::Locked(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("already open in this process"), "{text}");
+    assert!(text.contains(&again.display().to_string()), "{text}");
+    first.shutdown().unwrap();
+    open(&again).unwrap().shutdown().unwrap();
+}
+
+#[test]
+fn a_retried_timer_keeps_its_first_due_time_while_its_due_time_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .retry(RetryPolicy::new().initial(ms(20)).jitter(0.0))
+        .handler(move |f| {
+            s.lock().unwrap().push(f.clone());
+            if f.attempt < 3 {
+                Outcome::Retry
+            } else {
+                Outcome::Done
+            }
+        })
+        .build()
+        .unwrap();
+    let due = SystemTime::now() + ms(30);
+    timers.add("flaky", due, b"").unwrap();
+    eventually("three runs", || seen.lock().unwrap().len() == 3);
+    let runs = seen.lock().unwrap().clone();
+    // Stored in whole milliseconds, rounded up.
+    let first = runs[0].first_due;
+    assert!(first >= due && first < due + ms(1), "{first:?} for {due:?}");
+    for f in &runs {
+        assert_eq!(f.first_due, first, "run {}", f.attempt);
+    }
+    assert_eq!(
+        runs.iter().map(|f| f.attempt).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(runs[0].due, first);
+    // Each retry is due its back-off after the run before it asked.
+    assert!(runs[1].due >= runs[0].due + ms(20), "{runs:?}");
+    assert!(runs[2].due >= runs[1].due + ms(40), "{runs:?}");
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn get_reports_the_first_due_time_of_a_timer_waiting_to_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .retry(RetryPolicy::new().initial(Duration::from_secs(3600)))
+        .handler(|_| Outcome::Retry)
+        .build()
+        .unwrap();
+    let due = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
+    timers.add("k", due, b"").unwrap();
+    eventually("the first run's retry", || {
+        timers
+            .get("k")
+            .unwrap()
+            .is_some_and(|i| i.attempts == 1 && i.state == TimerState::Pending)
+    });
+    let info = timers.get("k").unwrap().unwrap();
+    assert_eq!(info.first_due, due);
+    assert!(info.due > SystemTime::now(), "{info:?}");
+    // Rescheduling is the user's new intent: both move.
+    let later = SystemTime::now() + Duration::from_secs(7200);
+    assert!(timers.reschedule("k", later).unwrap());
+    let info = timers.get("k").unwrap().unwrap();
+    assert_eq!(info.first_due, info.due);
+    timers.shutdown().unwrap();
+}

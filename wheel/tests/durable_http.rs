@@ -102,6 +102,11 @@ fn each_callback_is_sent_once_with_its_request_our_headers_and_a_signature() {
             unix_ms(*due) + u128::from(due_has_fraction(*due))
         );
         assert!(r.at >= *due, "{key} arrived before it was due");
+        assert_eq!(
+            attempt_due(r),
+            r.due(),
+            "a first attempt is due when the timer is"
+        );
         assert!(r.signed_with(SECRET), "{key}: bad signature");
         assert!(!r.signed_with(b"another secret"));
         if cb.body.is_empty() && cb.method == Method::Get {
@@ -113,6 +118,12 @@ fn each_callback_is_sent_once_with_its_request_our_headers_and_a_signature() {
     assert_eq!(fences.len(), 30, "every claim has its own fence");
     assert_eq!(timers.stats().fired, 30);
     timers.shutdown().unwrap();
+}
+
+/// `Wheel-Attempt-Due` as a time.
+fn attempt_due(r: &durable_http_common::Received) -> SystemTime {
+    let header = r.header("Wheel-Attempt-Due").expect("Wheel-Attempt-Due");
+    UNIX_EPOCH + ms(header.parse().unwrap())
 }
 
 /// Whether a due time has a fraction of a millisecond (the store rounds it up).
@@ -132,13 +143,16 @@ fn a_500_is_retried_after_the_back_off_then_done() {
     let dir = tempfile::tempdir().unwrap();
     let timers = node(&dir, HttpConfig::new(), policy(ms(300), 5));
     let cb = HttpCallback::new(Method::Post, rx.url("/flaky")).body(b"x".to_vec());
-    timers
-        .add_callback("flaky", SystemTime::now() + ms(100), &cb)
-        .unwrap();
+    let due = UNIX_EPOCH + ms(unix_ms(SystemTime::now() + ms(100)) as u64);
+    timers.add_callback("flaky", due, &cb).unwrap();
     let got = rx.wait_for(2);
     eventually("the retry done", || gone(&timers, "flaky"));
     assert_eq!((got[0].attempt(), got[1].attempt()), (1, 2));
     assert!(got[1].fence() > got[0].fence());
+    // `Wheel-Due` stays the original due time; the retry's own is later.
+    assert_eq!((got[0].due(), got[1].due()), (due, due));
+    assert_eq!(attempt_due(&got[0]), due);
+    assert!(attempt_due(&got[1]) >= due + ms(300), "{got:?}");
     let waited = got[1].at.duration_since(got[0].at).unwrap();
     assert!(
         waited >= ms(300),

@@ -202,6 +202,13 @@ fn a_store_held_by_another_process_is_locked() {
         .build()
         .unwrap_err();
     assert!(matches!(e, DurableError::Locked(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("another process"), "{text}");
+    assert!(text.contains(path.to_str().unwrap()), "{text}");
+    assert!(
+        std::error::Error::source(&e).is_some(),
+        "fjall's error is kept"
+    );
     // Closing its standard input shuts the holder down cleanly.
     let ChildNode { mut child, .. } = holder;
     drop(child.stdin.take());

@@ -376,6 +376,16 @@ fn an_unreachable_server_is_reported_within_the_bound() {
         .unwrap_err();
     assert!(matches!(e, DurableError::Unavailable(_)), "{e:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
+    // The client's own error is kept as the cause.
+    let cause = std::error::Error::source(&e).expect("a cause");
+    let redis = cause
+        .downcast_ref::<redis::RedisError>()
+        .unwrap_or_else(|| panic!("not a RedisError: {cause:?}"));
+    assert!(
+        redis.is_io_error() || redis.is_connection_refusal(),
+        "{redis:?}"
+    );
+    assert!(e.to_string().contains(&redis.to_string()), "{e}");
 }
 
 /// Polls `stats` every 100 ms while Redis is killed under a node and

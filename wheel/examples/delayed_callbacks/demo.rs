@@ -199,12 +199,12 @@ fn workload(port: u16, count: u64, seconds: u64) -> Vec<(String, Duration, HttpC
 /// The parent: receiver, nodes, callbacks, and (on Redis) one kill.
 fn run(args: &Args) -> Result<bool, DurableError> {
     let (port, arrivals) = start_receiver();
-    let dir = tempfile::tempdir().map_err(|e| DurableError::Io(e.to_string()))?;
+    let dir = tempfile::tempdir().map_err(|e| DurableError::Io(e.into()))?;
     let mut children = Vec::new();
     // Dropped (and so stopped) when `run` returns, after the nodes.
     let server = if args.private_redis {
         let started = RedisServer::start(ServerOptions::default());
-        Some(started.map_err(|e| DurableError::Unavailable(format!("redis-server: {e}")))?)
+        Some(started.map_err(|e| DurableError::Unavailable(format!("redis-server: {e}").into()))?)
     } else {
         None
     };
@@ -253,7 +253,7 @@ fn run(args: &Args) -> Result<bool, DurableError> {
 }
 
 fn spawn_node(url: &str, namespace: &str) -> Result<Child, DurableError> {
-    let io = |e: std::io::Error| DurableError::Io(e.to_string());
+    let io = |e: std::io::Error| DurableError::Io(e.into());
     let exe = std::env::current_exe().map_err(io)?;
     let mut child = Command::new(exe)
         .args(["--node", "--redis", url, "--namespace", namespace])

@@ -107,8 +107,17 @@ impl DurableTimersBuilder {
         self
     }
 
-    /// The embedded store in the directory `path` (created if missing; its
-    /// parent must exist). One process at a time may open it.
+    /// The embedded store in the directory `path`. One process at a time
+    /// may open it, and it once.
+    ///
+    /// A path that does not exist (its parent must) or an empty directory,
+    /// such as a freshly mounted volume, becomes a new store. An existing
+    /// store is opened as it is. Anything else is refused untouched, with
+    /// [`DurableError::Corrupt`]: a regular file, empty or not, or a
+    /// directory that holds other files or another program's fjall
+    /// database. A directory this process has open already is
+    /// [`DurableError::Locked`] saying so; one another process holds is
+    /// `Locked` too, saying that.
     ///
     /// # Examples
     ///

@@ -18,15 +18,22 @@ use std::time::{Duration, SystemTime};
 /// fn handle(t: &Fired) -> Outcome {
 ///     if t.payload.is_empty() { Outcome::Fail("empty order".into()) } else { Outcome::Done }
 /// }
-/// let t = Fired { key: "order:17".into(), due: SystemTime::now(), payload: b"close".to_vec(), attempt: 1, fence: 9 };
+/// let now = SystemTime::now();
+/// let t = Fired {
+///     key: "order:17".into(), due: now, first_due: now, payload: b"close".to_vec(), attempt: 1, fence: 9,
+/// };
 /// assert_eq!(handle(&t), Outcome::Done);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fired {
     /// The timer's key.
     pub key: String,
-    /// When it was due (store time).
+    /// When this run was due (store time): after a retry, the retry's due
+    /// time.
     pub due: SystemTime,
+    /// When the timer was first due (store time): the due time it was
+    /// added, rescheduled or revived with, the same on every attempt.
+    pub first_due: SystemTime,
     /// The payload given when it was added.
     pub payload: Vec<u8>,
     /// Which run this is: 1 for the first, 2 after one retry or one lost

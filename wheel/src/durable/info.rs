@@ -40,6 +40,7 @@ pub enum TimerState {
 /// let info = timers.get("order:17")?.expect("just added");
 /// assert_eq!(info.state, TimerState::Pending);
 /// assert!(info.due > SystemTime::now());
+/// assert_eq!(info.first_due, info.due); // never retried
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +50,9 @@ pub struct TimerInfo {
     pub key: String,
     /// When it is (or was) due, by the store's clock.
     pub due: SystemTime,
+    /// When it was first due: the due time it was added, rescheduled or
+    /// revived with. A retry moves [`due`](TimerInfo::due) but not this.
+    pub first_due: SystemTime,
     /// Runs started so far.
     pub attempts: u32,
     /// Where it is in its life.

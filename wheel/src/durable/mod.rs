@@ -14,7 +14,7 @@
 //! | [`Fired`], [`Outcome`] | what a handler gets and answers |
 //! | [`RetryPolicy`] | back-off and attempts for handlers that ask to retry |
 //! | [`TimerInfo`], [`TimerState`], [`DeadLetter`], [`DurableStats`] | what the store and the node report |
-//! | [`DurableError`] | every failure, typed |
+//! | [`DurableError`], [`ErrorDetail`] | every failure, typed, with its cause |
 //! | [`http`] (feature `http`) | callback timers: "call this URL at that time" |
 //!
 //! Stores: the embedded one (feature `durable`, one [fjall] directory owned
@@ -72,7 +72,7 @@ mod time;
 mod timers;
 
 pub use self::builder::DurableTimersBuilder;
-pub use self::error::DurableError;
+pub use self::error::{DurableError, ErrorDetail};
 pub use self::fired::{Fired, Outcome};
 pub use self::info::{DeadLetter, DurableStats, TimerInfo, TimerState};
 pub use self::retry::RetryPolicy;

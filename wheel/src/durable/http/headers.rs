@@ -3,8 +3,11 @@
 //! `Wheel-Timer-Key` carries the key with `%`, spaces, control characters
 //! and non-ASCII bytes percent-encoded (so a plain key such as `order:17`
 //! arrives as it is, and any key can be decoded back exactly);
-//! `Wheel-Attempt`, `Wheel-Fence` and `Wheel-Due` (Unix milliseconds,
-//! store time) are decimal numbers; `Wheel-Signature` is
+//! `Wheel-Attempt`, `Wheel-Fence`, `Wheel-Due` and `Wheel-Attempt-Due`
+//! (Unix milliseconds, store time) are decimal numbers: `Wheel-Due` is the
+//! timer's original due time, the same on every attempt, and
+//! `Wheel-Attempt-Due` this attempt's (later after a retry's back-off);
+//! `Wheel-Signature` is
 //! `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>." and the body>`.
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -17,8 +20,12 @@ pub(crate) const TIMER_KEY: &str = "Wheel-Timer-Key";
 pub(crate) const ATTEMPT: &str = "Wheel-Attempt";
 /// The claim's fence: grows with every claim of the key.
 pub(crate) const FENCE: &str = "Wheel-Fence";
-/// The due time in Unix milliseconds (store time).
+/// The timer's original due time in Unix milliseconds (store time): the
+/// same on every attempt.
 pub(crate) const DUE: &str = "Wheel-Due";
+/// This attempt's due time in Unix milliseconds (store time): after a
+/// retry, when the retry was due.
+pub(crate) const ATTEMPT_DUE: &str = "Wheel-Attempt-Due";
 /// The signature, when the node has a signing secret.
 pub(crate) const SIGNATURE: &str = "Wheel-Signature";
 

@@ -11,8 +11,10 @@
 //! with back-off, honouring `Retry-After`; any other status is a dead letter
 //! at once, its reason the status and the start of the reply's body.
 //!
-//! Every request carries `Wheel-Timer-Key`, `Wheel-Attempt`, `Wheel-Fence`
-//! and `Wheel-Due`, and with a signing secret `Wheel-Signature` (see
+//! Every request carries `Wheel-Timer-Key`, `Wheel-Attempt`, `Wheel-Fence`,
+//! `Wheel-Due` (the timer's original due time, the same on every attempt)
+//! and `Wheel-Attempt-Due` (this attempt's due time, later after a
+//! retry's back-off), and with a signing secret `Wheel-Signature` (see
 //! [`HttpConfig::signing_secret`] for the receiver's check, and
 //! [`verify_signature`] for receivers written in Rust).
 //!

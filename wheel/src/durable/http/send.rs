@@ -103,15 +103,13 @@ impl Sender {
         for (name, value) in &cb.headers {
             b = b.header(name.as_str(), value.as_str());
         }
-        let due = fired
-            .due
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
+        let unix_ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
         b = b
             .header(headers::TIMER_KEY, headers::key_value(&fired.key))
             .header(headers::ATTEMPT, fired.attempt)
             .header(headers::FENCE, fired.fence)
-            .header(headers::DUE, due.to_string());
+            .header(headers::DUE, unix_ms(fired.first_due).to_string())
+            .header(headers::ATTEMPT_DUE, unix_ms(fired.due).to_string());
         if let Some(secret) = &self.secret {
             let t = SystemTime::now()
                 .duration_since(UNIX_EPOCH)

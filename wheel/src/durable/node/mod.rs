@@ -48,7 +48,7 @@ use self::queue::Queue;
 use self::signal::Signal;
 use super::lateness::Histogram;
 use super::store::{Claimed, Fenced, Finish, Millis, Store};
-use super::{DurableError, Fired, Outcome, RetryPolicy};
+use super::{DurableError, ErrorDetail, Fired, Outcome, RetryPolicy};
 use crate::sync::lock;
 use crate::{Scheduler, TimerHandle};
 
@@ -181,7 +181,9 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
     std::thread::Builder::new()
         .name(name.into())
         .spawn(f)
-        .map_err(|e| DurableError::Io(e.to_string()))
+        .map_err(|e| {
+            DurableError::Io(ErrorDetail::new(format!("cannot start {name}")).with_source(e))
+        })
 }
 
 impl Node {

@@ -65,6 +65,7 @@ fn run(shared: &NodeShared, started: Started) {
     let fired = Fired {
         key: c.key,
         due: system_time_of(c.due),
+        first_due: system_time_of(c.first_due),
         payload: c.payload,
         attempt: started.attempt,
         fence: c.fence,

@@ -35,6 +35,9 @@
 //!   back) at once. The batch is applied in order, each entry exactly as it
 //!   would be alone, and answered entry by entry; one entry's refusal
 //!   changes nothing for the others.
+//! - Every timer keeps its first due time beside its due time: `add`,
+//!   `reschedule` and `retry_dead` set both; `finish(Retry)` and a lease
+//!   that passed move only `due`; a dead letter keeps both.
 //! - Time is the store's own clock (`now` inside the operation), never the
 //!   caller's: a node's clock cannot make a timer start early.
 
@@ -106,6 +109,8 @@ pub(crate) struct ClaimRequest {
 pub(crate) struct Claimed {
     pub(crate) key: String,
     pub(crate) due: Millis,
+    /// The due time before any retry.
+    pub(crate) first_due: Millis,
     pub(crate) payload: Vec<u8>,
     /// Runs started before this claim.
     pub(crate) attempts: u32,

@@ -16,6 +16,7 @@ use crate::sync::lock;
 #[derive(Debug, Clone)]
 struct Timer {
     due: Millis,
+    first_due: Millis,
     payload: Vec<u8>,
     attempts: u32,
     fence: u64,
@@ -30,6 +31,7 @@ struct Dead {
     reason: String,
     failed_at: Millis,
     due: Millis,
+    first_due: Millis,
 }
 
 #[derive(Debug, Default)]
@@ -68,6 +70,7 @@ impl State {
         self.dead.remove(key);
         let t = Timer {
             due,
+            first_due: due,
             payload,
             attempts,
             fence: 0,
@@ -91,6 +94,7 @@ impl State {
                 reason,
                 failed_at: now,
                 due: t.due,
+                first_due: t.first_due,
             };
             self.dead.insert(key.to_owned(), d);
         }
@@ -151,6 +155,7 @@ impl Store for Model {
         Ok(self.with(|s, now| match s.timers.get_mut(key) {
             Some(t) if t.state != TimerState::Running => {
                 t.due = due.resolve(now);
+                t.first_due = t.due;
                 t.state = TimerState::Pending;
                 true
             }
@@ -164,6 +169,7 @@ impl Store for Model {
                 return Some(TimerInfo {
                     key: key.to_owned(),
                     due: system_time_of(t.due),
+                    first_due: system_time_of(t.first_due),
                     attempts: t.attempts,
                     state: t.state,
                     payload: t.payload.clone(),
@@ -172,6 +178,7 @@ impl Store for Model {
             s.dead.get(key).map(|d| TimerInfo {
                 key: key.to_owned(),
                 due: system_time_of(d.due),
+                first_due: system_time_of(d.first_due),
                 attempts: d.attempts,
                 state: TimerState::Dead,
                 payload: d.payload.clone(),
@@ -200,6 +207,7 @@ impl Store for Model {
                 batch.timers.push(Claimed {
                     key,
                     due,
+                    first_due: t.first_due,
                     payload: t.payload.clone(),
                     attempts: t.attempts,
                     fence: t.fence,

@@ -3,10 +3,19 @@
 //! written by the Lua scripts with `struct.pack` in the same layout).
 //!
 //! A timer: `due`, `lease_until`, `fence` (u64 each), `attempts` (u32),
-//! `state` (u8), then the payload to the end. A dead letter: `failed_at`,
-//! `due` (u64 each), `attempts`, the reason's length (u32 each), the reason,
-//! then the payload to the end. All integers little-endian. A record that
-//! does not parse is reported as corruption, never trusted.
+//! `state` (u8), then `first_due` (u64) only when the state byte has its
+//! high bit ([`FIRST_DUE`]) set, then the payload to the end. A dead
+//! letter: `failed_at`, `due` (u64 each), `attempts`, the reason's length
+//! (u32 each), then `first_due` (u64) only when the length has its high
+//! bit set, the reason, then the payload to the end. All integers
+//! little-endian.
+//!
+//! `first_due` is the due time the timer was added (or rescheduled, or
+//! revived) with; retries and lost leases move `due` but keep it. It is
+//! written only when it differs from `due`, so a timer that never retried
+//! costs no byte more. A record that does not parse (too short, an unknown
+//! state, a flag without its eight bytes) is reported as corruption, never
+//! trusted.
 
 use super::Millis;
 use crate::durable::TimerState;
@@ -15,6 +24,8 @@ use crate::durable::TimerState;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Record {
     pub(crate) due: Millis,
+    /// The due time before any retry (equal to `due` until one).
+    pub(crate) first_due: Millis,
     pub(crate) lease_until: Millis,
     pub(crate) fence: u64,
     pub(crate) attempts: u32,
@@ -27,6 +38,7 @@ pub(crate) struct Record {
 pub(crate) struct DeadRecord {
     pub(crate) failed_at: Millis,
     pub(crate) due: Millis,
+    pub(crate) first_due: Millis,
     pub(crate) attempts: u32,
     pub(crate) reason: String,
     pub(crate) payload: Vec<u8>,
@@ -34,6 +46,12 @@ pub(crate) struct DeadRecord {
 
 const HEADER: usize = 8 + 8 + 8 + 4 + 1;
 const DEAD_HEADER: usize = 8 + 8 + 4 + 4;
+
+/// The state byte's flag: `first_due` follows the fixed header.
+const FIRST_DUE: u8 = 0x80;
+
+/// The dead letter's reason-length flag: `first_due` follows the header.
+const DEAD_FIRST_DUE: u32 = 1 << 31;
 
 fn state_byte(s: TimerState) -> u8 {
     match s {
@@ -67,12 +85,18 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 
 impl Record {
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(HEADER + self.payload.len());
+        let retried = self.first_due != self.due;
+        let mut b = Vec::with_capacity(HEADER + 8 + self.payload.len());
         b.extend_from_slice(&self.due.to_le_bytes());
         b.extend_from_slice(&self.lease_until.to_le_bytes());
         b.extend_from_slice(&self.fence.to_le_bytes());
         b.extend_from_slice(&self.attempts.to_le_bytes());
-        b.push(state_byte(self.state));
+        if retried {
+            b.push(state_byte(self.state) | FIRST_DUE);
+            b.extend_from_slice(&self.first_due.to_le_bytes());
+        } else {
+            b.push(state_byte(self.state));
+        }
         b.extend_from_slice(&self.payload);
         b
     }
@@ -81,13 +105,22 @@ impl Record {
         if b.len() < HEADER {
             return None;
         }
+        let due = u64_at(b, 0);
+        let flags = b[28];
+        let (first_due, payload) = if flags & FIRST_DUE != 0 {
+            let first = b.get(HEADER..HEADER + 8)?;
+            (u64_at(first, 0), HEADER + 8)
+        } else {
+            (due, HEADER)
+        };
         Some(Record {
-            due: u64_at(b, 0),
+            due,
+            first_due,
             lease_until: u64_at(b, 8),
             fence: u64_at(b, 16),
             attempts: u32_at(b, 24),
-            state: state_of(b[28])?,
-            payload: b[HEADER..].to_vec(),
+            state: state_of(flags & !FIRST_DUE)?,
+            payload: b[payload..].to_vec(),
         })
     }
 }
@@ -95,12 +128,19 @@ impl Record {
 impl DeadRecord {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let reason = self.reason.as_bytes();
-        let mut b = Vec::with_capacity(DEAD_HEADER + reason.len() + self.payload.len());
+        let retried = self.first_due != self.due;
+        let mut b = Vec::with_capacity(DEAD_HEADER + 8 + reason.len() + self.payload.len());
         b.extend_from_slice(&self.failed_at.to_le_bytes());
         b.extend_from_slice(&self.due.to_le_bytes());
         b.extend_from_slice(&self.attempts.to_le_bytes());
-        let len = u32::try_from(reason.len()).unwrap_or(u32::MAX);
-        b.extend_from_slice(&len.to_le_bytes());
+        // The high bit is the flag: a reason is cut to 2 GiB - 1 bytes.
+        let len =
+            u32::try_from(reason.len()).map_or(DEAD_FIRST_DUE - 1, |n| n.min(DEAD_FIRST_DUE - 1));
+        let flag = if retried { DEAD_FIRST_DUE } else { 0 };
+        b.extend_from_slice(&(len | flag).to_le_bytes());
+        if retried {
+            b.extend_from_slice(&self.first_due.to_le_bytes());
+        }
         b.extend_from_slice(&reason[..len as usize]);
         b.extend_from_slice(&self.payload);
         b
@@ -110,14 +150,24 @@ impl DeadRecord {
         if b.len() < DEAD_HEADER {
             return None;
         }
-        let len = u32_at(b, 20) as usize;
-        let reason = b.get(DEAD_HEADER..DEAD_HEADER.checked_add(len)?)?;
+        let due = u64_at(b, 8);
+        let field = u32_at(b, 20);
+        let (first_due, from) = if field & DEAD_FIRST_DUE != 0 {
+            let first = b.get(DEAD_HEADER..DEAD_HEADER + 8)?;
+            (u64_at(first, 0), DEAD_HEADER + 8)
+        } else {
+            (due, DEAD_HEADER)
+        };
+        let len = (field & !DEAD_FIRST_DUE) as usize;
+        let end = from.checked_add(len)?;
+        let reason = b.get(from..end)?;
         Some(DeadRecord {
             failed_at: u64_at(b, 0),
-            due: u64_at(b, 8),
+            due,
+            first_due,
             attempts: u32_at(b, 16),
             reason: String::from_utf8_lossy(reason).into_owned(),
-            payload: b[DEAD_HEADER + len..].to_vec(),
+            payload: b[end..].to_vec(),
         })
     }
 }
@@ -133,24 +183,60 @@ mod tests {
             TimerState::Claimed,
             TimerState::Running,
         ] {
-            let r = Record {
-                due: u64::MAX,
-                lease_until: 7,
-                fence: 1 << 40,
-                attempts: u32::MAX,
-                state,
-                payload: b"\0|x".to_vec(),
-            };
-            assert_eq!(Record::decode(&r.encode()), Some(r));
+            for first_due in [u64::MAX, 5] {
+                let r = Record {
+                    due: u64::MAX,
+                    first_due,
+                    lease_until: 7,
+                    fence: 1 << 40,
+                    attempts: u32::MAX,
+                    state,
+                    payload: b"\0|x".to_vec(),
+                };
+                assert_eq!(Record::decode(&r.encode()), Some(r));
+            }
         }
-        let d = DeadRecord {
-            failed_at: 3,
-            due: 2,
-            attempts: 1,
-            reason: "gave up: ü".into(),
+        for first_due in [2, 1] {
+            let d = DeadRecord {
+                failed_at: 3,
+                due: 2,
+                first_due,
+                attempts: 1,
+                reason: "gave up: ü".into(),
+                payload: b"p".to_vec(),
+            };
+            assert_eq!(DeadRecord::decode(&d.encode()), Some(d));
+        }
+    }
+
+    #[test]
+    fn the_first_due_time_costs_bytes_only_after_a_retry() {
+        let mut r = Record {
+            due: 10,
+            first_due: 10,
+            lease_until: 0,
+            fence: 0,
+            attempts: 0,
+            state: TimerState::Pending,
+            payload: b"xy".to_vec(),
+        };
+        assert_eq!(r.encode().len(), HEADER + 2);
+        r.due = 20;
+        let b = r.encode();
+        assert_eq!(b.len(), HEADER + 8 + 2);
+        assert_eq!(b[28], FIRST_DUE);
+        assert_eq!(u64_at(&b, HEADER), 10);
+        let mut d = DeadRecord {
+            failed_at: 30,
+            due: 20,
+            first_due: 20,
+            attempts: 2,
+            reason: "r".into(),
             payload: vec![],
         };
-        assert_eq!(DeadRecord::decode(&d.encode()), Some(d));
+        assert_eq!(d.encode().len(), DEAD_HEADER + 1);
+        d.first_due = 10;
+        assert_eq!(d.encode().len(), DEAD_HEADER + 8 + 1);
     }
 
     #[test]
@@ -159,8 +245,32 @@ mod tests {
         let mut b = vec![0; HEADER];
         b[28] = 3; // a dead letter never sits in the timers table
         assert_eq!(Record::decode(&b), None);
+        b[28] = 3 | FIRST_DUE;
+        assert_eq!(Record::decode(&b), None, "a dead state, flagged");
+        // The flag without its eight bytes, whatever follows.
+        for extra in 0..8 {
+            let mut b = vec![0; HEADER + extra];
+            b[28] = FIRST_DUE;
+            assert_eq!(Record::decode(&b), None, "{extra} bytes after the flag");
+        }
+        let mut b = vec![0; HEADER + 8];
+        b[28] = 2 | FIRST_DUE;
+        assert!(Record::decode(&b).is_some());
+        b[28] = 0x40; // an unknown bit
+        assert_eq!(Record::decode(&b), None);
         let mut d = vec![0; DEAD_HEADER];
         d[20] = 9; // a reason longer than the record
         assert_eq!(DeadRecord::decode(&d), None);
+        for extra in 0..8 {
+            let mut d = vec![0; DEAD_HEADER + extra];
+            d[23] = 0x80; // the flag, without its eight bytes
+            assert_eq!(DeadRecord::decode(&d), None, "{extra} bytes after the flag");
+        }
+        let mut d = vec![0; DEAD_HEADER + 8 + 2];
+        d[23] = 0x80;
+        d[20] = 3; // a reason one byte past the end, after the flag's bytes
+        assert_eq!(DeadRecord::decode(&d), None);
+        d[20] = 2;
+        assert_eq!(DeadRecord::decode(&d).map(|x| x.reason.len()), Some(2));
     }
 }

@@ -424,3 +424,45 @@ fn a_batch_starts_only_the_timers_still_held_with_their_fence() {
         Counts,
     ]);
 }
+
+/// The timer's (first due, due) in the model, as offsets from [`START`];
+/// every store agreed with the model on the steps before.
+fn first_and_due(bench: &Bench, key: usize) -> (u64, u64) {
+    let info = bench.model.get(KEYS[key]).unwrap().expect("a timer");
+    let at = |t: std::time::SystemTime| {
+        let ms = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+        u64::try_from(ms).unwrap() - START
+    };
+    (at(info.first_due), at(info.due))
+}
+
+/// Retries and lost leases move the due time but keep the first one, a
+/// dead letter keeps both, and the user's own moves (`retry_dead`,
+/// `reschedule`, `add`) set both.
+#[test]
+fn the_first_due_time_survives_retries_and_only_the_user_moves_it() {
+    use Op::*;
+    let mut bench = Bench::new();
+    let run = |bench: &mut Bench, ops: &[Op]| ops.iter().for_each(|op| bench.step(op));
+    run(
+        &mut bench,
+        &[add(0, 5), Advance(5), claim(1), start(0, false, 30)],
+    );
+    assert_eq!(first_and_due(&bench, 0), (5, 5));
+    run(&mut bench, &[finish(0, 1, 3), Get(0)]);
+    assert_eq!(first_and_due(&bench, 0), (5, 8));
+    // The second attempt's lease passes on the last attempt: dead.
+    run(
+        &mut bench,
+        &[Advance(3), claim(1), start(0, false, 5), Advance(6)],
+    );
+    run(&mut bench, &[claim(1), Get(0), DeadLetters(1)]);
+    assert_eq!(first_and_due(&bench, 0), (5, 8));
+    run(&mut bench, &[RetryDead { key: 0, at: 10 }]);
+    assert_eq!(first_and_due(&bench, 0), (24, 24));
+    run(&mut bench, &[Advance(10), claim(1), start(0, false, 30)]);
+    run(&mut bench, &[finish(0, 1, 4), claim(1)]); // claimed, not due yet
+    assert_eq!(first_and_due(&bench, 0), (24, 28));
+    run(&mut bench, &[Reschedule { key: 0, at: 50 }, Get(0)]);
+    assert_eq!(first_and_due(&bench, 0), (74, 74));
+}

@@ -10,15 +10,18 @@
 //! the claim scan starts after them ([`tables::Cursor`]). Reads run on the
 //! caller's thread.
 //!
-//! The process holds the directory exclusively (fjall locks it), so a
-//! claim can only belong to this process: [`Embedded::open`] turns every
+//! The process holds the directory exclusively (fjall locks it against
+//! other processes, [`dir`] against a second open in this one, and refuses
+//! a path that is not a store of ours), so a claim can only belong to this
+//! process: [`Embedded::open`] turns every
 //! claimed or running timer back into a pending one, which fires at once
 //! if overdue.
 
+mod dir;
 mod tables;
 mod writer;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -33,30 +36,37 @@ use super::{
     StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::system_time_of;
-use crate::durable::{DeadLetter, DurableError, TimerInfo, TimerState};
+use crate::durable::{DeadLetter, DurableError, ErrorDetail, TimerInfo, TimerState};
 use crate::sync::lock;
 
-/// Maps any fjall error to ours: a held directory, a damaged store, or I/O.
+/// Maps any fjall error to ours: a held directory, a damaged store, or
+/// I/O, keeping fjall's error (or the `std::io::Error` inside it) as the
+/// source. The store adds its path ([`DurableError::in_store`]).
 pub(super) fn db_err(e: fjall::Error) -> DurableError {
     use fjall::Error as E;
+    let detail = |message: &str| ErrorDetail::new(message);
     match e {
-        E::Locked => DurableError::Locked("another process has the store open".into()),
-        E::Io(e) => io_err(&e),
-        E::Storage(fjall::LsmError::Io(e)) => io_err(&e),
-        E::Poisoned => DurableError::Io(
-            "an earlier write failed; reopen the store to recover what was written".into(),
+        E::Locked => DurableError::Locked(
+            detail("another process has the store open").with_source(E::Locked),
         ),
-        E::KeyspaceDeleted => DurableError::Store("a keyspace was deleted".into()),
-        other => DurableError::Corrupt(format!("{other:?}")),
+        E::Io(e) | E::Storage(fjall::LsmError::Io(e)) => io_err(e),
+        E::Poisoned => DurableError::Io(
+            detail("an earlier write failed; reopen the store to recover what was written")
+                .with_source(E::Poisoned),
+        ),
+        E::KeyspaceDeleted => {
+            DurableError::Store(detail("a keyspace was deleted").with_source(E::KeyspaceDeleted))
+        }
+        other => DurableError::Corrupt(detail("fjall cannot read it").with_source(other)),
     }
 }
 
-fn io_err(e: &std::io::Error) -> DurableError {
+fn io_err(e: std::io::Error) -> DurableError {
     match e.kind() {
         std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof => {
-            DurableError::Corrupt(e.to_string())
+            DurableError::Corrupt(e.into())
         }
-        _ => DurableError::Io(e.to_string()),
+        _ => DurableError::Io(e.into()),
     }
 }
 
@@ -68,6 +78,10 @@ const MAX_JOURNAL: u64 = 64 << 20;
 
 /// The embedded store.
 pub(crate) struct Embedded {
+    /// The directory, as the caller named it, for error messages.
+    path: PathBuf,
+    /// This process's claim on the directory, dropped after the database.
+    registered: Mutex<Option<dir::Registered>>,
     /// The database and its keyspaces, until `close`.
     open: Mutex<Option<(Database, Arc<Spaces>)>>,
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
@@ -80,27 +94,16 @@ impl Embedded {
     /// by an earlier process. `window` is how far ahead a newly pending
     /// timer wakes the watchers.
     pub(crate) fn open(path: &Path, clock: StoreClock, window: Millis) -> StoreResult<Embedded> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if !dir.is_dir() {
-                return Err(DurableError::Io(format!(
-                    "directory {} does not exist",
-                    dir.display()
-                )));
-            }
-        }
-        if path.exists() && !path.is_dir() {
-            return Err(DurableError::Corrupt(format!(
-                "{} is a file, not a store directory",
-                path.display()
-            )));
-        }
+        let registered = dir::claim(path)?;
+        let in_store = |e: DurableError| e.in_store(path);
         let db = Database::builder(path)
             .manual_journal_persist(true)
             .max_journaling_size(MAX_JOURNAL)
             .open()
-            .map_err(db_err)?;
-        let spaces = Arc::new(Spaces::open(&db)?);
-        let cursor = recover(&db, &spaces, clock.local_now())?;
+            .map_err(|e| in_store(db_err(e)))?;
+        check_ours(&db, path)?;
+        let spaces = Arc::new(Spaces::open(&db).map_err(in_store)?);
+        let cursor = recover(&db, &spaces, clock.local_now()).map_err(in_store)?;
         let (jobs, queue) = mpsc::channel();
         let wakers = Arc::new(Mutex::new(Vec::new()));
         let writer = Writer {
@@ -114,8 +117,12 @@ impl Embedded {
         let thread = std::thread::Builder::new()
             .name("wheel-durable-writer".into())
             .spawn(move || writer.run(queue))
-            .map_err(|e| DurableError::Io(e.to_string()))?;
+            .map_err(|e| {
+                DurableError::Io(ErrorDetail::new("cannot start the writer").with_source(e))
+            })?;
         Ok(Embedded {
+            path: path.to_path_buf(),
+            registered: Mutex::new(Some(registered)),
             open: Mutex::new(Some((db, spaces))),
             jobs: Mutex::new(Some(jobs)),
             writer: Mutex::new(Some(thread)),
@@ -124,7 +131,7 @@ impl Embedded {
     }
 
     fn call(&self, durable: bool, step: Step) -> StoreResult<Reply> {
-        call(&self.jobs, durable, step)
+        call(&self.jobs, durable, step).map_err(|e| e.in_store(&self.path))
     }
 
     fn bool(&self, durable: bool, step: Step) -> StoreResult<bool> {
@@ -155,13 +162,84 @@ impl Embedded {
     }
 }
 
+impl Embedded {
+    /// One timer, from a snapshot (the store's `get`).
+    fn read_timer(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
+        use fjall::Readable;
+        let (snap, spaces) = self.read()?;
+        let timers = spaces.get(Space::Timers);
+        if let Some(v) = snap.get(timers, key).map_err(db_err)? {
+            let r = Record::decode(&v).ok_or_else(|| tables::corrupt("timer"))?;
+            return Ok(Some(TimerInfo {
+                key: key.to_owned(),
+                due: system_time_of(r.due),
+                first_due: system_time_of(r.first_due),
+                attempts: r.attempts,
+                state: r.state,
+                payload: r.payload,
+            }));
+        }
+        let dead = spaces.get(Space::Dead);
+        let Some(v) = snap.get(dead, key).map_err(db_err)? else {
+            return Ok(None);
+        };
+        let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
+        Ok(Some(TimerInfo {
+            key: key.to_owned(),
+            due: system_time_of(d.due),
+            first_due: system_time_of(d.first_due),
+            attempts: d.attempts,
+            state: TimerState::Dead,
+            payload: d.payload,
+        }))
+    }
+
+    /// The oldest dead letters, from a snapshot (the store's `dead_letters`).
+    fn read_dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
+        use fjall::Readable;
+        let (snap, spaces) = self.read()?;
+        let order = spaces.get(Space::DeadOrder);
+        let dead = spaces.get(Space::Dead);
+        let mut out = Vec::new();
+        for (failed_at, key) in first_keys(&snap, order, limit)? {
+            let v = snap
+                .get(dead, key.as_str())
+                .map_err(db_err)?
+                .ok_or_else(|| tables::corrupt("dead order"))?;
+            let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
+            out.push(DeadLetter {
+                key,
+                payload: d.payload,
+                attempts: d.attempts,
+                reason: d.reason,
+                failed_at: system_time_of(failed_at),
+            });
+        }
+        Ok(out)
+    }
+}
+
 /// The keys and fences of a batch, owned for the writer thread.
 fn owned(batch: &[Fenced<'_>]) -> Vec<(String, u64)> {
     batch.iter().map(|f| (f.key.to_owned(), f.fence)).collect()
 }
 
 fn unexpected(r: Reply) -> DurableError {
-    DurableError::Store(format!("unexpected answer {r:?}"))
+    DurableError::Store(format!("unexpected answer {r:?}").into())
+}
+
+/// Refuses a fjall database that holds keyspaces but not ours: another
+/// program's database, which opening would write our keyspaces into.
+fn check_ours(db: &Database, path: &Path) -> StoreResult<()> {
+    if db.list_keyspace_names().is_empty() || db.keyspace_exists(tables::NAMES[0]) {
+        return Ok(());
+    }
+    let detail = ErrorDetail::new(format!(
+        "{} is not a wheel store: a fjall database without a `{}` keyspace",
+        path.display(),
+        tables::NAMES[0]
+    ));
+    Err(DurableError::Corrupt(detail.with_path(path)))
 }
 
 /// The recovery at open (durable): what the writer starts from.
@@ -203,31 +281,7 @@ impl Store for Embedded {
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
-        use fjall::Readable;
-        let (snap, spaces) = self.read()?;
-        let timers = spaces.get(Space::Timers);
-        if let Some(v) = snap.get(timers, key).map_err(db_err)? {
-            let r = Record::decode(&v).ok_or_else(|| tables::corrupt("timer"))?;
-            return Ok(Some(TimerInfo {
-                key: key.to_owned(),
-                due: system_time_of(r.due),
-                attempts: r.attempts,
-                state: r.state,
-                payload: r.payload,
-            }));
-        }
-        let dead = spaces.get(Space::Dead);
-        let Some(v) = snap.get(dead, key).map_err(db_err)? else {
-            return Ok(None);
-        };
-        let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
-        Ok(Some(TimerInfo {
-            key: key.to_owned(),
-            due: system_time_of(d.due),
-            attempts: d.attempts,
-            state: TimerState::Dead,
-            payload: d.payload,
-        }))
+        self.read_timer(key).map_err(|e| e.in_store(&self.path))
     }
 
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
@@ -285,26 +339,8 @@ impl Store for Embedded {
     }
 
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
-        use fjall::Readable;
-        let (snap, spaces) = self.read()?;
-        let order = spaces.get(Space::DeadOrder);
-        let dead = spaces.get(Space::Dead);
-        let mut out = Vec::new();
-        for (failed_at, key) in first_keys(&snap, order, limit)? {
-            let v = snap
-                .get(dead, key.as_str())
-                .map_err(db_err)?
-                .ok_or_else(|| tables::corrupt("dead order"))?;
-            let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
-            out.push(DeadLetter {
-                key,
-                payload: d.payload,
-                attempts: d.attempts,
-                reason: d.reason,
-                failed_at: system_time_of(failed_at),
-            });
-        }
-        Ok(out)
+        self.read_dead_letters(limit)
+            .map_err(|e| e.in_store(&self.path))
     }
 
     fn retry_dead(&self, key: &str, due: Due) -> StoreResult<bool> {
@@ -336,6 +372,8 @@ impl Store for Embedded {
         }
         lock(&self.wakers).clear();
         drop(lock(&self.open).take());
+        // Only now may this process open the directory again.
+        drop(lock(&self.registered).take());
         Ok(())
     }
 }
@@ -387,6 +425,30 @@ mod tests {
         assert!(matches!(open(&path), Err(DurableError::Locked(_))));
         first.close().unwrap();
         open(&path).unwrap().close().unwrap();
+    }
+
+    #[test]
+    fn another_program_s_fjall_database_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("theirs");
+        let db = Database::builder(&path).open().unwrap();
+        db.keyspace("photos", fjall::KeyspaceCreateOptions::default)
+            .unwrap();
+        drop(db);
+        let Err(e) = open(&path) else {
+            panic!("not ours")
+        };
+        assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
+        assert!(e.to_string().contains("not a wheel store"), "{e}");
+        let db = Database::builder(&path).open().unwrap();
+        assert!(
+            !db.keyspace_exists(tables::NAMES[0]),
+            "nothing of ours added"
+        );
+        // A fresh fjall database with no keyspace yet is taken.
+        let fresh = dir.path().join("fresh");
+        drop(Database::builder(&fresh).open().unwrap());
+        open(&fresh).unwrap().close().unwrap();
     }
 
     #[test]

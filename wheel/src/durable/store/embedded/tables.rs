@@ -34,7 +34,7 @@ const FENCE: &[u8] = b"fence";
 const MAX_EXPIRED_PER_CLAIM: usize = 10_000;
 
 pub(super) fn corrupt(what: &str) -> DurableError {
-    DurableError::Corrupt(format!("a {what} record does not parse"))
+    DurableError::Corrupt(format!("a {what} record does not parse").into())
 }
 
 /// The keyspaces, in the order of [`Space`].
@@ -53,7 +53,7 @@ pub(super) enum Space {
     Meta = 5,
 }
 
-const NAMES: [&str; 6] = ["timers", "due", "leases", "dead", "dead_order", "meta"];
+pub(super) const NAMES: [&str; 6] = ["timers", "due", "leases", "dead", "dead_order", "meta"];
 
 impl Spaces {
     /// Opens (or creates) every keyspace.
@@ -363,6 +363,7 @@ impl<'s> Tables<'s> {
         self.bury(key)?;
         let r = Record {
             due,
+            first_due: due,
             lease_until: 0,
             fence: 0,
             attempts: 0,
@@ -388,6 +389,7 @@ impl<'s> Tables<'s> {
             Some(mut r) if r.state != TimerState::Running => {
                 self.unindex(key, &r, false)?;
                 r.due = due;
+                r.first_due = due;
                 r.state = TimerState::Pending;
                 self.put(key, &r)?;
                 Ok(true)
@@ -414,6 +416,7 @@ impl<'s> Tables<'s> {
             batch.timers.push(Claimed {
                 key,
                 due,
+                first_due: r.first_due,
                 payload: r.payload,
                 attempts: r.attempts,
                 fence,
@@ -472,6 +475,7 @@ impl<'s> Tables<'s> {
         let d = DeadRecord {
             failed_at: self.now,
             due: r.due,
+            first_due: r.first_due,
             attempts: r.attempts,
             reason,
             payload: r.payload,

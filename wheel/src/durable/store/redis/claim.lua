@@ -1,6 +1,6 @@
 -- ARGV 4: window, 5: lease, 6: max, 7: max attempts, 8: expired leases per call.
 -- Returns {now, reclaimed, expired_dead, next_due, next_lease,
---          then key, due, attempts, fence, payload for each claimed timer}
+--          then key, due, first due, attempts, fence, payload for each claimed timer}
 -- (-1: none).
 local window, lease, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local max_attempts = tonumber(ARGV[7])
@@ -37,6 +37,7 @@ if max > 0 then
     put(key, x)
     out[#out + 1] = key
     out[#out + 1] = x.due
+    out[#out + 1] = x.first
     out[#out + 1] = x.attempts
     out[#out + 1] = x.fence
     out[#out + 1] = x.payload

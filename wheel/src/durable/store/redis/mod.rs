@@ -35,7 +35,7 @@ use super::{
     StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::{system_time_of, Backoff};
-use crate::durable::{DeadLetter, DurableError, TimerInfo, TimerState};
+use crate::durable::{DeadLetter, DurableError, ErrorDetail, TimerInfo, TimerState};
 use crate::sync::lock;
 
 /// Expired leases taken back by one claim at most.
@@ -119,7 +119,7 @@ fn transient(e: &RedisError) -> bool {
 }
 
 fn bad_reply(what: &str) -> DurableError {
-    DurableError::Store(format!("unexpected reply to {what}"))
+    DurableError::Store(format!("unexpected reply to {what}").into())
 }
 
 impl RedisStore {
@@ -181,17 +181,23 @@ impl RedisStore {
                     Err(e) => {
                         self.health.reached(); // it answered, with an error
                         lock(&self.pool).push(c);
-                        return Err(DurableError::Store(e.to_string()));
+                        let detail = ErrorDetail::new("the server answered with an error");
+                        return Err(DurableError::Store(detail.with_source(e)));
                     }
                 },
             };
             self.health.failed(&error);
             if !transient(&error) {
-                return Err(DurableError::Unavailable(error.to_string()));
+                let detail = ErrorDetail::new("cannot connect");
+                return Err(DurableError::Unavailable(detail.with_source(error)));
             }
             let wait = backoff.next();
             if Instant::now() + wait >= deadline {
-                return Err(DurableError::Unavailable(error.to_string()));
+                let detail = ErrorDetail::new(format!(
+                    "still failing after {:?}",
+                    self.options.unavailable_after
+                ));
+                return Err(DurableError::Unavailable(detail.with_source(error)));
             }
             std::thread::sleep(wait);
         }
@@ -289,15 +295,16 @@ fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
         expired_dead: u32::try_from(int(&head[2])?).ok()?,
         next_due: maybe_millis(&head[3])?,
         next_lease: maybe_millis(&head[4])?,
-        timers: Vec::with_capacity(rest.len() / 5),
+        timers: Vec::with_capacity(rest.len() / 6),
     };
-    for t in rest.chunks(5) {
-        let [key, due, attempts, fence, payload] = t else {
+    for t in rest.chunks(6) {
+        let [key, due, first_due, attempts, fence, payload] = t else {
             return None;
         };
         batch.timers.push(Claimed {
             key: String::from_utf8(bytes(key)?).ok()?,
             due: millis(due)?,
+            first_due: millis(first_due)?,
             attempts: u32::try_from(int(attempts)?).ok()?,
             fence: millis(fence)?,
             payload: bytes(payload)?,
@@ -338,10 +345,11 @@ impl Store for RedisStore {
         let reply: Vec<Value> = self.run(&self.scripts.get, |inv| {
             inv.arg(key);
         })?;
-        let info = |due, attempts, state, payload| {
+        let info = |(due, first_due), attempts, state, payload| {
             Some(Some(TimerInfo {
                 key: key.to_owned(),
                 due: system_time_of(due),
+                first_due: system_time_of(first_due),
                 attempts,
                 state,
                 payload,
@@ -351,10 +359,17 @@ impl Store for RedisStore {
             [kind] if int(kind) == Some(0) => Some(None),
             [kind, rec] if int(kind) == Some(1) => bytes(rec)
                 .and_then(|b| Record::decode(&b))
-                .and_then(|r| info(r.due, r.attempts, r.state, r.payload)),
+                .and_then(|r| info((r.due, r.first_due), r.attempts, r.state, r.payload)),
             [kind, rec] if int(kind) == Some(2) => bytes(rec)
                 .and_then(|b| DeadRecord::decode(&b))
-                .and_then(|d| info(d.due, d.attempts, TimerState::Dead, d.payload)),
+                .and_then(|d| {
+                    info(
+                        (d.due, d.first_due),
+                        d.attempts,
+                        TimerState::Dead,
+                        d.payload,
+                    )
+                }),
             _ => None,
         };
         parsed.ok_or_else(|| bad_reply("get"))
@@ -489,7 +504,9 @@ impl Store for RedisStore {
         let thread = std::thread::Builder::new()
             .name("wheel-durable-watch".into())
             .spawn(move || watcher.run())
-            .map_err(|e| DurableError::Io(e.to_string()))?;
+            .map_err(|e| {
+                DurableError::Io(ErrorDetail::new("cannot start the watcher").with_source(e))
+            })?;
         *lock(&self.watcher) = Some(thread);
         Ok(())
     }

@@ -4,8 +4,11 @@
 -- ARGV: 1 the clock ('' = the server's TIME, else ms set by a test),
 --       2 the notify window in ms, 3 the wake channel; then the script's own.
 -- A timer record: due, lease_until, fence (8 bytes each), attempts (4),
--- state (1), little-endian, then the payload. A dead letter: failed_at,
--- due (8 each), attempts, reason length (4 each), the reason, the payload.
+-- state (1), little-endian, then first_due (8) only when the state has its
+-- FIRST flag, then the payload. A dead letter: failed_at, due (8 each),
+-- attempts, reason length (4 each), then first_due (8) only when the length
+-- has its DEAD_FIRST flag, the reason, the payload. first_due is written
+-- only when it differs from due (see record.rs).
 --
 -- A script reads the records it needs with one HMGET per hash (`prefetch`),
 -- changes them in the tables below, and `flush` writes every change with
@@ -14,6 +17,7 @@
 local T, DUE, LEASE, DEAD, DEADQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local PENDING, CLAIMED, RUNNING = 0, 1, 2
 local MAX_MS = 9007199254740991 -- 2^53 - 1: exact in a double and a score
+local FIRST, DEAD_FIRST = 128, 2147483648 -- the flags: first_due follows
 local CHUNK = 4000 -- arguments per command at most (Lua's unpack has a limit)
 local NOW
 if ARGV[1] == '' then
@@ -32,16 +36,43 @@ end
 
 local function decode_timer(r)
   if not r then return false end
-  local due, lease, fence, attempts, state = struct.unpack('<I8I8I8I4B', r)
-  return { due = due, lease = lease, fence = fence, attempts = attempts,
-           state = state, payload = string.sub(r, 30) }
+  local due, lease, fence, attempts, state, at = struct.unpack('<I8I8I8I4B', r)
+  local first = due
+  if state >= FIRST then
+    state = state - FIRST
+    first, at = struct.unpack('<I8', r, at)
+  end
+  return { due = due, first = first, lease = lease, fence = fence, attempts = attempts,
+           state = state, payload = string.sub(r, at) }
 end
 
 local function decode_dead(r)
   if not r then return false end
-  local failed_at, due, attempts, len = struct.unpack('<I8I8I4I4', r)
-  return { failed_at = failed_at, due = due, attempts = attempts,
-           reason = string.sub(r, 25, 24 + len), payload = string.sub(r, 25 + len) }
+  local failed_at, due, attempts, len, at = struct.unpack('<I8I8I4I4', r)
+  local first = due
+  if len >= DEAD_FIRST then
+    len = len - DEAD_FIRST
+    first, at = struct.unpack('<I8', r, at)
+  end
+  return { failed_at = failed_at, due = due, first = first, attempts = attempts,
+           reason = string.sub(r, at, at + len - 1), payload = string.sub(r, at + len) }
+end
+
+-- A record's bytes; first_due only when it differs from due.
+local function encode_timer(x)
+  if x.first == x.due then
+    return struct.pack('<I8I8I8I4B', x.due, x.lease, x.fence, x.attempts, x.state) .. x.payload
+  end
+  return struct.pack('<I8I8I8I4BI8', x.due, x.lease, x.fence, x.attempts, x.state + FIRST, x.first)
+    .. x.payload
+end
+
+local function encode_dead(d)
+  if d.first == d.due then
+    return struct.pack('<I8I8I4I4', d.failed_at, d.due, d.attempts, #d.reason) .. d.reason .. d.payload
+  end
+  return struct.pack('<I8I8I4I4I8', d.failed_at, d.due, d.attempts, #d.reason + DEAD_FIRST, d.first)
+    .. d.reason .. d.payload
 end
 
 -- A cache of one hash: `val[key]` is the record as the script has made it
@@ -131,13 +162,14 @@ end
 
 local function make_dead(key, x, reason)
   unindex(key, x, true)
-  deads.val[key] = { failed_at = NOW, due = x.due, attempts = x.attempts,
+  deads.val[key] = { failed_at = NOW, due = x.due, first = x.first, attempts = x.attempts,
                      reason = reason, payload = x.payload }
   touch(deads, key)
 end
 
 local function pending(key, due, payload, attempts)
-  put(key, { due = due, lease = 0, fence = 0, attempts = attempts, state = PENDING, payload = payload })
+  put(key, { due = due, first = due, lease = 0, fence = 0, attempts = attempts, state = PENDING,
+             payload = payload })
 end
 
 local function due_of(kind, v)
@@ -158,7 +190,7 @@ local function flush_timers()
     local x, from = timers.val[k], timers.from[k]
     if x then
       hset[#hset + 1] = k
-      hset[#hset + 1] = struct.pack('<I8I8I8I4B', x.due, x.lease, x.fence, x.attempts, x.state) .. x.payload
+      hset[#hset + 1] = encode_timer(x)
       if x.state == PENDING then
         add_due[#add_due + 1] = x.due
         add_due[#add_due + 1] = k
@@ -190,7 +222,7 @@ local function flush_deads()
     local d = deads.val[k]
     if d then
       hset[#hset + 1] = k
-      hset[#hset + 1] = struct.pack('<I8I8I4I4', d.failed_at, d.due, d.attempts, #d.reason) .. d.reason .. d.payload
+      hset[#hset + 1] = encode_dead(d)
       add[#add + 1] = d.failed_at
       add[#add + 1] = k
     elseif deads.from[k] then

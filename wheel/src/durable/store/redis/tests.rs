@@ -67,3 +67,47 @@ fn a_restarted_server_is_reached_again_and_scripts_reload() {
     assert_eq!(info.payload, b"p");
     assert!(store.cancel("k").unwrap());
 }
+
+/// A timer record whose state byte says a first due time follows, without
+/// its eight bytes: the scripts refuse it, nothing is claimed from it.
+#[test]
+fn a_flagged_record_missing_its_first_due_time_is_an_error_not_a_timer() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let store = RedisStore::open(options(
+        server.url(),
+        StoreClock::Manual(Default::default()),
+    ))
+    .unwrap();
+    let mut record = vec![0u8; 29];
+    record[28] = 0x80; // pending, flagged
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    redis::cmd("HSET")
+        .arg("{diff}:t")
+        .arg("k")
+        .arg(record)
+        .exec(&mut conn)
+        .unwrap();
+    redis::cmd("ZADD")
+        .arg("{diff}:due")
+        .arg(0)
+        .arg("k")
+        .exec(&mut conn)
+        .unwrap();
+    let e = store.get("k").unwrap_err();
+    assert!(matches!(e, DurableError::Store(_)), "{e:?}");
+    let req = crate::durable::store::ClaimRequest {
+        window: 0,
+        lease: 1_000,
+        max: 10,
+        max_attempts: 3,
+    };
+    let e = store.claim(&req).unwrap_err();
+    assert!(matches!(e, DurableError::Store(_)), "{e:?}");
+    let source = std::error::Error::source(&e).expect("the script's error");
+    assert!(source.is::<redis::RedisError>(), "{source:?}");
+}
