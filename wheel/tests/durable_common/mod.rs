@@ -121,28 +121,32 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// The `durable_node` example, built on demand with the test's profile.
+/// The `durable_node` example, built (or brought up to date: a test run
+/// of one test file does not build the examples) once per test process,
+/// with the test's profile.
 pub fn node_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_node_binary).clone()
+}
+
+fn build_node_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap().to_owned();
-    let bin = profile_dir.join("examples").join("durable_node");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args([
-            "build",
-            "-p",
-            "wheel",
-            "--example",
-            "durable_node",
-            "--features",
-            "redis",
-        ]);
-        if profile_dir.ends_with("release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "building the durable_node example failed");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "-p",
+        "wheel",
+        "--example",
+        "durable_node",
+        "--features",
+        "redis",
+    ]);
+    if profile_dir.ends_with("release") {
+        cmd.arg("--release");
     }
-    bin
+    let status = cmd.status().expect("run cargo build");
+    assert!(status.success(), "building the durable_node example failed");
+    profile_dir.join("examples").join("durable_node")
 }
