@@ -122,7 +122,7 @@ impl fmt::Display for DurableError {
             DurableError::Unavailable(why) => write!(f, "the store is unavailable: {why}"),
             DurableError::Closed => f.write_str("the durable timers have been shut down"),
             DurableError::Locked(why) => write!(f, "the store is in use: {why}"),
-            DurableError::Corrupt(why) => write!(f, "the store is damaged: {why}"),
+            DurableError::Corrupt(why) => write!(f, "not a store of ours, or a damaged one: {why}"),
             DurableError::Io(why) => write!(f, "store I/O error: {why}"),
             DurableError::Config(why) => write!(f, "invalid configuration: {why}"),
             DurableError::Store(why) => write!(f, "store error: {why}"),
@@ -391,7 +391,7 @@ mod tests {
         let e = DurableError::Corrupt("a timer record does not parse".into()).in_store(dir);
         assert_eq!(
             e.to_string(),
-            "the store is damaged: a timer record does not parse in /srv/timers"
+            "not a store of ours, or a damaged one: a timer record does not parse in /srv/timers"
         );
         assert_eq!(DurableError::Closed.in_store(dir), DurableError::Closed);
         assert!(Error::source(&e).is_none());
