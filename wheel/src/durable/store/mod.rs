@@ -43,11 +43,13 @@ use std::sync::Arc;
 
 use super::time::system_now;
 pub(crate) use super::time::{later, Millis};
-use super::{DeadLetter, DurableError, TimerInfo};
+use super::{AddMode, DeadLetter, DurableError, Listing, TimerInfo};
 
 #[cfg(feature = "durable")]
 pub(crate) mod embedded;
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
+pub(crate) mod fuzz;
+#[cfg(any(test, fuzzing))]
 pub(crate) mod model;
 pub(crate) mod record;
 #[cfg(feature = "redis")]
@@ -201,6 +203,14 @@ pub(crate) struct Counts {
     pub(crate) next_due: Option<Millis>,
 }
 
+/// One timer of a listing, with its score: the due time, the lease end or
+/// the failure time, as the listing orders by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    pub(crate) score: Millis,
+    pub(crate) info: TimerInfo,
+}
+
 /// Called when timers became pending and due within the notify window, so
 /// that a node claims them without waiting for its next poll. The argument
 /// is the earliest such due time (store time), which lets a node that will
@@ -210,9 +220,10 @@ pub(crate) type Wake = Arc<dyn Fn(Millis) + Send + Sync>;
 /// The operations every store offers. Each is atomic in the store; see the
 /// module docs for the state machine.
 pub(crate) trait Store: Send + Sync + 'static {
-    /// Adds (or replaces, whatever their state) these timers; returns once
-    /// the store holds them durably.
-    fn add(&self, timers: &[NewTimer<'_>]) -> StoreResult<()>;
+    /// Adds these timers in order, replacing or keeping a timer with the
+    /// same key (whatever its state) as `mode` says; returns once the store
+    /// holds them durably. True for each timer added.
+    fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>>;
     /// Removes a timer. True iff it was pending or claimed (never started).
     fn cancel(&self, key: &str) -> StoreResult<bool>;
     /// Moves a pending or claimed timer to a new due time (pending again).
@@ -237,6 +248,14 @@ pub(crate) trait Store: Send + Sync + 'static {
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>>;
     /// Makes a dead letter pending again with no attempts counted.
     fn retry_dead(&self, key: &str, due: Due) -> StoreResult<bool>;
+    /// Up to `limit` timers of a listing, in its order (score, then key
+    /// bytes), strictly after the position `after` if given.
+    fn list(
+        &self,
+        which: Listing,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>>;
     /// The counts of timers in each state.
     fn counts(&self) -> StoreResult<Counts>;
     /// Calls `wake` (from any thread) whenever a timer becomes pending with

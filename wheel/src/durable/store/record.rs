@@ -9,7 +9,8 @@
 //! does not parse is reported as corruption, never trusted.
 
 use super::Millis;
-use crate::durable::TimerState;
+use crate::durable::time::system_time_of;
+use crate::durable::{TimerInfo, TimerState};
 
 /// A timer as a store holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +120,37 @@ impl DeadRecord {
             reason: String::from_utf8_lossy(reason).into_owned(),
             payload: b[DEAD_HEADER + len..].to_vec(),
         })
+    }
+}
+
+impl Record {
+    /// The timer as [`TimerInfo`] reports it: every store's `get` and
+    /// `list` build it here.
+    pub(crate) fn info(self, key: &str) -> TimerInfo {
+        TimerInfo {
+            key: key.to_owned(),
+            due: system_time_of(self.due),
+            attempts: self.attempts,
+            state: self.state,
+            payload: self.payload,
+            failed_at: None,
+            reason: None,
+        }
+    }
+}
+
+impl DeadRecord {
+    /// The dead letter as [`TimerInfo`] reports it, with its failure.
+    pub(crate) fn info(self, key: &str) -> TimerInfo {
+        TimerInfo {
+            key: key.to_owned(),
+            due: system_time_of(self.due),
+            attempts: self.attempts,
+            state: TimerState::Dead,
+            payload: self.payload,
+            failed_at: Some(system_time_of(self.failed_at)),
+            reason: Some(self.reason),
+        }
     }
 }
 

@@ -25,15 +25,15 @@ use std::thread::JoinHandle;
 
 use fjall::{Database, PersistMode};
 
-use self::tables::{first_keys, Cursor, Space, Spaces, Tables};
+use self::tables::{first_keys, keys_after, Cursor, Space, Spaces, Tables};
 use self::writer::{call, Job, Reply, Step, Writer};
 use super::record::{DeadRecord, Record};
 use super::{
-    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Millis, NewTimer, Start, Store,
+    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
     StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::system_time_of;
-use crate::durable::{DeadLetter, DurableError, TimerInfo, TimerState};
+use crate::durable::{AddMode, DeadLetter, DurableError, Listing, TimerInfo};
 use crate::sync::lock;
 
 /// Maps any fjall error to ours: a held directory, a damaged store, or I/O.
@@ -164,6 +164,28 @@ fn unexpected(r: Reply) -> DurableError {
     DurableError::Store(format!("unexpected answer {r:?}"))
 }
 
+/// One timer or dead letter as a reader sees it; `dead_only` skips the
+/// timers table (for the dead listing).
+fn info(
+    snap: &fjall::Snapshot,
+    spaces: &Spaces,
+    key: &str,
+    dead_only: bool,
+) -> StoreResult<Option<TimerInfo>> {
+    use fjall::Readable;
+    if !dead_only {
+        if let Some(v) = snap.get(spaces.get(Space::Timers), key).map_err(db_err)? {
+            let r = Record::decode(&v).ok_or_else(|| tables::corrupt("timer"))?;
+            return Ok(Some(r.info(key)));
+        }
+    }
+    let Some(v) = snap.get(spaces.get(Space::Dead), key).map_err(db_err)? else {
+        return Ok(None);
+    };
+    let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
+    Ok(Some(d.info(key)))
+}
+
 /// The recovery at open (durable): what the writer starts from.
 fn recover(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
     let mut tables = Tables::new(spaces, Cursor::scan(db, spaces)?, now, 0);
@@ -175,18 +197,17 @@ fn recover(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
 }
 
 impl Store for Embedded {
-    fn add(&self, timers: &[NewTimer<'_>]) -> StoreResult<()> {
+    fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>> {
         let owned: Vec<(String, Due, Vec<u8>)> = timers
             .iter()
             .map(|t| (t.key.to_owned(), t.due, t.payload.to_vec()))
             .collect();
-        let step: Step = Box::new(move |t| {
-            for (key, due, payload) in &owned {
-                t.add(key, due.resolve(t.now), payload)?;
-            }
-            Ok(Reply::Unit)
-        });
-        self.call(true, step).map(|_| ())
+        self.bools(true, move |t| {
+            owned
+                .iter()
+                .map(|(key, due, payload)| t.add_as(key, due.resolve(t.now), payload, mode))
+                .collect()
+        })
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
@@ -203,31 +224,8 @@ impl Store for Embedded {
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
-        use fjall::Readable;
         let (snap, spaces) = self.read()?;
-        let timers = spaces.get(Space::Timers);
-        if let Some(v) = snap.get(timers, key).map_err(db_err)? {
-            let r = Record::decode(&v).ok_or_else(|| tables::corrupt("timer"))?;
-            return Ok(Some(TimerInfo {
-                key: key.to_owned(),
-                due: system_time_of(r.due),
-                attempts: r.attempts,
-                state: r.state,
-                payload: r.payload,
-            }));
-        }
-        let dead = spaces.get(Space::Dead);
-        let Some(v) = snap.get(dead, key).map_err(db_err)? else {
-            return Ok(None);
-        };
-        let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
-        Ok(Some(TimerInfo {
-            key: key.to_owned(),
-            due: system_time_of(d.due),
-            attempts: d.attempts,
-            state: TimerState::Dead,
-            payload: d.payload,
-        }))
+        info(&snap, &spaces, key, false)
     }
 
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
@@ -315,6 +313,28 @@ impl Store for Embedded {
         )
     }
 
+    fn list(
+        &self,
+        which: Listing,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>> {
+        let (snap, spaces) = self.read()?;
+        let index = match which {
+            Listing::Pending => Space::Due,
+            Listing::Claimed => Space::Leases,
+            Listing::Dead => Space::DeadOrder,
+        };
+        let mut out = Vec::new();
+        for (score, key) in keys_after(&snap, spaces.get(index), after, limit)? {
+            // Same snapshot: an index entry always has its record.
+            let info = info(&snap, &spaces, &key, which == Listing::Dead)?
+                .ok_or_else(|| tables::corrupt("index"))?;
+            out.push(Listed { score, info });
+        }
+        Ok(out)
+    }
+
     fn counts(&self) -> StoreResult<Counts> {
         match self.call(false, Box::new(|t| t.counts().map(Reply::Counts)))? {
             Reply::Counts(c) => Ok(c),
@@ -362,7 +382,7 @@ mod tests {
                 payload: b"",
             })
             .collect();
-        store.add(&timers).unwrap();
+        store.add(&timers, AddMode::Replace).unwrap();
     }
 
     /// A claim of what is due now, up to `max` timers.
@@ -411,11 +431,14 @@ mod tests {
         assert_eq!(claimed, keys[..30]);
         // Due before everything fired so far: the claim still finds it.
         store
-            .add(&[NewTimer {
-                key: "early",
-                due: Due::At(5),
-                payload: b"",
-            }])
+            .add(
+                &[NewTimer {
+                    key: "early",
+                    due: Due::At(5),
+                    payload: b"",
+                }],
+                AddMode::Replace,
+            )
             .unwrap();
         let batch = store.claim(&req).unwrap();
         let got: Vec<&str> = batch.timers.iter().map(|c| c.key.as_str()).collect();
@@ -448,7 +471,7 @@ mod tests {
                     due: Due::At(1_000),
                     payload: b"",
                 };
-                store.add(&[early]).unwrap();
+                store.add(&[early], AddMode::Replace).unwrap();
             }
             let batch = store.claim(&req).unwrap();
             claimed.extend(batch.timers.iter().map(|c| c.key.clone()));

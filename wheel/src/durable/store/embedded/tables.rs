@@ -25,7 +25,7 @@ use crate::durable::store::{
     claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Finish,
     Millis, Start, StoreResult,
 };
-use crate::durable::{DurableError, TimerState};
+use crate::durable::{AddMode, DurableError, TimerState};
 
 /// The name of the fence counter in `meta`.
 const FENCE: &[u8] = b"fence";
@@ -102,7 +102,23 @@ pub(super) fn first_keys(
     index: &Keyspace,
     max: usize,
 ) -> StoreResult<Vec<(Millis, String)>> {
-    snap.iter(index)
+    keys_after(snap, index, None, max)
+}
+
+/// Up to `max` entries of an index keyspace strictly after the entry of
+/// `after` (its time and timer key), or from the start: a range scan from
+/// that index key, so it costs the same wherever it starts.
+pub(super) fn keys_after(
+    snap: &Snapshot,
+    index: &Keyspace,
+    after: Option<(Millis, &str)>,
+    max: usize,
+) -> StoreResult<Vec<(Millis, String)>> {
+    let from = match after {
+        Some((at, key)) => Bound::Excluded(index_key(at, key)),
+        None => Bound::Unbounded,
+    };
+    snap.range::<Vec<u8>, _>(index, (from, Bound::Unbounded))
         .take(max)
         .map(|entry| parse_index_key(&entry.key().map_err(db_err)?))
         .collect()
@@ -354,6 +370,23 @@ impl<'s> Tables<'s> {
         Ok(self
             .record(key)?
             .filter(|r| r.fence == fence && r.state == state))
+    }
+
+    /// Adds a timer as `mode` says; true if it did.
+    pub(super) fn add_as(
+        &mut self,
+        key: &str,
+        due: Millis,
+        payload: &[u8],
+        mode: AddMode,
+    ) -> StoreResult<bool> {
+        if mode == AddMode::IfAbsent
+            && (self.record(key)?.is_some() || self.read(Space::Dead, key.as_bytes())?.is_some())
+        {
+            return Ok(false);
+        }
+        self.add(key, due, payload)?;
+        Ok(true)
     }
 
     pub(super) fn add(&mut self, key: &str, due: Millis, payload: &[u8]) -> StoreResult<()> {
