@@ -191,7 +191,7 @@ impl DurableBench {
     pub fn new() -> DurableBench {
         let clock = Arc::new(AtomicU64::new(START));
         let manual = StoreClock::Manual(clock.clone());
-        let dir = tempfile::tempdir().expect("a temporary directory");
+        let dir = scratch_dir();
         let embedded = embedded::Embedded::open(&dir.path().join("store"), manual.clone(), 10)
             .expect("open the embedded store");
         #[allow(unused_mut)]
@@ -386,6 +386,22 @@ impl Default for DurableBench {
     fn default() -> Self {
         DurableBench::new()
     }
+}
+
+/// A fresh directory for the embedded store, in memory (`/dev/shm`) where
+/// there is one: every durable step fsyncs, which on a disk costs more
+/// than everything else a run does.
+fn scratch_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(dir) = tempfile::Builder::new()
+            .prefix("wheel-durable")
+            .tempdir_in(shm)
+        {
+            return dir;
+        }
+    }
+    tempfile::tempdir().expect("a temporary directory")
 }
 
 /// Runs up to [`MAX_DURABLE_OPS`] operations on a fresh bench, comparing
