@@ -417,3 +417,25 @@ pub fn run_durable_ops(ops: &[DurableOp]) {
     }
     bench.check_all();
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use arbitrary::Unstructured;
+
+    use super::*;
+
+    /// The committed seeds of the `durable_ops` target, replayed on every
+    /// store the tests can open (Redis too, when available).
+    #[test]
+    fn replay_seed_corpus_durable_ops() {
+        let seeds = crate::core::testing::seed_corpus("durable_ops");
+        assert!(!seeds.is_empty());
+        for data in seeds {
+            let ops: Vec<DurableOp> =
+                arbitrary::Arbitrary::arbitrary_take_rest(Unstructured::new(&data))
+                    .expect("a seed decodes");
+            assert!(!ops.is_empty());
+            run_durable_ops(&ops);
+        }
+    }
+}
