@@ -37,6 +37,14 @@
 //!   changes nothing for the others.
 //! - Time is the store's own clock (`now` inside the operation), never the
 //!   caller's: a node's clock cannot make a timer start early.
+//! - `add` in [`AddMode::IfAbsent`] looks for the key, in every state, and
+//!   adds in the same atomic operation, so of concurrent adds of one key
+//!   exactly one adds; a batch is applied in order, so a key that comes
+//!   twice is added by its first entry only.
+//! - A listing is an index read in its own order, (score, key bytes): the
+//!   due index for pending timers, the lease index for claimed and running
+//!   ones, the dead index by failure time. It resumes strictly after a
+//!   (score, key) position, found in O(log n), never at an offset.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -8,13 +8,14 @@
 //! tombstones until compaction; the index keys start with their time, so
 //! the tombstones of fired timers gather at the head of the due index, and
 //! the claim scan starts after them ([`tables::Cursor`]). Reads run on the
-//! caller's thread.
+//! caller's thread, each from one snapshot ([`read`]).
 //!
 //! The process holds the directory exclusively (fjall locks it), so a
 //! claim can only belong to this process: [`Embedded::open`] turns every
 //! claimed or running timer back into a pending one, which fires at once
 //! if overdue.
 
+mod read;
 mod tables;
 mod writer;
 
@@ -25,9 +26,10 @@ use std::thread::JoinHandle;
 
 use fjall::{Database, PersistMode};
 
-use self::tables::{first_keys, keys_after, Cursor, Space, Spaces, Tables};
+use self::read::first_keys;
+use self::tables::{Cursor, Space, Spaces, Tables};
 use self::writer::{call, Job, Reply, Step, Writer};
-use super::record::{DeadRecord, Record};
+use super::record::DeadRecord;
 use super::{
     ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
     StoreClock, StoreResult, Wake,
@@ -164,28 +166,6 @@ fn unexpected(r: Reply) -> DurableError {
     DurableError::Store(format!("unexpected answer {r:?}"))
 }
 
-/// One timer or dead letter as a reader sees it; `dead_only` skips the
-/// timers table (for the dead listing).
-fn info(
-    snap: &fjall::Snapshot,
-    spaces: &Spaces,
-    key: &str,
-    dead_only: bool,
-) -> StoreResult<Option<TimerInfo>> {
-    use fjall::Readable;
-    if !dead_only {
-        if let Some(v) = snap.get(spaces.get(Space::Timers), key).map_err(db_err)? {
-            let r = Record::decode(&v).ok_or_else(|| tables::corrupt("timer"))?;
-            return Ok(Some(r.info(key)));
-        }
-    }
-    let Some(v) = snap.get(spaces.get(Space::Dead), key).map_err(db_err)? else {
-        return Ok(None);
-    };
-    let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
-    Ok(Some(d.info(key)))
-}
-
 /// The recovery at open (durable): what the writer starts from.
 fn recover(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
     let mut tables = Tables::new(spaces, Cursor::scan(db, spaces)?, now, 0);
@@ -225,7 +205,7 @@ impl Store for Embedded {
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
         let (snap, spaces) = self.read()?;
-        info(&snap, &spaces, key, false)
+        read::info(&snap, &spaces, key, false)
     }
 
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
@@ -320,19 +300,7 @@ impl Store for Embedded {
         limit: usize,
     ) -> StoreResult<Vec<Listed>> {
         let (snap, spaces) = self.read()?;
-        let index = match which {
-            Listing::Pending => Space::Due,
-            Listing::Claimed => Space::Leases,
-            Listing::Dead => Space::DeadOrder,
-        };
-        let mut out = Vec::new();
-        for (score, key) in keys_after(&snap, spaces.get(index), after, limit)? {
-            // Same snapshot: an index entry always has its record.
-            let info = info(&snap, &spaces, &key, which == Listing::Dead)?
-                .ok_or_else(|| tables::corrupt("index"))?;
-            out.push(Listed { score, info });
-        }
-        Ok(out)
+        read::list(&snap, &spaces, which, after, limit)
     }
 
     fn counts(&self) -> StoreResult<Counts> {

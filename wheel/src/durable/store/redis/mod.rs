@@ -11,7 +11,8 @@
 //! `prelude.lua`), so it is atomic and reads the clock once, with `TIME`,
 //! on the server. Scripts are called by SHA (`EVALSHA`) and loaded again
 //! when the server answers `NOSCRIPT` (after a restart). Each touches only
-//! the keys of the timers it names and O(log n) entries of the sorted sets;
+//! the keys of the timers it names and O(log n) entries of the sorted sets
+//! (a listing page: O(log n) to find where it resumes, then its entries);
 //! nothing runs `KEYS` or `SCAN`.
 //!
 //! Connections come from a small pool. A call that fails because the
