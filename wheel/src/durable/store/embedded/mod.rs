@@ -450,4 +450,36 @@ mod tests {
         assert_eq!(claimed, want[..claimed.len()]);
         assert_eq!(claimed.len(), 301);
     }
+
+    /// Only a timer actually added wakes the watchers: an add if absent
+    /// that finds the key taken announces nothing.
+    #[test]
+    fn an_add_kept_out_by_an_existing_timer_wakes_nobody() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("store")).unwrap();
+        let woken = Arc::new(AtomicUsize::new(0));
+        let w = woken.clone();
+        store
+            .watch(Arc::new(move |_| {
+                w.fetch_add(1, Ordering::SeqCst);
+            }))
+            .unwrap();
+        let t = |payload: &'static [u8]| NewTimer {
+            key: "k",
+            due: Due::After(0),
+            payload,
+        };
+        // The writer wakes the watchers of a group before it runs the next
+        // one, so a later call's answer means the earlier wakes happened.
+        let added = |mode, payload| {
+            let a = store.add(&[t(payload)], mode).unwrap();
+            store.counts().unwrap();
+            (a, woken.load(Ordering::SeqCst))
+        };
+        assert_eq!(added(AddMode::IfAbsent, b"1"), (vec![true], 1));
+        assert_eq!(added(AddMode::IfAbsent, b"2"), (vec![false], 1));
+        assert_eq!(added(AddMode::Replace, b"3"), (vec![true], 2));
+        assert_eq!(store.get("k").unwrap().unwrap().payload, b"3");
+    }
 }
