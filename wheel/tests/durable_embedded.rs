@@ -3,6 +3,7 @@
 #![cfg(feature = "durable")]
 
 mod durable_common;
+mod durable_listing;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -499,6 +500,17 @@ fn a_retried_timer_keeps_its_first_due_time_while_its_due_time_grows() {
 }
 
 #[test]
+fn pages_of_10_000_timers_are_stable_while_timers_come_and_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .build()
+        .unwrap();
+    durable_listing::pages_are_stable_while_timers_come_and_go(&[&timers]);
+    timers.shutdown().unwrap();
+}
+
+#[test]
 fn get_reports_the_first_due_time_of_a_timer_waiting_to_retry() {
     let dir = tempfile::tempdir().unwrap();
     let timers = DurableTimers::builder()
@@ -523,5 +535,27 @@ fn get_reports_the_first_due_time_of_a_timer_waiting_to_retry() {
     assert!(timers.reschedule("k", later).unwrap());
     let info = timers.get("k").unwrap().unwrap();
     assert_eq!(info.first_due, info.due);
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn one_of_8_threads_adding_one_key_if_absent_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .build()
+        .unwrap();
+    durable_listing::one_of_racing_adds_if_absent_wins(&[Arc::new(timers)]);
+}
+
+#[test]
+fn dead_letters_are_listed_with_their_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let timers = DurableTimers::builder()
+        .embedded(path(&dir))
+        .handler(durable_listing::failing)
+        .build()
+        .unwrap();
+    durable_listing::dead_letters_are_listed_with_their_failure(&timers);
     timers.shutdown().unwrap();
 }

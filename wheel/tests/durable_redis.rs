@@ -5,6 +5,7 @@
 #![cfg(feature = "redis")]
 
 mod durable_common;
+mod durable_listing;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -454,4 +455,38 @@ fn stats_answers_at_once_through_a_redis_outage() {
         "the counts' age grows: {ages:?}"
     );
     timers.shutdown().unwrap();
+}
+
+/// Pages read alternately by two clients from the other's cursor token.
+#[test]
+fn pages_of_10_000_timers_are_stable_while_timers_come_and_go() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let a = node(&server.url(), "list").build().unwrap();
+    let b = node(&server.url(), "list").build().unwrap();
+    durable_listing::pages_are_stable_while_timers_come_and_go(&[&a, &b]);
+}
+
+#[test]
+fn one_of_8_clients_adding_one_key_if_absent_wins() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let clients: Vec<Arc<DurableTimers>> = (0..8)
+        .map(|_| Arc::new(node(&server.url(), "race").build().unwrap()))
+        .collect();
+    durable_listing::one_of_racing_adds_if_absent_wins(&clients);
+}
+
+#[test]
+fn dead_letters_are_listed_with_their_failure() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let timers = node(&server.url(), "dead")
+        .handler(durable_listing::failing)
+        .build()
+        .unwrap();
+    durable_listing::dead_letters_are_listed_with_their_failure(&timers);
 }

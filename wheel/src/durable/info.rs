@@ -59,6 +59,10 @@ pub struct TimerInfo {
     pub state: TimerState,
     /// The payload.
     pub payload: Vec<u8>,
+    /// When it gave up, by the store's clock: set for dead letters only.
+    pub failed_at: Option<SystemTime>,
+    /// Why it gave up: set for dead letters only.
+    pub reason: Option<String>,
 }
 
 /// A timer that gave up: its handler returned

@@ -14,6 +14,8 @@
 //! | [`Fired`], [`Outcome`] | what a handler gets and answers |
 //! | [`RetryPolicy`] | back-off and attempts for handlers that ask to retry |
 //! | [`TimerInfo`], [`TimerState`], [`DeadLetter`], [`DurableStats`] | what the store and the node report |
+//! | [`Listing`], [`Page`], [`Cursor`] | paging through pending, claimed and dead timers |
+//! | [`AddMode`] | replace a timer with the same key, or keep it |
 //! | [`DurableError`], [`ErrorDetail`] | every failure, typed, with its cause |
 //! | [`http`] (feature `http`) | callback timers: "call this URL at that time" |
 //!
@@ -54,6 +56,7 @@
 //! [`Scheduler`]: crate::Scheduler
 //! [fjall]: https://docs.rs/fjall
 
+mod add;
 mod builder;
 mod error;
 mod fired;
@@ -61,6 +64,7 @@ mod fired;
 pub mod http;
 mod info;
 mod lateness;
+mod listing;
 mod node;
 #[cfg(feature = "redis")]
 #[doc(hidden)]
@@ -71,10 +75,12 @@ pub(crate) mod store;
 mod time;
 mod timers;
 
+pub use self::add::AddMode;
 pub use self::builder::DurableTimersBuilder;
 pub use self::error::{DurableError, ErrorDetail};
 pub use self::fired::{Fired, Outcome};
 pub use self::info::{DeadLetter, DurableStats, TimerInfo, TimerState};
+pub use self::listing::{Cursor, Listing, Page, ParseCursorError};
 pub use self::retry::RetryPolicy;
 pub use self::timers::DurableTimers;
 

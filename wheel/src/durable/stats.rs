@@ -151,6 +151,7 @@ mod tests {
     use super::*;
     use crate::durable::store::model::Model;
     use crate::durable::store::{Due, NewTimer, StoreClock};
+    use crate::durable::AddMode;
 
     #[test]
     fn a_read_asked_for_sees_every_write_made_before_the_ask() {
@@ -163,7 +164,7 @@ mod tests {
                 due: Due::After(60_000),
                 payload: b"",
             };
-            store.add(&[timer]).unwrap();
+            store.add(&[timer], AddMode::Replace).unwrap();
             // A long wait: the read is fast, and the test checks freshness.
             let s = reader.snapshot(Duration::from_secs(30));
             assert!(s.available);

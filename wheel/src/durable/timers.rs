@@ -4,11 +4,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::add::add_bounded;
 use super::node::{Node, NodeConfig};
 use super::stats::{CountsReader, STATS_WAIT};
 use super::store::{Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
-use super::{check_input, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo};
+use super::{
+    check_input, AddMode, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo,
+};
 
 /// Durable timers: one node's handle on a store (`Send + Sync`; share it
 /// behind an `Arc`).
@@ -46,7 +49,7 @@ use super::{check_input, DeadLetter, DurableError, DurableStats, DurableTimersBu
 /// # Ok(()) }
 /// ```
 pub struct DurableTimers {
-    store: Arc<dyn Store>,
+    pub(super) store: Arc<dyn Store>,
     node: Option<Node>,
     max_payload: usize,
     /// Reads the store's counts for `stats` on its own thread.
@@ -114,9 +117,52 @@ impl DurableTimers {
     /// # Ok(()) }
     /// ```
     pub fn add(&self, key: &str, due: SystemTime, payload: &[u8]) -> Result<(), DurableError> {
+        self.add_one(key, due, payload, AddMode::Replace).map(drop)
+    }
+
+    /// Adds a timer due at `due` unless a timer with this key exists, in
+    /// any state (pending, claimed, running or a dead letter), which is
+    /// then left untouched. True if it added. The check and the add are
+    /// one atomic store operation: of concurrent calls for one key, from
+    /// any nodes, exactly one adds.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](Self::add).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// assert!(timers.add_if_absent("invoice:5", at, b"first")?);
+    /// assert!(!timers.add_if_absent("invoice:5", at, b"second")?);
+    /// assert_eq!(timers.get("invoice:5")?.unwrap().payload, b"first");
+    /// # Ok(()) }
+    /// ```
+    pub fn add_if_absent(
+        &self,
+        key: &str,
+        due: SystemTime,
+        payload: &[u8],
+    ) -> Result<bool, DurableError> {
+        self.add_one(key, due, payload, AddMode::IfAbsent)
+    }
+
+    fn add_one(
+        &self,
+        key: &str,
+        due: SystemTime,
+        payload: &[u8],
+        mode: AddMode,
+    ) -> Result<bool, DurableError> {
         check_input(key, payload, self.max_payload)?;
         let due = Due::At(millis_of(due)?);
-        self.store.add(&[NewTimer { key, due, payload }])
+        let added = self.store.add(&[NewTimer { key, due, payload }], mode)?;
+        Ok(added.first() == Some(&true))
     }
 
     /// Adds a timer due `delay` from now, measured on the store's clock.
@@ -143,7 +189,9 @@ impl DurableTimers {
     ) -> Result<(), DurableError> {
         check_input(key, payload, self.max_payload)?;
         let due = Due::After(millis_ceil(delay).ok_or(DurableError::InvalidTime)?);
-        self.store.add(&[NewTimer { key, due, payload }])
+        self.store
+            .add(&[NewTimer { key, due, payload }], AddMode::Replace)
+            .map(drop)
     }
 
     /// Adds a callback timer (or replaces the timer with this key): at
@@ -186,13 +234,50 @@ impl DurableTimers {
         self.add(key, due, &cb.to_payload()?)
     }
 
-    /// Adds (or replaces) many timers in one store call. Every input is
-    /// checked before anything is written; the embedded store commits them
-    /// in one transaction, Redis in one `MULTI` block.
+    /// Adds a callback timer like [`add_callback`](Self::add_callback),
+    /// unless a timer with this key exists, in any state; as
+    /// [`add_if_absent`](Self::add_if_absent), true if it added (feature
+    /// `http`).
     ///
     /// # Errors
     ///
-    /// As for [`add`](Self::add), for the first bad timer (nothing added).
+    /// As for [`add_callback`](Self::add_callback).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel::durable::http::{HttpCallback, Method};
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
+    /// assert!(timers.add_callback_if_absent("remind:9", at, &cb)?);
+    /// assert!(!timers.add_callback_if_absent("remind:9", at, &cb)?);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn add_callback_if_absent(
+        &self,
+        key: &str,
+        due: SystemTime,
+        cb: &super::http::HttpCallback,
+    ) -> Result<bool, DurableError> {
+        self.add_if_absent(key, due, &cb.to_payload()?)
+    }
+
+    /// Adds (or replaces) many timers, as [`add`](Self::add) each. Every
+    /// input is checked before anything is written. The batch is stored in
+    /// chunks of at most 1000 timers and 4 MiB of keys and payloads (a
+    /// larger timer goes alone), each chunk one atomic store operation (one
+    /// write batch of the embedded store, one Lua script on Redis); the
+    /// whole call is not atomic: if it fails, earlier chunks may be stored.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](Self::add), for the first bad timer (nothing added),
+    /// or the store's error.
     ///
     /// # Examples
     ///
@@ -207,13 +292,46 @@ impl DurableTimers {
     /// # Ok(()) }
     /// ```
     pub fn add_many(&self, timers: &[(&str, SystemTime, &[u8])]) -> Result<(), DurableError> {
+        self.add_many_with(timers, AddMode::Replace).map(drop)
+    }
+
+    /// Adds many timers as `mode` says, in order, chunked as
+    /// [`add_many`](Self::add_many) (each chunk atomic, the call not). One
+    /// answer per timer: true if it was added. With
+    /// [`AddMode::IfAbsent`], a key that comes twice is added once, by its
+    /// first entry.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_many`](Self::add_many).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel::durable::AddMode;
+    /// # fn main() -> Result<(), wheel::durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel::durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(60);
+    /// timers.add("a", at, b"old")?;
+    /// let batch = [("a", at, b"new".as_slice()), ("b", at, b"new".as_slice())];
+    /// assert_eq!(timers.add_many_with(&batch, AddMode::IfAbsent)?, [false, true]);
+    /// assert_eq!(timers.get("a")?.unwrap().payload, b"old");
+    /// # Ok(()) }
+    /// ```
+    pub fn add_many_with(
+        &self,
+        timers: &[(&str, SystemTime, &[u8])],
+        mode: AddMode,
+    ) -> Result<Vec<bool>, DurableError> {
         let mut batch = Vec::with_capacity(timers.len());
         for &(key, due, payload) in timers {
             check_input(key, payload, self.max_payload)?;
             let due = Due::At(millis_of(due)?);
             batch.push(NewTimer { key, due, payload });
         }
-        self.store.add(&batch)
+        add_bounded(self.store.as_ref(), &batch, mode)
     }
 
     /// Cancels a timer. True iff it was pending or claimed and had not

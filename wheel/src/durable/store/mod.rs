@@ -40,19 +40,29 @@
 //!   that passed move only `due`; a dead letter keeps both.
 //! - Time is the store's own clock (`now` inside the operation), never the
 //!   caller's: a node's clock cannot make a timer start early.
+//! - `add` in [`AddMode::IfAbsent`] looks for the key, in every state, and
+//!   adds in the same atomic operation, so of concurrent adds of one key
+//!   exactly one adds; a batch is applied in order, so a key that comes
+//!   twice is added by its first entry only.
+//! - A listing is an index read in its own order, (score, key bytes): the
+//!   due index for pending timers, the lease index for claimed and running
+//!   ones, the dead index by failure time. It resumes strictly after a
+//!   (score, key) position, found in O(log n), never at an offset.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::time::system_now;
 pub(crate) use super::time::{later, Millis};
-use super::{DeadLetter, DurableError, TimerInfo};
+use super::{AddMode, DeadLetter, DurableError, Listing, TimerInfo};
 
 #[cfg(feature = "durable")]
 pub(crate) mod embedded;
+#[cfg(any(test, fuzzing))]
+pub(crate) mod fuzz;
 #[cfg(feature = "redis")]
 pub(crate) mod health;
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 pub(crate) mod model;
 pub(crate) mod record;
 #[cfg(feature = "redis")]
@@ -208,6 +218,14 @@ pub(crate) struct Counts {
     pub(crate) next_due: Option<Millis>,
 }
 
+/// One timer of a listing, with its score: the due time, the lease end or
+/// the failure time, as the listing orders by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    pub(crate) score: Millis,
+    pub(crate) info: TimerInfo,
+}
+
 /// Called when timers became pending and due within the notify window, so
 /// that a node claims them without waiting for its next poll. The argument
 /// is the earliest such due time (store time), which lets a node that will
@@ -217,9 +235,10 @@ pub(crate) type Wake = Arc<dyn Fn(Millis) + Send + Sync>;
 /// The operations every store offers. Each is atomic in the store; see the
 /// module docs for the state machine.
 pub(crate) trait Store: Send + Sync + 'static {
-    /// Adds (or replaces, whatever their state) these timers; returns once
-    /// the store holds them durably.
-    fn add(&self, timers: &[NewTimer<'_>]) -> StoreResult<()>;
+    /// Adds these timers in order, replacing or keeping a timer with the
+    /// same key (whatever its state) as `mode` says; returns once the store
+    /// holds them durably. True for each timer added.
+    fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>>;
     /// Removes a timer. True iff it was pending or claimed (never started).
     fn cancel(&self, key: &str) -> StoreResult<bool>;
     /// Moves a pending or claimed timer to a new due time (pending again).
@@ -244,6 +263,14 @@ pub(crate) trait Store: Send + Sync + 'static {
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>>;
     /// Makes a dead letter pending again with no attempts counted.
     fn retry_dead(&self, key: &str, due: Due) -> StoreResult<bool>;
+    /// Up to `limit` timers of a listing, in its order (score, then key
+    /// bytes), strictly after the position `after` if given.
+    fn list(
+        &self,
+        which: Listing,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>>;
     /// The counts of timers in each state.
     fn counts(&self) -> StoreResult<Counts>;
     /// Calls `wake` (from any thread) whenever a timer becomes pending with

@@ -3,14 +3,16 @@
 //! differential tests to compare the real stores against.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::Mutex;
 
+use super::record::{DeadRecord, Record};
 use super::{
     claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Due,
-    Fenced, Finish, Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
+    Fenced, Finish, Listed, Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::system_time_of;
-use crate::durable::{DeadLetter, TimerInfo, TimerState};
+use crate::durable::{AddMode, DeadLetter, Listing, TimerInfo, TimerState};
 use crate::sync::lock;
 
 #[derive(Debug, Clone)]
@@ -120,6 +122,52 @@ impl State {
         }
     }
 
+    /// The timer or dead letter with this key, as `get` reports it (built
+    /// by the stores' own conversions, so that the model cannot drift).
+    fn info(&self, key: &str) -> Option<TimerInfo> {
+        if let Some(t) = self.timers.get(key) {
+            let r = Record {
+                due: t.due,
+                first_due: t.first_due,
+                lease_until: t.lease_until,
+                fence: t.fence,
+                attempts: t.attempts,
+                state: t.state,
+                payload: t.payload.clone(),
+            };
+            return Some(r.info(key));
+        }
+        self.dead.get(key).map(|d| {
+            let d = DeadRecord {
+                failed_at: d.failed_at,
+                due: d.due,
+                first_due: d.first_due,
+                attempts: d.attempts,
+                reason: d.reason.clone(),
+                payload: d.payload.clone(),
+            };
+            d.info(key)
+        })
+    }
+
+    /// Every key of a listing with its score, in the listing's order.
+    fn listing(&self, which: Listing) -> BTreeSet<(Millis, &str)> {
+        match which {
+            Listing::Pending => self.by_due(TimerState::Pending),
+            Listing::Claimed => self
+                .timers
+                .iter()
+                .filter(|(_, t)| t.state != TimerState::Pending)
+                .map(|(k, t)| (t.lease_until, k.as_str()))
+                .collect(),
+            Listing::Dead => self
+                .dead
+                .iter()
+                .map(|(k, d)| (d.failed_at, k.as_str()))
+                .collect(),
+        }
+    }
+
     fn by_due(&self, state: TimerState) -> BTreeSet<(Millis, &str)> {
         self.timers
             .iter()
@@ -130,13 +178,18 @@ impl State {
 }
 
 impl Store for Model {
-    fn add(&self, timers: &[NewTimer<'_>]) -> StoreResult<()> {
-        self.with(|s, now| {
-            for t in timers {
+    fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>> {
+        Ok(self.with(|s, now| {
+            let mut add = |t: &NewTimer<'_>| {
+                let taken = s.timers.contains_key(t.key) || s.dead.contains_key(t.key);
+                if mode == AddMode::IfAbsent && taken {
+                    return false;
+                }
                 s.pending(t.key, t.due.resolve(now), t.payload.to_vec(), 0);
-            }
-        });
-        Ok(())
+                true
+            };
+            timers.iter().map(&mut add).collect()
+        }))
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
@@ -164,26 +217,7 @@ impl Store for Model {
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
-        Ok(self.with(|s, _| {
-            if let Some(t) = s.timers.get(key) {
-                return Some(TimerInfo {
-                    key: key.to_owned(),
-                    due: system_time_of(t.due),
-                    first_due: system_time_of(t.first_due),
-                    attempts: t.attempts,
-                    state: t.state,
-                    payload: t.payload.clone(),
-                });
-            }
-            s.dead.get(key).map(|d| TimerInfo {
-                key: key.to_owned(),
-                due: system_time_of(d.due),
-                first_due: system_time_of(d.first_due),
-                attempts: d.attempts,
-                state: TimerState::Dead,
-                payload: d.payload.clone(),
-            })
-        }))
+        Ok(self.with(|s, _| s.info(key)))
     }
 
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
@@ -321,6 +355,28 @@ impl Store for Model {
                 true
             }
             None => false,
+        }))
+    }
+
+    fn list(
+        &self,
+        which: Listing,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>> {
+        Ok(self.with(|s, _| {
+            let all = s.listing(which);
+            let from = match after {
+                Some(pos) => Bound::Excluded(pos),
+                None => Bound::Unbounded,
+            };
+            all.range((from, Bound::Unbounded))
+                .take(limit)
+                .map(|&(score, key)| Listed {
+                    score,
+                    info: s.info(key).expect("a listed key has a timer"),
+                })
+                .collect()
         }))
     }
 

@@ -18,7 +18,8 @@
 //! trusted.
 
 use super::Millis;
-use crate::durable::TimerState;
+use crate::durable::time::system_time_of;
+use crate::durable::{TimerInfo, TimerState};
 
 /// A timer as a store holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,6 +170,39 @@ impl DeadRecord {
             reason: String::from_utf8_lossy(reason).into_owned(),
             payload: b[end..].to_vec(),
         })
+    }
+}
+
+impl Record {
+    /// The timer as [`TimerInfo`] reports it: every store's `get` and
+    /// `list` build it here.
+    pub(crate) fn info(self, key: &str) -> TimerInfo {
+        TimerInfo {
+            key: key.to_owned(),
+            due: system_time_of(self.due),
+            first_due: system_time_of(self.first_due),
+            attempts: self.attempts,
+            state: self.state,
+            payload: self.payload,
+            failed_at: None,
+            reason: None,
+        }
+    }
+}
+
+impl DeadRecord {
+    /// The dead letter as [`TimerInfo`] reports it, with its failure.
+    pub(crate) fn info(self, key: &str) -> TimerInfo {
+        TimerInfo {
+            key: key.to_owned(),
+            due: system_time_of(self.due),
+            first_due: system_time_of(self.first_due),
+            attempts: self.attempts,
+            state: TimerState::Dead,
+            payload: self.payload,
+            failed_at: Some(system_time_of(self.failed_at)),
+            reason: Some(self.reason),
+        }
     }
 }
 

@@ -1,276 +1,53 @@
 //! Differential tests: random sequences of store operations on a manual
-//! clock, run on every real store and on the [`Model`]; every answer must
-//! be the same.
-
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+//! clock, run on every real store and on the [`Model`](super::model::Model);
+//! every answer must be the same. The operations and the bench are the
+//! fuzz harness's ([`super::fuzz`]): these tests only generate them.
 
 use proptest::prelude::*;
 
-use super::model::Model;
-use super::*;
+use super::fuzz::{DurableBench, DurableOp as Op, KEYS};
 
-/// The store clock's reading when a sequence starts.
-const START: Millis = 1_700_000_000_000;
+/// A key index.
+fn key() -> impl Strategy<Value = u8> {
+    0..KEYS.len() as u8
+}
 
-const KEYS: [&str; 6] = ["a", "b", "order:17", "é", "k|x", "z"];
-
-#[derive(Debug, Clone)]
-enum Op {
-    Add {
-        key: usize,
-        at: i64,
-        after: bool,
-        payload: u8,
-    },
-    AddMany(Vec<(usize, i64)>),
-    Cancel(usize),
-    Reschedule {
-        key: usize,
-        at: i64,
-    },
-    Get(usize),
-    Claim {
-        window: u64,
-        lease: u64,
-        max: usize,
-        max_attempts: u32,
-    },
-    /// One batch of starts: (key, stale fence) each.
-    Start {
-        keys: Vec<(usize, bool)>,
-        lease: u64,
-    },
-    Renew {
-        keys: Vec<(usize, bool)>,
-        lease: u64,
-    },
-    /// One batch of outcomes: (key, stale fence, how, delay or reason).
-    Finish(Vec<(usize, bool, u8, u64)>),
-    Release(Vec<(usize, bool)>),
-    DeadLetters(usize),
-    RetryDead {
-        key: usize,
-        at: i64,
-    },
-    Counts,
-    Advance(u64),
+/// A due time, as an offset from now.
+fn at() -> impl Strategy<Value = i16> {
+    -50i16..200
 }
 
 /// A batch of 1 to 4 held timers (the same key may come twice), each with
 /// its last fence or, one time in five, a stale one.
-fn fenced() -> impl Strategy<Value = Vec<(usize, bool)>> {
-    prop::collection::vec((0..KEYS.len(), prop::bool::weighted(0.2)), 1..5)
+fn fenced() -> impl Strategy<Value = Vec<(u8, bool)>> {
+    prop::collection::vec((key(), prop::bool::weighted(0.2)), 1..5)
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let key = 0..KEYS.len();
-    let at = -50i64..200;
     prop_oneof![
-        4 => (key.clone(), at.clone(), any::<bool>(), any::<u8>())
-            .prop_map(|(key, at, after, payload)| Op::Add { key, at, after, payload }),
-        1 => prop::collection::vec((key.clone(), at.clone()), 0..4).prop_map(Op::AddMany),
-        2 => key.clone().prop_map(Op::Cancel),
-        2 => (key.clone(), at.clone()).prop_map(|(key, at)| Op::Reschedule { key, at }),
-        1 => key.clone().prop_map(Op::Get),
-        4 => (0u64..100, 1u64..100, 0usize..5, 1u32..4).prop_map(|(window, lease, max, max_attempts)| {
+        4 => (key(), at(), any::<bool>(), any::<u8>(), prop::bool::weighted(0.3))
+            .prop_map(|(key, at, after, payload, if_absent)| Op::Add { key, at, after, payload, if_absent }),
+        1 => (prop::collection::vec((key(), at()), 0..4), any::<bool>())
+            .prop_map(|(timers, if_absent)| Op::AddMany { timers, if_absent }),
+        2 => key().prop_map(Op::Cancel),
+        2 => (key(), at()).prop_map(|(key, at)| Op::Reschedule { key, at }),
+        1 => key().prop_map(Op::Get),
+        4 => (0u8..100, 1u8..100, 0u8..5, 1u8..4).prop_map(|(window, lease, max, max_attempts)| {
             Op::Claim { window, lease, max, max_attempts }
         }),
-        4 => (fenced(), 1u64..100).prop_map(|(keys, lease)| Op::Start { keys, lease }),
-        1 => (fenced(), 1u64..100).prop_map(|(keys, lease)| Op::Renew { keys, lease }),
-        4 => prop::collection::vec((key.clone(), prop::bool::weighted(0.2), 0u8..3, 0u64..50), 1..5)
+        4 => (fenced(), 1u8..100).prop_map(|(keys, lease)| Op::Start { keys, lease }),
+        1 => (fenced(), 1u8..100).prop_map(|(keys, lease)| Op::Renew { keys, lease }),
+        4 => prop::collection::vec((key(), prop::bool::weighted(0.2), 0u8..3, 0u8..50), 1..5)
             .prop_map(Op::Finish),
         1 => fenced().prop_map(Op::Release),
-        1 => (0usize..4).prop_map(Op::DeadLetters),
-        1 => (key.clone(), at.clone()).prop_map(|(key, at)| Op::RetryDead { key, at }),
+        1 => (0u8..4).prop_map(Op::DeadLetters),
+        1 => (key(), at()).prop_map(|(key, at)| Op::RetryDead { key, at }),
         1 => Just(Op::Counts),
-        3 => (0u64..60).prop_map(Op::Advance),
+        2 => (0u8..3, prop::option::of((-60i16..200, key())), 0u8..4)
+            .prop_map(|(which, after, limit)| Op::List { which, after, limit }),
+        1 => (0u8..3, 0u8..3).prop_map(|(which, page)| Op::ListAll { which, page }),
+        3 => (0u16..60).prop_map(Op::Advance),
     ]
-}
-
-/// Every answer a store gives, in one comparable form.
-#[derive(Debug, PartialEq, Eq)]
-enum Answer {
-    Unit,
-    Bool(bool),
-    Info(Option<TimerInfo>),
-    Claim(ClaimBatch),
-    Starts(Vec<Start>),
-    Bools(Vec<bool>),
-    Dead(Vec<DeadLetter>),
-    Counts(Counts),
-}
-
-/// The stores under test and the model, on one manual clock.
-struct Bench {
-    clock: Arc<AtomicU64>,
-    model: Model,
-    stores: Vec<(&'static str, Box<dyn Store>)>,
-    /// The last fence a claim handed out for each key (by the model).
-    fences: Vec<u64>,
-    _dir: tempfile::TempDir,
-    #[cfg(feature = "redis")]
-    _server: Option<crate::durable::redis_server::RedisServer>,
-}
-
-impl Bench {
-    fn new() -> Bench {
-        let clock = Arc::new(AtomicU64::new(START));
-        let manual = StoreClock::Manual(clock.clone());
-        let dir = tempfile::tempdir().unwrap();
-        let embedded = embedded::Embedded::open(&dir.path().join("store"), manual.clone(), 10)
-            .expect("open the embedded store");
-        #[allow(unused_mut)]
-        let mut stores: Vec<(&'static str, Box<dyn Store>)> =
-            vec![("embedded", Box::new(embedded))];
-        #[cfg(feature = "redis")]
-        let server =
-            super::redis::tests::store_for_differential(manual.clone()).map(|(server, store)| {
-                stores.push(("redis", store));
-                server
-            });
-        Bench {
-            clock,
-            model: Model::new(manual),
-            stores,
-            fences: vec![0; KEYS.len()],
-            _dir: dir,
-            #[cfg(feature = "redis")]
-            _server: server,
-        }
-    }
-
-    fn due(&self, at: i64) -> Due {
-        let now = self.clock.load(Ordering::SeqCst);
-        Due::At(now.saturating_add_signed(at))
-    }
-
-    fn fence(&self, key: usize, stale: bool) -> u64 {
-        self.fences[key].saturating_sub(u64::from(stale))
-    }
-
-    fn add(
-        &self,
-        store: &dyn Store,
-        key: usize,
-        at: i64,
-        after: bool,
-        payload: u8,
-    ) -> StoreResult<()> {
-        let due = if after {
-            Due::After(at.unsigned_abs())
-        } else {
-            self.due(at)
-        };
-        let payload = vec![payload; usize::from(payload % 5)];
-        store.add(&[NewTimer {
-            key: KEYS[key],
-            due,
-            payload: &payload,
-        }])
-    }
-
-    fn add_many(&self, store: &dyn Store, list: &[(usize, i64)]) -> StoreResult<()> {
-        let batch: Vec<NewTimer<'_>> = list
-            .iter()
-            .map(|(k, at)| NewTimer {
-                key: KEYS[*k],
-                due: self.due(*at),
-                payload: b"m",
-            })
-            .collect();
-        store.add(&batch)
-    }
-
-    /// The keys of a batch with the fences the test holds for them.
-    fn held(&self, keys: &[(usize, bool)]) -> Vec<Fenced<'static>> {
-        keys.iter()
-            .map(|(key, stale)| Fenced {
-                key: KEYS[*key],
-                fence: self.fence(*key, *stale),
-            })
-            .collect()
-    }
-
-    fn ask(&self, store: &dyn Store, op: &Op) -> StoreResult<Answer> {
-        Ok(match op {
-            Op::Add {
-                key,
-                at,
-                after,
-                payload,
-            } => {
-                self.add(store, *key, *at, *after, *payload)?;
-                Answer::Unit
-            }
-            Op::AddMany(list) => {
-                self.add_many(store, list)?;
-                Answer::Unit
-            }
-            Op::Cancel(k) => Answer::Bool(store.cancel(KEYS[*k])?),
-            Op::Reschedule { key, at } => {
-                Answer::Bool(store.reschedule(KEYS[*key], self.due(*at))?)
-            }
-            Op::Get(k) => Answer::Info(store.get(KEYS[*k])?),
-            Op::Claim {
-                window,
-                lease,
-                max,
-                max_attempts,
-            } => {
-                let req = ClaimRequest {
-                    window: *window,
-                    lease: *lease,
-                    max: *max,
-                    max_attempts: *max_attempts,
-                };
-                Answer::Claim(store.claim(&req)?)
-            }
-            Op::Start { keys, lease } => Answer::Starts(store.start(&self.held(keys), *lease)?),
-            Op::Renew { keys, lease } => Answer::Bools(store.renew(&self.held(keys), *lease)?),
-            Op::Finish(runs) => {
-                let runs: Vec<(Fenced<'_>, Finish)> = runs
-                    .iter()
-                    .map(|(key, stale, how, delay)| {
-                        let how = match how {
-                            0 => Finish::Done,
-                            1 => Finish::Retry { delay: *delay },
-                            _ => Finish::Dead {
-                                reason: format!("failed after {delay}"),
-                            },
-                        };
-                        (self.held(&[(*key, *stale)])[0], how)
-                    })
-                    .collect();
-                Answer::Bools(store.finish(&runs)?)
-            }
-            Op::Release(keys) => Answer::Bools(store.release(&self.held(keys))?),
-            Op::DeadLetters(limit) => Answer::Dead(store.dead_letters(*limit)?),
-            Op::RetryDead { key, at } => Answer::Bool(store.retry_dead(KEYS[*key], self.due(*at))?),
-            Op::Counts => Answer::Counts(store.counts()?),
-            Op::Advance(_) => Answer::Unit,
-        })
-    }
-
-    fn step(&mut self, op: &Op) {
-        if let Op::Advance(ms) = op {
-            self.clock.fetch_add(*ms, Ordering::SeqCst);
-            return;
-        }
-        let want = self.ask(&self.model, op).expect("the model never fails");
-        for (name, store) in &self.stores {
-            let got = self
-                .ask(store.as_ref(), op)
-                .unwrap_or_else(|e| panic!("{name}: {op:?}: {e}"));
-            assert_eq!(got, want, "{name} differs from the model on {op:?}");
-        }
-        if let Answer::Claim(batch) = &want {
-            for c in &batch.timers {
-                let k = KEYS.iter().position(|k| *k == c.key).unwrap();
-                self.fences[k] = c.fence;
-            }
-        }
-    }
 }
 
 proptest! {
@@ -278,36 +55,42 @@ proptest! {
 
     #[test]
     fn stores_agree_with_the_model(ops in prop::collection::vec(op(), 1..120)) {
-        let mut bench = Bench::new();
-        for op in &ops {
-            bench.step(op);
-        }
-        bench.step(&Op::Counts);
-        bench.step(&Op::DeadLetters(usize::MAX));
+        super::fuzz::run_durable_ops(&ops);
     }
 }
 
-fn add(key: usize, at: i64) -> Op {
+fn add(key: u8, at: i16) -> Op {
     Op::Add {
         key,
         at,
         after: false,
-        payload: (key as u8).wrapping_add(1),
+        payload: key.wrapping_add(1),
+        if_absent: false,
     }
 }
 
-fn start(key: usize, stale: bool, lease: u64) -> Op {
+fn add_if_absent(key: u8, at: i16, payload: u8) -> Op {
+    Op::Add {
+        key,
+        at,
+        after: false,
+        payload,
+        if_absent: true,
+    }
+}
+
+fn start(key: u8, stale: bool, lease: u8) -> Op {
     Op::Start {
         keys: vec![(key, stale)],
         lease,
     }
 }
 
-fn finish(key: usize, how: u8, delay: u64) -> Op {
+fn finish(key: u8, how: u8, delay: u8) -> Op {
     Op::Finish(vec![(key, false, how, delay)])
 }
 
-fn claim(max: usize) -> Op {
+fn claim(max: u8) -> Op {
     Op::Claim {
         window: 10,
         lease: 20,
@@ -317,10 +100,11 @@ fn claim(max: usize) -> Op {
 }
 
 fn walk(script: &[Op]) {
-    let mut bench = Bench::new();
+    let mut bench = DurableBench::new();
     for op in script {
         bench.step(op);
     }
+    bench.check_all();
 }
 
 /// Hand-written walks through every transition, so that a store that
@@ -335,6 +119,7 @@ fn claims_starts_and_outcomes_agree_with_the_model() {
             at: 5,
             after: true,
             payload: 2,
+            if_absent: false,
         },
         add(2, 500),
         claim(10),
@@ -427,11 +212,12 @@ fn a_batch_starts_only_the_timers_still_held_with_their_fence() {
 
 /// The timer's (first due, due) in the model, as offsets from [`START`];
 /// every store agreed with the model on the steps before.
-fn first_and_due(bench: &Bench, key: usize) -> (u64, u64) {
-    let info = bench.model.get(KEYS[key]).unwrap().expect("a timer");
+fn first_and_due(bench: &DurableBench, key: usize) -> (u64, u64) {
+    use super::Store;
+    let info = bench.model().get(KEYS[key]).unwrap().expect("a timer");
     let at = |t: std::time::SystemTime| {
         let ms = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
-        u64::try_from(ms).unwrap() - START
+        u64::try_from(ms).unwrap() - super::fuzz::START
     };
     (at(info.first_due), at(info.due))
 }
@@ -442,8 +228,8 @@ fn first_and_due(bench: &Bench, key: usize) -> (u64, u64) {
 #[test]
 fn the_first_due_time_survives_retries_and_only_the_user_moves_it() {
     use Op::*;
-    let mut bench = Bench::new();
-    let run = |bench: &mut Bench, ops: &[Op]| ops.iter().for_each(|op| bench.step(op));
+    let mut bench = DurableBench::new();
+    let run = |bench: &mut DurableBench, ops: &[Op]| ops.iter().for_each(|op| bench.step(op));
     run(
         &mut bench,
         &[add(0, 5), Advance(5), claim(1), start(0, false, 30)],
@@ -465,4 +251,66 @@ fn the_first_due_time_survives_retries_and_only_the_user_moves_it() {
     assert_eq!(first_and_due(&bench, 0), (24, 28));
     run(&mut bench, &[Reschedule { key: 0, at: 50 }, Get(0)]);
     assert_eq!(first_and_due(&bench, 0), (74, 74));
+}
+
+/// `IfAbsent` keeps a timer in every state (pending, claimed, running,
+/// dead) and adds once its key is free; `Replace` takes any of them over.
+#[test]
+fn adds_if_absent_keep_a_timer_in_every_state() {
+    use Op::*;
+    walk(&[
+        add_if_absent(0, 5, 1), // added
+        add_if_absent(0, 9, 2), // pending: kept
+        Get(0),
+        claim(10),
+        add_if_absent(0, 9, 3), // claimed: kept
+        Advance(5),
+        start(0, false, 30),
+        add_if_absent(0, 9, 4), // running: kept
+        finish(0, 2, 0),        // dead
+        add_if_absent(0, 9, 5), // dead: kept
+        Get(0),
+        AddMany {
+            timers: vec![(0, 1), (1, 1), (1, 2)], // 0 dead, 1 added once
+            if_absent: true,
+        },
+        Get(1),
+        Cancel(0),
+        add_if_absent(0, 9, 6), // free again: added
+        Get(0),
+        AddMany {
+            timers: vec![(0, 3), (0, 4)],
+            if_absent: false,
+        },
+        Get(0),
+    ]);
+}
+
+/// Listings of every state with many timers sharing a score, resumed from
+/// positions before, at and between them.
+#[test]
+fn listings_page_by_position_and_agree_with_the_model() {
+    use Op::*;
+    let mut script = vec![AddMany {
+        timers: (0..KEYS.len() as u8).map(|k| (k, 10)).collect(),
+        if_absent: false,
+    }];
+    script.extend([add(3, 5), claim(3), Advance(10)]);
+    script.extend((0..3).map(|k| start(k, false, 20)));
+    script.extend([finish(0, 2, 0), finish(1, 2, 0), finish(2, 2, 0)]);
+    for which in 0..3 {
+        for page in 0..3 {
+            script.push(ListAll { which, page });
+        }
+        for k in 0..KEYS.len() as u8 {
+            for at in [-20, 0, 10, 30] {
+                script.push(List {
+                    which,
+                    after: Some((at, k)),
+                    limit: 2,
+                });
+            }
+        }
+    }
+    walk(&script);
 }

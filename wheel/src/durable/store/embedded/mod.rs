@@ -8,7 +8,7 @@
 //! tombstones until compaction; the index keys start with their time, so
 //! the tombstones of fired timers gather at the head of the due index, and
 //! the claim scan starts after them ([`tables::Cursor`]). Reads run on the
-//! caller's thread.
+//! caller's thread, each from one snapshot ([`read`]).
 //!
 //! The process holds the directory exclusively (fjall locks it against
 //! other processes, [`dir`] against a second open in this one, and refuses
@@ -18,6 +18,7 @@
 //! if overdue.
 
 mod dir;
+mod read;
 mod tables;
 mod writer;
 
@@ -28,15 +29,16 @@ use std::thread::JoinHandle;
 
 use fjall::{Database, PersistMode};
 
-use self::tables::{first_keys, Cursor, Space, Spaces, Tables};
+use self::read::first_keys;
+use self::tables::{Cursor, Space, Spaces, Tables};
 use self::writer::{call, Job, Reply, Step, Writer};
-use super::record::{DeadRecord, Record};
+use super::record::DeadRecord;
 use super::{
-    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Millis, NewTimer, Start, Store,
+    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
     StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::system_time_of;
-use crate::durable::{DeadLetter, DurableError, ErrorDetail, TimerInfo, TimerState};
+use crate::durable::{AddMode, DeadLetter, DurableError, ErrorDetail, Listing, TimerInfo};
 use crate::sync::lock;
 
 /// Maps any fjall error to ours: a held directory, a damaged store, or
@@ -165,33 +167,8 @@ impl Embedded {
 impl Embedded {
     /// One timer, from a snapshot (the store's `get`).
     fn read_timer(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
-        use fjall::Readable;
         let (snap, spaces) = self.read()?;
-        let timers = spaces.get(Space::Timers);
-        if let Some(v) = snap.get(timers, key).map_err(db_err)? {
-            let r = Record::decode(&v).ok_or_else(|| tables::corrupt("timer"))?;
-            return Ok(Some(TimerInfo {
-                key: key.to_owned(),
-                due: system_time_of(r.due),
-                first_due: system_time_of(r.first_due),
-                attempts: r.attempts,
-                state: r.state,
-                payload: r.payload,
-            }));
-        }
-        let dead = spaces.get(Space::Dead);
-        let Some(v) = snap.get(dead, key).map_err(db_err)? else {
-            return Ok(None);
-        };
-        let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
-        Ok(Some(TimerInfo {
-            key: key.to_owned(),
-            due: system_time_of(d.due),
-            first_due: system_time_of(d.first_due),
-            attempts: d.attempts,
-            state: TimerState::Dead,
-            payload: d.payload,
-        }))
+        read::info(&snap, &spaces, key, false)
     }
 
     /// The oldest dead letters, from a snapshot (the store's `dead_letters`).
@@ -253,18 +230,17 @@ fn recover(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
 }
 
 impl Store for Embedded {
-    fn add(&self, timers: &[NewTimer<'_>]) -> StoreResult<()> {
+    fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>> {
         let owned: Vec<(String, Due, Vec<u8>)> = timers
             .iter()
             .map(|t| (t.key.to_owned(), t.due, t.payload.to_vec()))
             .collect();
-        let step: Step = Box::new(move |t| {
-            for (key, due, payload) in &owned {
-                t.add(key, due.resolve(t.now), payload)?;
-            }
-            Ok(Reply::Unit)
-        });
-        self.call(true, step).map(|_| ())
+        self.bools(true, move |t| {
+            owned
+                .iter()
+                .map(|(key, due, payload)| t.add_as(key, due.resolve(t.now), payload, mode))
+                .collect()
+        })
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
@@ -351,6 +327,16 @@ impl Store for Embedded {
         )
     }
 
+    fn list(
+        &self,
+        which: Listing,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>> {
+        let (snap, spaces) = self.read()?;
+        read::list(&snap, &spaces, which, after, limit).map_err(|e| e.in_store(&self.path))
+    }
+
     fn counts(&self) -> StoreResult<Counts> {
         match self.call(false, Box::new(|t| t.counts().map(Reply::Counts)))? {
             Reply::Counts(c) => Ok(c),
@@ -400,7 +386,7 @@ mod tests {
                 payload: b"",
             })
             .collect();
-        store.add(&timers).unwrap();
+        store.add(&timers, AddMode::Replace).unwrap();
     }
 
     /// A claim of what is due now, up to `max` timers.
@@ -473,11 +459,14 @@ mod tests {
         assert_eq!(claimed, keys[..30]);
         // Due before everything fired so far: the claim still finds it.
         store
-            .add(&[NewTimer {
-                key: "early",
-                due: Due::At(5),
-                payload: b"",
-            }])
+            .add(
+                &[NewTimer {
+                    key: "early",
+                    due: Due::At(5),
+                    payload: b"",
+                }],
+                AddMode::Replace,
+            )
             .unwrap();
         let batch = store.claim(&req).unwrap();
         let got: Vec<&str> = batch.timers.iter().map(|c| c.key.as_str()).collect();
@@ -510,7 +499,7 @@ mod tests {
                     due: Due::At(1_000),
                     payload: b"",
                 };
-                store.add(&[early]).unwrap();
+                store.add(&[early], AddMode::Replace).unwrap();
             }
             let batch = store.claim(&req).unwrap();
             claimed.extend(batch.timers.iter().map(|c| c.key.clone()));
@@ -520,5 +509,37 @@ mod tests {
         want.extend(keys[128..].iter().cloned());
         assert_eq!(claimed, want[..claimed.len()]);
         assert_eq!(claimed.len(), 301);
+    }
+
+    /// Only a timer actually added wakes the watchers: an add if absent
+    /// that finds the key taken announces nothing.
+    #[test]
+    fn an_add_kept_out_by_an_existing_timer_wakes_nobody() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("store")).unwrap();
+        let woken = Arc::new(AtomicUsize::new(0));
+        let w = woken.clone();
+        store
+            .watch(Arc::new(move |_| {
+                w.fetch_add(1, Ordering::SeqCst);
+            }))
+            .unwrap();
+        let t = |payload: &'static [u8]| NewTimer {
+            key: "k",
+            due: Due::After(0),
+            payload,
+        };
+        // The writer wakes the watchers of a group before it runs the next
+        // one, so a later call's answer means the earlier wakes happened.
+        let added = |mode, payload| {
+            let a = store.add(&[t(payload)], mode).unwrap();
+            store.counts().unwrap();
+            (a, woken.load(Ordering::SeqCst))
+        };
+        assert_eq!(added(AddMode::IfAbsent, b"1"), (vec![true], 1));
+        assert_eq!(added(AddMode::IfAbsent, b"2"), (vec![false], 1));
+        assert_eq!(added(AddMode::Replace, b"3"), (vec![true], 2));
+        assert_eq!(store.get("k").unwrap().unwrap().payload, b"3");
     }
 }

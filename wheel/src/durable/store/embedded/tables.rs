@@ -17,15 +17,16 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable, Snapshot};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable};
 
 use super::db_err;
+use super::read::first_keys;
 use crate::durable::store::record::{DeadRecord, Record};
 use crate::durable::store::{
     claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Finish,
     Millis, Start, StoreResult,
 };
-use crate::durable::{DurableError, TimerState};
+use crate::durable::{AddMode, DurableError, TimerState};
 
 /// The name of the fence counter in `meta`.
 const FENCE: &[u8] = b"fence";
@@ -80,7 +81,7 @@ impl Spaces {
 }
 
 /// The key of an index entry: `at` big-endian, then the timer's key.
-fn index_key(at: Millis, key: &str) -> Vec<u8> {
+pub(super) fn index_key(at: Millis, key: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + key.len());
     k.extend_from_slice(&at.to_be_bytes());
     k.extend_from_slice(key.as_bytes());
@@ -88,24 +89,11 @@ fn index_key(at: Millis, key: &str) -> Vec<u8> {
 }
 
 /// The time and the timer's key of an index entry.
-fn parse_index_key(k: &[u8]) -> StoreResult<(Millis, String)> {
+pub(super) fn parse_index_key(k: &[u8]) -> StoreResult<(Millis, String)> {
     let (at, key) = k.split_at_checked(8).ok_or_else(|| corrupt("index"))?;
     let at = u64::from_be_bytes(at.try_into().map_err(|_| corrupt("index"))?);
     let key = std::str::from_utf8(key).map_err(|_| corrupt("index"))?;
     Ok((at, key.to_owned()))
-}
-
-/// The first `max` entries of an index keyspace, in order: what a reader
-/// sees, without a group's overlay.
-pub(super) fn first_keys(
-    snap: &Snapshot,
-    index: &Keyspace,
-    max: usize,
-) -> StoreResult<Vec<(Millis, String)>> {
-    snap.iter(index)
-        .take(max)
-        .map(|entry| parse_index_key(&entry.key().map_err(db_err)?))
-        .collect()
 }
 
 /// What the writer keeps between groups: the counts of each index, and a
@@ -354,6 +342,23 @@ impl<'s> Tables<'s> {
         Ok(self
             .record(key)?
             .filter(|r| r.fence == fence && r.state == state))
+    }
+
+    /// Adds a timer as `mode` says; true if it did.
+    pub(super) fn add_as(
+        &mut self,
+        key: &str,
+        due: Millis,
+        payload: &[u8],
+        mode: AddMode,
+    ) -> StoreResult<bool> {
+        if mode == AddMode::IfAbsent
+            && (self.record(key)?.is_some() || self.read(Space::Dead, key.as_bytes())?.is_some())
+        {
+            return Ok(false);
+        }
+        self.add(key, due, payload)?;
+        Ok(true)
     }
 
     pub(super) fn add(&mut self, key: &str, due: Millis, payload: &[u8]) -> StoreResult<()> {

@@ -38,7 +38,6 @@ const MAX_BATCH: usize = 4_096;
 /// A step's answer.
 #[derive(Debug)]
 pub(super) enum Reply {
-    Unit,
     Bool(bool),
     Bools(Vec<bool>),
     Starts(Vec<Start>),

@@ -11,7 +11,8 @@
 //! `prelude.lua`), so it is atomic and reads the clock once, with `TIME`,
 //! on the server. Scripts are called by SHA (`EVALSHA`) and loaded again
 //! when the server answers `NOSCRIPT` (after a restart). Each touches only
-//! the keys of the timers it names and O(log n) entries of the sorted sets;
+//! the keys of the timers it names and O(log n) entries of the sorted sets
+//! (a listing page: O(log n) to find where it resumes, then its entries);
 //! nothing runs `KEYS` or `SCAN`.
 //!
 //! Connections come from a small pool. A call that fails because the
@@ -31,11 +32,13 @@ use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvo
 use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, Fenced, Finish, Millis, NewTimer, Start, Store,
-    StoreClock, StoreResult, Wake,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer,
+    Start, Store, StoreClock, StoreResult, Wake,
 };
 use crate::durable::time::{system_time_of, Backoff};
-use crate::durable::{DeadLetter, DurableError, ErrorDetail, TimerInfo, TimerState};
+use crate::durable::{
+    AddMode, DeadLetter, DurableError, ErrorDetail, Listing, TimerInfo, TimerState,
+};
 use crate::sync::lock;
 
 /// Expired leases taken back by one claim at most.
@@ -64,6 +67,7 @@ struct Scripts {
     dead_letters: Script,
     retry_dead: Script,
     counts: Script,
+    list: Script,
 }
 
 impl Scripts {
@@ -81,6 +85,7 @@ impl Scripts {
             dead_letters: script!("dead_letters.lua"),
             retry_dead: script!("retry_dead.lua"),
             counts: script!("counts.lua"),
+            list: script!("list.lua"),
         }
     }
 }
@@ -287,6 +292,28 @@ fn maybe_millis(v: &Value) -> Option<Option<Millis>> {
     int(v).map(|n| u64::try_from(n).ok())
 }
 
+/// A timer record (or a dead letter's, with `dead`) as a listing reports
+/// it: its score is the time its index orders it by.
+fn listed(key: &str, rec: &Value, dead: bool) -> Option<Listed> {
+    let rec = bytes(rec)?;
+    if dead {
+        let d = DeadRecord::decode(&rec)?;
+        return Some(Listed {
+            score: d.failed_at,
+            info: d.info(key),
+        });
+    }
+    let r = Record::decode(&rec)?;
+    let score = match r.state {
+        TimerState::Pending => r.due,
+        _ => r.lease_until,
+    };
+    Some(Listed {
+        score,
+        info: r.info(key),
+    })
+}
+
 fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
     let (head, rest) = reply.split_at_checked(5)?;
     let mut batch = ClaimBatch {
@@ -314,18 +341,21 @@ fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
 }
 
 impl Store for RedisStore {
-    fn add(&self, timers: &[NewTimer<'_>]) -> StoreResult<()> {
+    fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>> {
         if timers.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        self.run::<i64>(&self.scripts.add, |inv| {
+        self.flags(&self.scripts.add, timers.len(), |inv| {
+            inv.arg(match mode {
+                AddMode::Replace => "r",
+                AddMode::IfAbsent => "i",
+            });
             for t in timers {
                 inv.arg(t.key);
                 due_args(inv, t.due);
                 inv.arg(t.payload);
             }
         })
-        .map(|_| ())
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
@@ -345,31 +375,10 @@ impl Store for RedisStore {
         let reply: Vec<Value> = self.run(&self.scripts.get, |inv| {
             inv.arg(key);
         })?;
-        let info = |(due, first_due), attempts, state, payload| {
-            Some(Some(TimerInfo {
-                key: key.to_owned(),
-                due: system_time_of(due),
-                first_due: system_time_of(first_due),
-                attempts,
-                state,
-                payload,
-            }))
-        };
         let parsed = match reply.as_slice() {
             [kind] if int(kind) == Some(0) => Some(None),
-            [kind, rec] if int(kind) == Some(1) => bytes(rec)
-                .and_then(|b| Record::decode(&b))
-                .and_then(|r| info((r.due, r.first_due), r.attempts, r.state, r.payload)),
-            [kind, rec] if int(kind) == Some(2) => bytes(rec)
-                .and_then(|b| DeadRecord::decode(&b))
-                .and_then(|d| {
-                    info(
-                        (d.due, d.first_due),
-                        d.attempts,
-                        TimerState::Dead,
-                        d.payload,
-                    )
-                }),
+            [kind, rec] if int(kind) == Some(1) => listed(key, rec, false).map(|l| Some(l.info)),
+            [kind, rec] if int(kind) == Some(2) => listed(key, rec, true).map(|l| Some(l.info)),
             _ => None,
         };
         parsed.ok_or_else(|| bad_reply("get"))
@@ -476,6 +485,35 @@ impl Store for RedisStore {
             inv.arg(key);
             due_args(inv, due);
         })
+    }
+
+    fn list(
+        &self,
+        which: Listing,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>> {
+        let reply: Vec<Value> = self.run(&self.scripts.list, |inv| {
+            inv.arg(match which {
+                Listing::Pending => "d",
+                Listing::Claimed => "l",
+                Listing::Dead => "q",
+            });
+            match after {
+                Some((score, key)) => inv.arg(score).arg(key),
+                None => inv.arg("").arg(""),
+            };
+            inv.arg(limit);
+        })?;
+        let dead = which == Listing::Dead;
+        let parse = |pair: &[Value]| {
+            let key = String::from_utf8(bytes(pair.first()?)?).ok()?;
+            listed(&key, pair.get(1)?, dead)
+        };
+        reply
+            .chunks(2)
+            .map(|pair| parse(pair).ok_or_else(|| bad_reply("list")))
+            .collect()
     }
 
     fn counts(&self) -> StoreResult<Counts> {

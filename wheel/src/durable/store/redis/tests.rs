@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{Options, RedisStore};
 use crate::durable::redis_server::{RedisServer, ServerOptions};
 use crate::durable::store::{Due, NewTimer, Store, StoreClock};
-use crate::durable::DurableError;
+use crate::durable::{AddMode, DurableError};
 
 fn options(url: String, clock: StoreClock) -> Options {
     Options {
@@ -55,7 +55,7 @@ fn a_restarted_server_is_reached_again_and_scripts_reload() {
         due: Due::After(60_000),
         payload: b"p",
     };
-    store.add(&[t]).unwrap();
+    store.add(&[t], AddMode::Replace).unwrap();
     // AOF fsyncs every second: wait for the write to reach the file.
     std::thread::sleep(Duration::from_millis(1_200));
     server.restart().unwrap();
