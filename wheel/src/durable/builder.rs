@@ -317,8 +317,8 @@ impl DurableTimersBuilder {
     /// epoch) instead of its own; the Redis store passes it to its scripts
     /// instead of `TIME`. Every node and client of a namespace must share
     /// it, as they share a server's clock.
-    #[doc(hidden)]
-    pub fn manual_store_clock(mut self, ms: Arc<std::sync::atomic::AtomicU64>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn manual_store_clock(mut self, ms: Arc<std::sync::atomic::AtomicU64>) -> Self {
         self.clock = StoreClock::Manual(ms);
         self
     }

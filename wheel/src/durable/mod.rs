@@ -62,9 +62,6 @@ pub mod http;
 mod info;
 mod lateness;
 mod node;
-#[cfg(feature = "redis")]
-#[doc(hidden)]
-pub mod redis_server;
 mod retry;
 pub(crate) mod store;
 mod time;

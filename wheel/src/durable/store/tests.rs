@@ -110,7 +110,7 @@ struct Bench {
     fences: Vec<u64>,
     _dir: tempfile::TempDir,
     #[cfg(feature = "redis")]
-    _server: Option<crate::durable::redis_server::RedisServer>,
+    _server: Option<wheel_testkit::RedisServer>,
 }
 
 impl Bench {
