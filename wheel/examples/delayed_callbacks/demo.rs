@@ -1,4 +1,4 @@
-//! The example itself (built with the `http` and `redis` features).
+//! The example itself: the receiver, the node processes, the report.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
