@@ -178,11 +178,12 @@ pub(super) fn targets(f: &Figures, p: &DurableParams, redis: bool) -> Table {
              \"no (quick size)\" is not a miss at full size; the run without `--quick` judges them. ",
         );
     }
-    let mut t = Table::new(
-        "Durable timers: targets",
-        &intro,
-        &["target", "workload", "measured", "met"],
-    );
+    let title = if p.quick {
+        "Durable timers: targets, at the quick run's sizes"
+    } else {
+        "Durable timers: targets"
+    };
+    let mut t = Table::new(title, &intro, &["target", "workload", "measured", "met"]);
     fire_targets(&mut t, f, p);
     lateness_targets(&mut t, f, p);
     add_targets(&mut t, f, p);
@@ -449,6 +450,7 @@ mod tests {
         let mut p = DurableParams::quick();
         let t = targets(&f, &p, true);
         assert!(t.intro.starts_with("QUICK RUN"), "{}", t.intro);
+        assert!(t.title.contains("quick"), "{}", t.title);
         let at_1k = met(&t, "Redis, 3 nodes: p99 lateness <= 5 ms at 1K/s");
         assert_eq!(at_1k, Some(("4.00 ms".into(), "yes (quick size)".into())));
         let at_30k = met(&t, "Redis, 3 nodes: p99 lateness <= 10 ms").unwrap();
@@ -487,6 +489,7 @@ mod tests {
         p = DurableParams::full();
         let t = targets(&f, &p, true);
         assert!(!t.intro.contains("QUICK"), "{}", t.intro);
+        assert_eq!(t.title, "Durable timers: targets");
         assert_eq!(met(&t, "Redis fire/s, 3 nodes").unwrap().1, "yes");
         assert_eq!(met(&t, "Redis memory").unwrap().1, "no");
         assert_eq!(
