@@ -38,7 +38,7 @@
 //! - Time is the store's own clock (`now` inside the operation), never the
 //!   caller's: a node's clock cannot make a timer start early.
 
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -247,16 +247,16 @@ pub(crate) trait Store: Send + Sync + 'static {
     fn close(&self) -> StoreResult<()>;
 }
 
-/// The clock a store reads: the real one, or (in tests only) a hand-moved
-/// one for the differential and skewed-clock tests (the Redis store passes
-/// it into its scripts instead of reading `TIME`).
+/// The clock a store reads: the real one, or (in tests and fuzzing only) a
+/// hand-moved one for the differential and skewed-clock tests (the Redis
+/// store passes it into its scripts instead of reading `TIME`).
 #[derive(Debug, Clone, Default)]
 pub(crate) enum StoreClock {
     /// The system clock (the embedded store) or the server's `TIME`.
     #[default]
     Real,
     /// Milliseconds set by a test.
-    #[cfg(test)]
+    #[cfg(any(test, fuzzing))]
     Manual(Arc<AtomicU64>),
 }
 
@@ -265,7 +265,7 @@ impl StoreClock {
     pub(crate) fn manual(&self) -> Option<Millis> {
         match self {
             StoreClock::Real => None,
-            #[cfg(test)]
+            #[cfg(any(test, fuzzing))]
             StoreClock::Manual(ms) => Some(ms.load(Ordering::SeqCst)),
         }
     }
