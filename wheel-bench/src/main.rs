@@ -1,11 +1,14 @@
 //! `cargo run --release -p wheel-bench -- [OPTIONS]` (`--help` lists them).
 //!
 //! Runs our timers and their peers on the same seeded workloads, prints a table
-//! per workload and writes them (with the machine's facts) into
-//! `docs/benchmarks.md`, plus a chart `docs/benchmarks.svg`. See
-//! `docs/benchmarks.md` for what each workload does.
+//! per workload and, on a full run, writes them (with the machine's facts) into
+//! `docs/benchmarks.md`, plus the charts `docs/benchmarks.svg` and
+//! `docs/benchmarks-durable.svg`. A quick run (`--quick`) only prints unless
+//! `--write` is given, so that trying the command leaves the committed report
+//! alone. See `docs/benchmarks.md` for what each workload does.
 
-use clap::{Parser, ValueEnum};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use wheel_bench::report::{self, Meta, Table};
@@ -14,22 +17,30 @@ use wheel_bench::suite::{self, Progress, Results, Sections, Settings};
 /// The comparison of wheel's timers with the timer implementations a user
 /// would otherwise pick.
 ///
-/// Runs them all on the same seeded workloads, prints a table per workload and
-/// writes the tables, with the machine's facts, into a Markdown file, and a
-/// chart beside it.
+/// Runs them all on the same seeded workloads and prints a table per workload.
+/// The full run also writes the tables, with the machine's facts, into a
+/// Markdown file, and the charts beside it; a quick run writes only with
+/// `--write`.
 #[derive(Debug, Parser)]
 #[command(name = "wheel-bench")]
 struct Args {
-    /// Small sizes (about two minutes on 2 cores); without it, the full run (N
-    /// up to 10M; about fifteen minutes)
+    /// Small sizes (about two minutes on 2 cores), printed only (see --write);
+    /// without it, the full run (N up to 10M; about fifteen minutes), printed
+    /// and written
     #[arg(long)]
     quick: bool,
+    /// Write a quick run's results too, where a full run writes them (--out,
+    /// default docs/benchmarks.md and its charts), marked there as a quick
+    /// run, its targets table at quick sizes; a full run writes without it
+    #[arg(long, conflicts_with = "no_write")]
+    write: bool,
     /// Write the results into PATH.md (between generated-section markers,
-    /// keeping the rest of the file) and the chart beside it as PATH.svg
-    /// [default: docs/benchmarks.md of this workspace]
+    /// keeping the rest of the file) and the charts beside it as PATH.svg and
+    /// PATH-durable.svg [default: docs/benchmarks.md of this workspace]; a
+    /// quick run needs --write with it
     #[arg(long, value_name = "PATH.md")]
     out: Option<PathBuf>,
-    /// Print only
+    /// Print only (a full run; a quick run prints only unless --write)
     #[arg(long)]
     no_write: bool,
     /// Run only these sections (comma-separated); memory runs whenever single
@@ -107,8 +118,33 @@ fn default_out() -> PathBuf {
         .join("benchmarks.md")
 }
 
+/// Whether the run writes its results: a full run unless `--no-write`, a
+/// quick one only with `--write`.
+fn writes(args: &Args) -> bool {
+    if args.quick {
+        args.write
+    } else {
+        !args.no_write
+    }
+}
+
+/// Rejects `--out` on a quick run without `--write`: it would write nothing,
+/// and silently printing only would look like a lost report.
+fn check(args: &Args) -> Result<(), clap::Error> {
+    if args.quick && args.out.is_some() && !args.write && !args.no_write {
+        return Err(Args::command().error(
+            ErrorKind::MissingRequiredArgument,
+            "--out on a quick run writes only with --write (add --write, or drop --out)",
+        ));
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Err(e) = check(&args) {
+        e.exit();
+    }
     if let Some(spec) = &args.durable_node {
         return match wheel_bench::durable::node::run(spec) {
             Ok(()) => ExitCode::SUCCESS,
@@ -148,7 +184,7 @@ fn layouts(args: &Args, mut meta: Meta, progress: &Progress) -> Result<(), Strin
     let table = suite::run_layouts(n, runs, steps, progress);
     meta.elapsed_s = progress.elapsed().as_secs_f64();
     println!("{}", table.to_text());
-    if args.no_write {
+    if !writes(args) {
         return Ok(());
     }
     let section = format!(
@@ -186,8 +222,10 @@ fn comparison(args: &Args, mut meta: Meta, progress: &Progress) -> Result<(), St
     for t in &results.tables {
         println!("{}", t.to_text());
     }
-    if !args.no_write {
+    if writes(args) {
         write_results(&out_path(args), &meta, &settings, &results)?;
+    } else if args.quick {
+        eprintln!("quick run: printed only (add --write to write the report and charts)");
     }
     ours_passed(&results.tables)
 }
@@ -277,8 +315,9 @@ fn write_results(
         svg.file_name().map(|f| f.to_string_lossy().into_owned())
     };
     let note = if settings.quick {
-        "Quick run (`--quick`): small sizes, few runs, noisy. The full sizes come from the \
-         same command without `--quick`."
+        "Quick run (`--quick --write`): small sizes, few runs, noisy; the durable targets \
+         are judged at quick sizes. The full sizes come from the same command without \
+         `--quick`."
     } else {
         ""
     };
@@ -320,8 +359,6 @@ fn write_section(out: &Path, name: &str, section: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::error::ErrorKind;
-    use clap::CommandFactory;
 
     fn parse(args: &[&str]) -> Result<Args, clap::Error> {
         Args::try_parse_from(std::iter::once("wheel-bench").chain(args.iter().copied()))
@@ -336,7 +373,7 @@ mod tests {
     fn no_flags_is_the_full_run_written_to_docs() {
         let args = parse(&[]).unwrap();
         let s = settings(&args);
-        assert!(!s.quick && !args.no_write && !args.layouts);
+        assert!(!s.quick && writes(&args) && !args.layouts);
         assert_eq!(s.sizes, Settings::full().sizes);
         assert_eq!(out_path(&args), default_out());
         assert!(out_path(&args).ends_with("docs/benchmarks.md"));
@@ -354,16 +391,37 @@ mod tests {
             "7",
             "--out",
             "x/y.md",
-            "--no-write",
+            "--write",
         ])
         .unwrap();
         let s = settings(&args);
-        assert!(s.quick && args.no_write);
+        assert!(s.quick && writes(&args));
         let sec = s.sections;
         assert!(sec.single && sec.delay_queue && !sec.memory && !sec.threaded);
         assert_eq!(s.sizes, vec![1_000, 20_000]);
         assert_eq!((s.runs, s.runs_large, s.dq_runs), (7, 7, 7));
         assert_eq!(out_path(&args), PathBuf::from("x/y.md"));
+    }
+
+    #[test]
+    fn a_quick_run_writes_only_when_asked() {
+        let quick = parse(&["--quick"]).unwrap();
+        assert!(!writes(&quick));
+        assert!(check(&quick).is_ok());
+        let written = parse(&["--quick", "--write"]).unwrap();
+        assert!(writes(&written));
+        assert_eq!(out_path(&written), default_out());
+        let layouts = parse(&["--layouts", "--quick"]).unwrap();
+        assert!(!writes(&layouts));
+        // The full run writes unless told not to; `--write` changes nothing.
+        assert!(!writes(&parse(&["--no-write"]).unwrap()));
+        assert!(writes(&parse(&["--write"]).unwrap()));
+        // `--out` on a quick run without `--write` would write nothing.
+        let lone_out = parse(&["--quick", "--out", "x/y.md"]).unwrap();
+        let err = check(&lone_out).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+        assert!(check(&parse(&["--quick", "--out", "x/y.md", "--no-write"]).unwrap()).is_ok());
+        assert!(check(&parse(&["--out", "x/y.md"]).unwrap()).is_ok());
     }
 
     #[test]
@@ -379,6 +437,10 @@ mod tests {
             ErrorKind::ArgumentConflict
         );
         assert!(parse(&["--layouts", "--quick", "--no-write"]).is_ok());
+        assert_eq!(
+            kind(&["--write", "--no-write"]),
+            ErrorKind::ArgumentConflict
+        );
         assert_eq!(
             kind(&["--durable-node", "x", "--quick"]),
             ErrorKind::ArgumentConflict

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
-use wheel::durable::redis_server::{RedisServer, ServerOptions};
 use wheel_bench::durable::kill::{self, KillParams};
 use wheel_bench::durable::node::{Event, Kind, NodeProcess, NodeSpec};
+use wheel_testkit::{RedisServer, ServerOptions};
 
 fn exe() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_wheel-bench"))

@@ -4,7 +4,7 @@
 //! A publisher thread blocks on `take()`; the simulated day is driven by a
 //! `ManualClock`, so the whole day runs in milliseconds.
 //!
-//! Run: `cargo run --example delayed_publish`
+//! Run: `cargo run --release -p wheel --example delayed_publish`
 
 use std::collections::HashMap;
 use std::sync::mpsc;

@@ -13,6 +13,14 @@
 //! shuts down cleanly. `--add N` adds timers `k0`..`k{N-1}` due M ms from
 //! now (default 1000), one `add` each, printing `acked KEY` after each
 //! returns, then exits.
+//!
+//! ```text
+//! cargo run --release -p wheel --features redis --example durable_node -- --embedded /tmp/timers --fire
+//! ```
+//!
+//! The durable tier's log events go to stderr at the level `RUST_LOG`
+//! names (`info` by default): stdout carries only the lines above, which
+//! the tests read.
 
 use std::io::{BufRead, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -64,7 +72,19 @@ fn unix_ms(t: SystemTime) -> u128 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis())
 }
 
+/// Prints the durable tier's `tracing` events on stderr, so that stdout
+/// stays the line protocol the tests parse.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 fn main() {
+    init_logging();
     let (builder, mode) = match parse() {
         Ok(x) => x,
         Err(e) => {

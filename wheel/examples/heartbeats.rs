@@ -6,7 +6,7 @@
 //! Time is a `ManualClock` stepped one second at a time, so "exactly" is
 //! checkable; the run prints the process's CPU time and memory.
 //!
-//! Run: `cargo run --release --example heartbeats`
+//! Run: `cargo run --release -p wheel --example heartbeats`
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! order ends with exactly one outcome, and no automatic rating happens
 //! before the 48 hours are up.
 //!
-//! Run: `cargo run --example order_autorate`
+//! Run: `cargo run --release -p wheel --example order_autorate`
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

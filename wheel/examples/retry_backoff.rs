@@ -6,7 +6,7 @@
 //! (`enable_time` is not called): every delay comes from the `wheel`
 //! scheduler, which works on any executor.
 //!
-//! Run: `cargo run --example retry_backoff`
+//! Run: `cargo run --release -p wheel --example retry_backoff`
 
 use std::time::{Duration, Instant};
 

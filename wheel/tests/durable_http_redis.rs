@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime};
 
 use durable_http_common::{eventually, Receiver, Reply};
 use wheel::durable::http::{HttpCallback, HttpConfig, Method};
-use wheel::durable::redis_server::{RedisServer, ServerOptions};
 use wheel::durable::{DurableTimers, RetryPolicy};
+use wheel_testkit::{RedisServer, ServerOptions};
 
 const SECRET: &[u8] = b"whsec_three_nodes";
 

@@ -13,8 +13,8 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use durable_common::{eventually, node_binary, Recorder};
-use wheel::durable::redis_server::{RedisServer, ServerOptions};
 use wheel::durable::{DurableError, DurableTimers, Outcome};
+use wheel_testkit::{RedisServer, ServerOptions};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

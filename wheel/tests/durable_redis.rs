@@ -1,22 +1,23 @@
 //! Durable timers on Redis with several nodes in one process: exactly once
-//! without faults, cancel and reschedule across nodes, a Redis restart, a
-//! skewed server clock, long handlers. Each test starts its own
-//! `redis-server` (see `wheel::durable::redis_server`).
+//! without faults, cancel and reschedule across nodes, a Redis restart,
+//! long handlers. A skewed store clock is tested inside the crate
+//! (`durable::store::redis::tests`), where the store's clock can be set.
+//! Each test starts its own `redis-server` (see
+//! `wheel_testkit::RedisServer`).
 #![cfg(feature = "redis")]
 
 mod durable_common;
 mod durable_listing;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use durable_common::{assert_none_early, eventually, Recorder};
-use wheel::durable::redis_server::{RedisServer, ServerOptions};
 use wheel::durable::{
     DurableError, DurableStats, DurableTimers, DurableTimersBuilder, Outcome, TimerState,
 };
+use wheel_testkit::{RedisServer, ServerOptions};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -231,102 +232,6 @@ fn nodes_reconnect_after_a_redis_restart_and_nothing_acked_is_lost() {
     eprintln!("runs repeated across the restart: {dup}");
     assert_none_early(&rec.runs());
     for n in nodes {
-        n.shutdown().unwrap();
-    }
-}
-
-/// A store clock 2 s ahead of this machine's, then 2 s behind it, in a
-/// thread that keeps it moving; all nodes and clients read it (as they
-/// read a server's `TIME`), the nodes' own clocks stay the machine's.
-struct SkewedClock {
-    ms: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
-}
-
-impl SkewedClock {
-    fn new(offset_ms: i64) -> SkewedClock {
-        let ms = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let read = move || unix_ms(SystemTime::now()).saturating_add_signed(offset_ms);
-        ms.store(read(), Ordering::SeqCst);
-        let (m, s) = (ms.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::SeqCst) {
-                m.store(read(), Ordering::SeqCst);
-                std::thread::sleep(Duration::from_micros(200));
-            }
-        });
-        SkewedClock {
-            ms,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for SkewedClock {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
-    }
-}
-
-/// The store's clock is ahead of (or behind) the nodes' by 2 s: due times
-/// and delays are read on the store's clock, so nothing starts before its
-/// due time by that clock, whatever the nodes' clocks say.
-#[test]
-fn a_store_clock_off_by_two_seconds_decides_and_nothing_starts_early_by_it() {
-    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
-        return;
-    };
-    for offset in [2_000i64, -2_000] {
-        let clock = SkewedClock::new(offset);
-        let ns = format!("skew{offset}");
-        let rec = Recorder::new();
-        let n = node(&server.url(), &ns)
-            .manual_store_clock(clock.ms.clone())
-            .handler(rec.handler(0, |_| Outcome::Done))
-            .build()
-            .unwrap();
-        let added = SystemTime::now();
-        // Due 1 s after the machine's now: by the store's clock 3 s ahead,
-        // or already 1 s ago.
-        n.add("absolute", added + ms(1_000), b"").unwrap();
-        // 500 ms after the store's now, whatever the machine's clock says.
-        n.add_after("relative", ms(500), b"").unwrap();
-        let runs = rec.wait_for(2);
-        for r in &runs {
-            let by_store = unix_ms(r.at).saturating_add_signed(offset);
-            assert!(
-                by_store >= unix_ms(r.due),
-                "{} started early by the store's clock",
-                r.key
-            );
-        }
-        let rel = runs.iter().find(|r| r.key == "relative").unwrap();
-        assert!(
-            rel.at.duration_since(added).unwrap() >= ms(500),
-            "the delay ran on a node clock"
-        );
-        let abs = runs.iter().find(|r| r.key == "absolute").unwrap();
-        if offset > 0 {
-            assert!(
-                abs.at.duration_since(added).unwrap() < ms(1_000),
-                "store time decides"
-            );
-        } else {
-            assert!(
-                abs.at.duration_since(added).unwrap() >= ms(3_000),
-                "store time decides"
-            );
-        }
         n.shutdown().unwrap();
     }
 }

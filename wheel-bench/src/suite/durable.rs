@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use wheel::durable::redis_server::{RedisServer, ServerOptions};
+use wheel_testkit::{RedisServer, ServerOptions};
 
 use super::{fmt_count, Progress, Results, Settings};
 use crate::chart::Panel;

@@ -1,4 +1,4 @@
-//! The example itself (built with the `http` and `redis` features).
+//! The example itself: the receiver, the node processes, the report.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use wheel::durable::http::{verify_signature, HttpCallback, HttpConfig, Method};
-use wheel::durable::redis_server::{RedisServer, ServerOptions};
 use wheel::durable::{DurableError, DurableTimers};
+use wheel_testkit::{RedisServer, ServerOptions};
 
 const SECRET: &[u8] = b"whsec_delayed_callbacks_example";
 

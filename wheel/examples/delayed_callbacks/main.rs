@@ -1,8 +1,8 @@
 //! HTTP-callback timers end to end: "call this URL at that time".
 //!
 //! ```text
-//! cargo run --release -p wheel --example delayed_callbacks
-//! cargo run --release -p wheel --example delayed_callbacks -- --redis redis://127.0.0.1:6379/0 --nodes 3
+//! cargo run --release -p wheel --features redis,http --example delayed_callbacks
+//! cargo run --release -p wheel --features redis,http --example delayed_callbacks -- --redis redis://127.0.0.1:6379/0 --nodes 3
 //! ```
 //!
 //! Starts a receiver on loopback that checks each request's signature,
@@ -24,42 +24,20 @@
 //! to start a `redis-server` of its own (on a free loopback port, without
 //! persistence; it must be on the PATH) for the node processes.
 //!
-//! The example needs wheel's `http` and `redis` features. Built without
-//! them (as the plain command above builds it), it runs itself again
-//! through cargo with `--features http,redis`, the same arguments and the
-//! same profile.
+//! The example needs wheel's `redis` and `http` features (its
+//! `required-features`; cargo says so when they are missing). The durable
+//! tier's log events go to stderr at the level `RUST_LOG` names (`info` by
+//! default); stdout is the example's own report, and in a node process the
+//! line its parent waits for.
 
-#[cfg(all(feature = "http", feature = "redis"))]
 mod demo;
 
-#[cfg(all(feature = "http", feature = "redis"))]
 fn main() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     demo::main();
-}
-
-#[cfg(not(all(feature = "http", feature = "redis")))]
-fn main() {
-    let mut cmd =
-        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.args([
-        "run",
-        "-p",
-        "wheel",
-        "--features",
-        "http,redis",
-        "--example",
-        "delayed_callbacks",
-    ]);
-    if !cfg!(debug_assertions) {
-        cmd.arg("--release");
-    }
-    cmd.arg("--").args(std::env::args_os().skip(1));
-    eprintln!("delayed_callbacks: building it with wheel's http and redis features first");
-    match cmd.status() {
-        Ok(status) => std::process::exit(status.code().unwrap_or(1)),
-        Err(e) => {
-            eprintln!("delayed_callbacks: could not run cargo: {e}");
-            std::process::exit(1);
-        }
-    }
 }

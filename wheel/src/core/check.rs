@@ -44,9 +44,9 @@ type LiveCells = Vec<(CellAddr, u64)>;
 impl<T> Wheel<T> {
     /// Checks every structural invariant listed in the module docs.
     ///
-    /// For tests and fuzzing only; O(capacity + slots + cells).
-    #[doc(hidden)]
-    pub fn check_invariants(&self) -> Result<(), String> {
+    /// For tests and fuzzing only (the fuzz targets reach it through the
+    /// harness of `core/testing/`); O(capacity + slots + cells).
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
         self.slab.check()?;
         if self.elapsed > self.now {
             return Err(format!("elapsed {} > now {}", self.elapsed, self.now));

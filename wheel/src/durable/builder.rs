@@ -332,9 +332,10 @@ impl DurableTimersBuilder {
     /// Test support: the store reads this clock (milliseconds since the
     /// epoch) instead of its own; the Redis store passes it to its scripts
     /// instead of `TIME`. Every node and client of a namespace must share
-    /// it, as they share a server's clock.
-    #[doc(hidden)]
-    pub fn manual_store_clock(mut self, ms: Arc<std::sync::atomic::AtomicU64>) -> Self {
+    /// it, as they share a server's clock. Only the Redis store's tests
+    /// set it on a builder.
+    #[cfg(all(test, feature = "redis"))]
+    pub(crate) fn manual_store_clock(mut self, ms: Arc<std::sync::atomic::AtomicU64>) -> Self {
         self.clock = StoreClock::Manual(ms);
         self
     }

@@ -66,9 +66,6 @@ mod info;
 mod lateness;
 mod listing;
 mod node;
-#[cfg(feature = "redis")]
-#[doc(hidden)]
-pub mod redis_server;
 mod retry;
 mod stats;
 pub(crate) mod store;

@@ -207,12 +207,6 @@ impl WakePlan {
         tick < self.planned.load(Ordering::SeqCst)
             || (self.armed.load(Ordering::SeqCst) && self.armed.swap(false, Ordering::SeqCst))
     }
-
-    /// The currently published wake tick (for tests and stats).
-    #[allow(dead_code)]
-    pub(crate) fn planned(&self) -> u64 {
-        self.planned.load(Ordering::SeqCst)
-    }
 }
 
 impl Shared {

@@ -114,7 +114,7 @@ fn tick(wheel: &SecondWheel, stop: &AtomicBool, tx: &mpsc::Sender<Task>, on_take
 mod tests {
     use super::*;
     use crate::durable::PAYLOAD;
-    use wheel::durable::redis_server::{RedisServer, ServerOptions};
+    use wheel_testkit::{RedisServer, ServerOptions};
 
     #[test]
     fn tasks_fire_once_up_to_two_seconds_early_and_removed_ones_never() {

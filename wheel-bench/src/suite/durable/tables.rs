@@ -26,7 +26,7 @@ pub(super) fn secs(d: Duration) -> String {
 }
 
 /// The rates of the ladder, "1K, 10K and 30K".
-fn rate_list(rates: &[u64]) -> String {
+pub(super) fn rate_list(rates: &[u64]) -> String {
     let r: Vec<String> = rates.iter().map(|&r| fmt_count(r as usize)).collect();
     match r.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),

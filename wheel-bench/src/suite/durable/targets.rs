@@ -1,13 +1,18 @@
 //! The durable section's targets table, built from the figures the runs
 //! leave in [`Figures`]. Targets are measured, never asserted: a missed
 //! one prints "no" and never fails the run.
+//!
+//! Every row names the workload its figure comes from. On a quick run that
+//! workload is smaller than the full run's (both are named), and every
+//! verdict says "(quick size)": the targets are set for the full sizes, so
+//! a quick run's "no" is a hint, not a miss.
 
 use std::time::Duration;
 
-use super::tables::secs;
+use super::tables::{rate_list, secs};
 use super::DurableParams;
 use crate::durable::kill::KillRun;
-use crate::durable::lateness::LatenessRun;
+use crate::durable::lateness::{LatenessParams, LatenessRun};
 use crate::durable::nearfar::AddsWhileFiring;
 use crate::durable::redis_cpu::RedisCpu;
 use crate::durable::throughput::{FireRate, Measured};
@@ -132,35 +137,75 @@ fn judged(m: Option<(String, bool)>, quick: bool, full_only: bool) -> Judged {
     }
 }
 
-/// One targets row: what, measured, met.
-fn target(t: &mut Table, what: &str, j: Judged) {
+/// One targets row: what, the workload, measured, met.
+fn target(t: &mut Table, what: &str, workload: String, j: Judged) {
     let (m, met) = match j {
         Judged::Measured(m, ok) => (m, if ok { "yes" } else { "no" }.to_string()),
         Judged::Smaller(m) => (m, "quick: smaller workload".into()),
         Judged::Missing => ("not measured".into(), "-".into()),
     };
-    t.row(vec![what.into(), m, met]);
+    t.row(vec![what.into(), workload, m, met]);
+}
+
+/// The workload of a row, as `size` describes it: this run's, and on a
+/// quick run the full run's beside it.
+fn workload(p: &DurableParams, size: impl Fn(&DurableParams) -> String) -> String {
+    if p.quick {
+        format!(
+            "quick: {} (full: {})",
+            size(p),
+            size(&DurableParams::full())
+        )
+    } else {
+        size(p)
+    }
 }
 
 /// The targets table.
 pub(super) fn targets(f: &Figures, p: &DurableParams, redis: bool) -> Table {
-    let mut t = Table::new(
-        "Durable timers: targets",
+    let mut intro = String::from(
         "Our durable timers' targets against this run's figures (measured, never asserted in tests; \
-         a missed target never fails the run). \"not measured\": the run had no Redis server, or the \
-         measurement failed. \"quick: smaller workload\": the quick run's workload is too small to \
-         judge the target; its figure is shown.",
-        &["target", "measured", "met"],
+         a missed target never fails the run), each with the workload it was measured on. \
+         \"not measured\": the run had no Redis server, or the measurement failed. \
+         \"quick: smaller workload\": the quick run's workload is too small to judge the target; \
+         its figure is shown.",
     );
-    fire_targets(&mut t, f, p.quick);
-    lateness_targets(&mut t, f);
+    if p.quick {
+        intro.insert_str(
+            0,
+            "QUICK RUN: every figure below comes from the quick sizes (the workload column names \
+             them and the full run's), and the targets are set for the full sizes, so a \
+             \"no (quick size)\" is not a miss at full size; the run without `--quick` judges them. ",
+        );
+    }
+    let title = if p.quick {
+        "Durable timers: targets, at the quick run's sizes"
+    } else {
+        "Durable timers: targets"
+    };
+    let mut t = Table::new(title, &intro, &["target", "workload", "measured", "met"]);
+    fire_targets(&mut t, f, p);
+    lateness_targets(&mut t, f, p);
     add_targets(&mut t, f, p);
     kept_targets(&mut t, f, p, redis);
+    if p.quick {
+        for row in &mut t.rows {
+            if let Some(met) = row.last_mut().filter(|m| *m == "yes" || *m == "no") {
+                met.push_str(" (quick size)");
+            }
+        }
+    }
     t
 }
 
 /// Fire rates, with Redis's CPU beside the Redis ones.
-fn fire_targets(t: &mut Table, f: &Figures, quick: bool) {
+fn fire_targets(t: &mut Table, f: &Figures, p: &DurableParams) {
+    let quick = p.quick;
+    let fired = || {
+        workload(p, |p| {
+            format!("{} timers due at once", fmt_count(p.throughput.fire))
+        })
+    };
     for (i, nodes, min) in [(1usize, 3, 50_000.0), (0, 1, 40_000.0)] {
         let m = f.fire_redis[i].map(|(r, cpu)| {
             let cpu = cpu.map_or(String::new(), |c| format!(", Redis CPU {}", c.cell()));
@@ -171,7 +216,7 @@ fn fire_targets(t: &mut Table, f: &Figures, quick: bool) {
             if nodes == 1 { "" } else { "s" },
             count(min)
         );
-        target(t, &what, judged(m, quick, true));
+        target(t, &what, fired(), judged(m, quick, true));
     }
     let m = f
         .fire_embedded
@@ -179,6 +224,7 @@ fn fire_targets(t: &mut Table, f: &Figures, quick: bool) {
     target(
         t,
         "embedded fire/s, 1 node >= 30 000",
+        fired(),
         judged(m, quick, true),
     );
 }
@@ -194,7 +240,7 @@ fn count(n: f64) -> String {
 }
 
 /// Lateness on the ladder.
-fn lateness_targets(t: &mut Table, f: &Figures) {
+fn lateness_targets(t: &mut Table, f: &Figures, p: &DurableParams) {
     let redis3 = Impl::Redis { nodes: 3 };
     for (imp, rate, limit_ms, clean) in [
         (redis3, 30_000u64, 10.0, true),
@@ -226,7 +272,18 @@ fn lateness_targets(t: &mut Table, f: &Figures) {
             "{store}: p99 lateness <= {limit_ms} ms at {}/s{extra}",
             fmt_count(rate as usize)
         );
-        target(t, &what, judged(m, false, false));
+        let ran = workload(p, |p| {
+            let at = LatenessParams {
+                rate,
+                ..p.lateness.clone()
+            };
+            format!(
+                "{} timers over {} s",
+                fmt_count(at.timers()),
+                secs(p.lateness.window)
+            )
+        });
+        target(t, &what, ran, judged(m, false, false));
     }
 }
 
@@ -244,7 +301,9 @@ fn add_targets(t: &mut Table, f: &Figures, p: &DurableParams) {
         secs(nf.near_to),
         nf.nodes
     );
-    target(t, &what, judged(m, false, false));
+    let adding = workload(p, |p| format!("adds for {} s", secs(p.near_far.add_for)));
+    target(t, &what, adding, judged(m, false, false));
+    let adding = || workload(p, |p| format!("adds for {} s", secs(p.throughput.add_for)));
     let threads = p.throughput.threads;
     let m = match (f.embedded_adds, f.disk_many) {
         (Some((add, _)), Some(disk)) => ratio(add, disk).map(|r| (ratio_cell(add, disk), r >= 0.6)),
@@ -253,17 +312,22 @@ fn add_targets(t: &mut Table, f: &Figures, p: &DurableParams) {
     let what = format!(
         "embedded add, {threads} threads, fsynced >= 0.6x a raw append with group fdatasync"
     );
-    target(t, &what, judged(m, false, false));
+    target(t, &what, adding(), judged(m, false, false));
     let most = p.throughput.most_threads;
     let m = f
         .embedded_adds
         .map(|(_, a)| (format!("{a:.0}/s"), a >= 40_000.0));
     let what = format!("embedded add, {most} threads, fsynced >= 40 000/s");
-    target(t, &what, judged(m, false, false));
+    target(t, &what, adding(), judged(m, false, false));
 }
 
 /// The targets kept from before: faults, recovery, `add_many`, memory.
 fn kept_targets(t: &mut Table, f: &Figures, p: &DurableParams, redis: bool) {
+    let bulk_added = || {
+        workload(p, |p| {
+            format!("{} timers added", fmt_count(p.throughput.bulk))
+        })
+    };
     let runs = f.ladder.len();
     let (early, lost, dups) = f.ladder.iter().fold((0, 0, 0), |(e, l, d), (_, _, s)| {
         (e + s.early, l + s.lost, d + s.duplicates)
@@ -278,6 +342,13 @@ fn kept_targets(t: &mut Table, f: &Figures, p: &DurableParams, redis: bool) {
     target(
         t,
         "0 early, 0 lost, 0 duplicates without faults",
+        workload(p, |p| {
+            format!(
+                "the lateness runs: {}/s over {} s",
+                rate_list(&p.rates),
+                secs(p.lateness.window)
+            )
+        }),
         judged(clean, false, false),
     );
     let lease = p.kill.lease;
@@ -290,6 +361,14 @@ fn kept_targets(t: &mut Table, f: &Figures, p: &DurableParams, redis: bool) {
     target(
         t,
         "recovery after a kill <= lease + 1 s",
+        workload(p, |p| {
+            format!(
+                "{}/s over {} s, lease {} s",
+                fmt_count(p.kill.rate as usize),
+                secs(p.kill.window),
+                secs(p.kill.lease)
+            )
+        }),
         judged(recovery, false, false),
     );
     let bulk = match f.add_many {
@@ -303,12 +382,14 @@ fn kept_targets(t: &mut Table, f: &Figures, p: &DurableParams, redis: bool) {
     target(
         t,
         "add_many >= 100 000 timers/s",
+        bulk_added(),
         judged(bulk, false, false),
     );
     let bytes = f.redis_bytes.map(|b| (format!("{b:.1} bytes"), b <= 282.0));
     target(
         t,
         "Redis memory <= 282 bytes per timer",
+        bulk_added(),
         judged(bytes, false, false),
     );
 }
@@ -320,7 +401,12 @@ mod tests {
 
     fn met(t: &Table, what: &str) -> Option<(String, String)> {
         let row = t.rows.iter().find(|r| r[0].starts_with(what));
-        row.map(|r| (r[1].clone(), r[2].clone()))
+        row.map(|r| (r[2].clone(), r[3].clone()))
+    }
+
+    fn workload_of(t: &Table, what: &str) -> String {
+        let row = t.rows.iter().find(|r| r[0].starts_with(what));
+        row.map(|r| r[1].clone()).unwrap_or_default()
     }
 
     #[test]
@@ -363,30 +449,53 @@ mod tests {
         f.near_far = (Some(900.0), Some(1_000.0));
         let mut p = DurableParams::quick();
         let t = targets(&f, &p, true);
+        assert!(t.intro.starts_with("QUICK RUN"), "{}", t.intro);
+        assert!(t.title.contains("quick"), "{}", t.title);
         let at_1k = met(&t, "Redis, 3 nodes: p99 lateness <= 5 ms at 1K/s");
-        assert_eq!(at_1k, Some(("4.00 ms".into(), "yes".into())));
+        assert_eq!(at_1k, Some(("4.00 ms".into(), "yes (quick size)".into())));
         let at_30k = met(&t, "Redis, 3 nodes: p99 lateness <= 10 ms").unwrap();
         assert_eq!(at_30k.0, "12.00 ms, 0 early, 0 lost, 0 duplicates");
-        assert_eq!(at_30k.1, "no");
+        assert_eq!(at_30k.1, "no (quick size)");
+        assert_eq!(
+            workload_of(&t, "Redis, 3 nodes: p99 lateness <= 10 ms"),
+            "quick: 30K timers over 1 s (full: 300K timers over 10 s)"
+        );
         let embedded = met(&t, "embedded: p99").unwrap();
         assert_eq!(embedded.0, "3.00 ms (3 not run yet at the end)");
-        assert_eq!(embedded.1, "no");
-        assert_eq!(met(&t, "Redis memory").unwrap().1, "no");
+        assert_eq!(embedded.1, "no (quick size)");
+        assert_eq!(met(&t, "Redis memory").unwrap().1, "no (quick size)");
+        assert_eq!(
+            workload_of(&t, "Redis memory"),
+            "quick: 50K timers added (full: 200K timers added)"
+        );
         let clean = met(&t, "0 early").unwrap();
         assert_eq!(
             clean.0,
             "0 early, 0 lost, 0 duplicates in 3 runs (3 not run yet at the end)"
         );
-        assert_eq!(clean.1, "yes");
+        assert_eq!(clean.1, "yes (quick size)");
         let fire = met(&t, "Redis fire/s, 3 nodes").unwrap();
         assert_eq!(fire.0, "60000/s, Redis CPU 0.95 core");
         assert_eq!(fire.1, "quick: smaller workload");
-        assert_eq!(met(&t, "Redis adds/s").unwrap().1, "yes");
+        assert_eq!(
+            workload_of(&t, "Redis fire/s, 3 nodes"),
+            "quick: 5K timers due at once (full: 100K timers due at once)"
+        );
+        assert_eq!(met(&t, "Redis adds/s").unwrap().1, "yes (quick size)");
         let none = ("not measured".to_string(), "-".to_string());
         assert_eq!(met(&t, "embedded add, 8 threads"), Some(none.clone()));
         assert_eq!(met(&t, "Redis fire/s, 1 node"), Some(none));
-        p.quick = false;
+        // The full run: its own sizes only, plain verdicts.
+        p = DurableParams::full();
         let t = targets(&f, &p, true);
+        assert!(!t.intro.contains("QUICK"), "{}", t.intro);
+        assert_eq!(t.title, "Durable timers: targets");
         assert_eq!(met(&t, "Redis fire/s, 3 nodes").unwrap().1, "yes");
+        assert_eq!(met(&t, "Redis memory").unwrap().1, "no");
+        assert_eq!(
+            workload_of(&t, "recovery after a kill"),
+            "1K/s over 10 s, lease 5 s"
+        );
+        assert!(t.rows.iter().all(|r| !r[1].contains("quick")));
     }
 }

@@ -178,7 +178,7 @@ pub struct DurableBench {
     fences: [u64; KEYS.len()],
     _dir: tempfile::TempDir,
     #[cfg(all(test, feature = "redis"))]
-    _server: Option<crate::durable::redis_server::RedisServer>,
+    _server: Option<wheel_testkit::RedisServer>,
 }
 
 impl DurableBench {

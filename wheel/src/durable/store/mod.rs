@@ -49,6 +49,7 @@
 //!   ones, the dead index by failure time. It resumes strictly after a
 //!   (score, key) position, found in O(log n), never at an offset.
 
+#[cfg(any(test, fuzzing))]
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -286,15 +287,16 @@ pub(crate) trait Store: Send + Sync + 'static {
     }
 }
 
-/// The clock a store reads: the real one, or a hand-moved one for the
-/// differential tests (the Redis store passes it into its scripts instead
-/// of reading `TIME`).
+/// The clock a store reads: the real one, or (in tests and fuzzing only) a
+/// hand-moved one for the differential and skewed-clock tests (the Redis
+/// store passes it into its scripts instead of reading `TIME`).
 #[derive(Debug, Clone, Default)]
 pub(crate) enum StoreClock {
     /// The system clock (the embedded store) or the server's `TIME`.
     #[default]
     Real,
     /// Milliseconds set by a test.
+    #[cfg(any(test, fuzzing))]
     Manual(Arc<AtomicU64>),
 }
 
@@ -303,6 +305,7 @@ impl StoreClock {
     pub(crate) fn manual(&self) -> Option<Millis> {
         match self {
             StoreClock::Real => None,
+            #[cfg(any(test, fuzzing))]
             StoreClock::Manual(ms) => Some(ms.load(Ordering::SeqCst)),
         }
     }

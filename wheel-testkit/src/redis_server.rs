@@ -1,20 +1,31 @@
-//! Test and benchmark support: a private `redis-server` on a free loopback
-//! port, in a directory of its own, stopped when dropped. Not part of the
-//! stable API.
+//! A private `redis-server` on a free loopback port, in a directory of its
+//! own, stopped (SIGKILL) and its directory removed when dropped.
 //!
 //! Tests call [`RedisServer::for_test`]: without `redis-server` on the
 //! PATH it says why the test is skipped and returns `None`, unless
 //! `WHEEL_REQUIRE_REDIS=1` is set (as CI does), in which case it fails the
-//! test.
+//! test. The server saves no snapshots and binds to 127.0.0.1 only, so a
+//! test never touches a Redis it did not start.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How a server is started.
+///
+/// # Examples
+///
+/// ```
+/// use wheel_testkit::ServerOptions;
+///
+/// // A server whose acknowledged writes survive a `restart`.
+/// let durable = ServerOptions { aof: true };
+/// assert!(!ServerOptions::default().aof);
+/// # drop(durable);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ServerOptions {
     /// Append-only file on, fsynced before each write is acknowledged
@@ -24,6 +35,17 @@ pub struct ServerOptions {
 }
 
 /// A running `redis-server` owned by this process.
+///
+/// # Examples
+///
+/// ```
+/// use wheel_testkit::{RedisServer, ServerOptions};
+///
+/// let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+///     return; // skipped: no redis-server
+/// };
+/// println!("a private server at {}", server.url());
+/// ```
 #[derive(Debug)]
 pub struct RedisServer {
     child: Option<Child>,
@@ -64,6 +86,14 @@ fn command(port: u16, line: &str) -> io::Result<String> {
 
 impl RedisServer {
     /// Whether `redis-server` is on the PATH.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// if !wheel_testkit::RedisServer::available() {
+    ///     eprintln!("the Redis part is skipped");
+    /// }
+    /// ```
     pub fn available() -> bool {
         on_path("redis-server")
     }
@@ -74,6 +104,17 @@ impl RedisServer {
     /// # Panics
     ///
     /// When the server is required but missing, or fails to start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_testkit::{RedisServer, ServerOptions};
+    ///
+    /// let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+    ///     return;
+    /// };
+    /// assert!(server.url().ends_with("/0"));
+    /// ```
     pub fn for_test(options: ServerOptions) -> Option<RedisServer> {
         if !Self::available() {
             if std::env::var("WHEEL_REQUIRE_REDIS").as_deref() == Ok("1") {
@@ -94,6 +135,18 @@ impl RedisServer {
     ///
     /// When `redis-server` cannot be started or does not answer within
     /// 10 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_testkit::{RedisServer, ServerOptions};
+    ///
+    /// if RedisServer::available() {
+    ///     let server = RedisServer::start(ServerOptions::default())?;
+    ///     println!("{}", server.url());
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn start(options: ServerOptions) -> io::Result<RedisServer> {
         let mut server = RedisServer {
             child: None,
@@ -142,21 +195,34 @@ impl RedisServer {
     }
 
     /// The server's URL, database 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_testkit::{RedisServer, ServerOptions};
+    ///
+    /// if let Some(server) = RedisServer::for_test(ServerOptions::default()) {
+    ///     assert!(server.url().starts_with("redis://127.0.0.1:"));
+    /// }
+    /// ```
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 
-    /// The server's port.
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// The server's directory (its append-only file lives there).
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Kills the server at once (SIGKILL): nothing is flushed.
+    /// Kills the server at once (SIGKILL): nothing is flushed. It stays
+    /// down until [`restart`](Self::restart).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_testkit::{RedisServer, ServerOptions};
+    ///
+    /// if let Some(mut server) = RedisServer::for_test(ServerOptions::default()) {
+    ///     server.kill();
+    ///     let addr = server.url().trim_start_matches("redis://").trim_end_matches("/0").to_owned();
+    ///     assert!(std::net::TcpStream::connect(addr).is_err(), "nothing listens");
+    /// }
+    /// ```
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
@@ -170,31 +236,22 @@ impl RedisServer {
     /// # Errors
     ///
     /// As for [`start`](Self::start).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_testkit::{RedisServer, ServerOptions};
+    ///
+    /// if let Some(mut server) = RedisServer::for_test(ServerOptions { aof: true }) {
+    ///     let url = server.url();
+    ///     server.restart()?;
+    ///     assert_eq!(server.url(), url, "the same port");
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn restart(&mut self) -> io::Result<()> {
         self.kill();
         self.launch()
-    }
-
-    /// The server's `used_memory` in bytes.
-    ///
-    /// # Errors
-    ///
-    /// When the server does not answer.
-    pub fn used_memory(&self) -> io::Result<u64> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
-        s.set_read_timeout(Some(Duration::from_secs(2)))?;
-        s.write_all(b"INFO memory\r\n")?;
-        let reader = BufReader::new(s);
-        for line in reader.lines() {
-            let line = line?;
-            if let Some(v) = line.strip_prefix("used_memory:") {
-                return v
-                    .trim()
-                    .parse()
-                    .map_err(|_| io::Error::other("bad used_memory"));
-            }
-        }
-        Err(io::Error::other("no used_memory in INFO"))
     }
 }
 
