@@ -143,7 +143,10 @@ fn retries_back_off_then_dead_letter_and_revive() {
     let l = &runs["later"];
     eventually("the retried timer", || rec.by_key()["later"].len() == 2);
     let l2 = &rec.by_key()["later"];
-    assert!(l2[1].at.duration_since(l[0].at).unwrap() >= ms(150));
+    assert!(
+        l2[1].at.duration_since(l[0].at).unwrap() >= ms(150),
+        "{l2:?}"
+    );
     eventually("the panicking timer's second run", || {
         rec.by_key().get("panics").is_some_and(|r| r.len() == 2)
     });
@@ -184,7 +187,11 @@ fn overdue_timers_fire_at_once_after_a_restart_earliest_first() {
         .unwrap();
     let runs = rec.wait_for(100);
     let order: Vec<&str> = runs.iter().map(|r| r.key.as_str()).collect();
-    assert_eq!(order, keys.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(
+        order,
+        keys.iter().map(String::as_str).collect::<Vec<_>>(),
+        "{runs:?}"
+    );
     node.shutdown().unwrap();
 }
 
