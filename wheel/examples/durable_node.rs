@@ -12,7 +12,8 @@
 //! for each run (flushed at once) until its standard input closes, then
 //! shuts down cleanly. `--add N` adds timers `k0`..`k{N-1}` due M ms from
 //! now (default 1000), one `add` each, printing `acked KEY` after each
-//! returns, then exits.
+//! returns, then exits; when an add fails, it prints `store_available
+//! BOOL` (from `stats`) and exits with status 1.
 //!
 //! ```text
 //! cargo run --release -p wheel --features redis --example durable_node -- --embedded /tmp/timers --fire
@@ -138,7 +139,11 @@ fn add(
     let mut out = std::io::stdout().lock();
     for i in 0..n {
         let key = format!("k{i}");
-        timers.add(&key, due, key.as_bytes())?;
+        if let Err(e) = timers.add(&key, due, key.as_bytes()) {
+            // What a metrics endpoint polling the node would show now.
+            let _ = writeln!(out, "store_available {}", timers.stats().store_available);
+            return Err(e);
+        }
         let _ = writeln!(out, "acked {key}");
         let _ = out.flush();
     }

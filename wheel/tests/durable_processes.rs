@@ -246,6 +246,12 @@ fn a_full_disk_fails_adds_with_io_and_loses_nothing_acked() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
     assert!(stderr.contains("store I/O error"), "stderr: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("store_available false"),
+        "stats after the failed write: {}",
+        stdout.lines().last().unwrap_or("")
+    );
     let acked: HashSet<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.strip_prefix("acked ").map(str::to_owned))

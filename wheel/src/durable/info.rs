@@ -122,7 +122,9 @@ pub struct DeadLetter {
 #[non_exhaustive]
 pub struct DurableStats {
     /// Whether the store answered the last read of its counts and has not
-    /// failed a call since.
+    /// failed since: no Redis call failed to reach the server, no write of
+    /// the embedded store failed (after a failed write, a full disk, it
+    /// refuses writes until it is opened again).
     pub store_available: bool,
     /// How old the store's counts below are (`None` before the first
     /// successful read, when they are all zero).

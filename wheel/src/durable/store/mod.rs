@@ -279,9 +279,10 @@ pub(crate) trait Store: Send + Sync + 'static {
     fn watch(&self, wake: Wake) -> StoreResult<()>;
     /// Makes everything written so far durable and stops background work.
     fn close(&self) -> StoreResult<()>;
-    /// False while the store is known to be unreachable: its last call
-    /// failed to reach it, and no call has succeeded since. Answers at
-    /// once, without a store call.
+    /// False while the store is known to be unusable: a remote store's
+    /// last call failed to reach it and none has succeeded since, or an
+    /// embedded store's write failed (it refuses writes until reopened).
+    /// Answers at once, without a store call.
     fn reachable(&self) -> bool {
         true
     }

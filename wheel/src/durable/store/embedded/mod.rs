@@ -23,6 +23,7 @@ mod tables;
 mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -89,6 +90,8 @@ pub(crate) struct Embedded {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     wakers: Arc<Mutex<Vec<Wake>>>,
+    /// Set by the writer when a write failed (see `reachable`).
+    broken: Arc<AtomicBool>,
 }
 
 impl Embedded {
@@ -108,6 +111,7 @@ impl Embedded {
         let cursor = recover(&db, &spaces, clock.local_now()).map_err(in_store)?;
         let (jobs, queue) = mpsc::channel();
         let wakers = Arc::new(Mutex::new(Vec::new()));
+        let broken = Arc::new(AtomicBool::new(false));
         let writer = Writer {
             db: db.clone(),
             spaces: spaces.clone(),
@@ -115,6 +119,7 @@ impl Embedded {
             clock,
             window,
             wakers: wakers.clone(),
+            broken: broken.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("wheel-durable-writer".into())
@@ -129,6 +134,7 @@ impl Embedded {
             jobs: Mutex::new(Some(jobs)),
             writer: Mutex::new(Some(thread)),
             wakers,
+            broken,
         })
     }
 
@@ -347,6 +353,13 @@ impl Store for Embedded {
     fn watch(&self, wake: Wake) -> StoreResult<()> {
         lock(&self.wakers).push(wake);
         Ok(())
+    }
+
+    /// False once a write failed (a full disk): fjall refuses every later
+    /// write until the store is opened again, which recovers everything
+    /// acknowledged.
+    fn reachable(&self) -> bool {
+        !self.broken.load(Ordering::SeqCst)
     }
 
     fn close(&self) -> StoreResult<()> {

@@ -17,6 +17,7 @@
 //! Only the writer writes; readers read the keyspaces from their own
 //! threads and see every committed group, durable or not.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -65,6 +66,9 @@ pub(super) struct Writer {
     pub(super) clock: StoreClock,
     pub(super) window: Millis,
     pub(super) wakers: Arc<Mutex<Vec<Wake>>>,
+    /// Set when a write or an fsync failed: fjall then refuses every later
+    /// write until the store is opened again.
+    pub(super) broken: Arc<AtomicBool>,
 }
 
 impl Writer {
@@ -97,7 +101,15 @@ impl Writer {
 
     /// Makes every commit so far durable.
     fn flush(&self) -> StoreResult<()> {
-        self.db.persist(PersistMode::SyncData).map_err(db_err)
+        self.db
+            .persist(PersistMode::SyncData)
+            .map_err(|e| self.broke(e))
+    }
+
+    /// Marks the store unable to write, and the error for its callers.
+    fn broke(&self, e: fjall::Error) -> DurableError {
+        self.broken.store(true, Ordering::SeqCst);
+        db_err(e)
     }
 
     /// Runs the group and commits it; whether it wrote anything if it
@@ -159,7 +171,10 @@ impl Writer {
         }
         let (cursor, wake, wrote) = (tables.cursor.clone(), tables.wake, !tables.is_clean());
         if wrote {
-            tables.into_batch(&self.db).commit().map_err(db_err)?;
+            tables
+                .into_batch(&self.db)
+                .commit()
+                .map_err(|e| self.broke(e))?;
         }
         // Reads alone may move the scans' start up too.
         self.cursor = cursor;
