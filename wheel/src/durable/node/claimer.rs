@@ -97,10 +97,13 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
 /// stalled, taken back for any node to run again.
 fn log_takeovers(shared: &NodeShared, batch: &ClaimBatch) {
     let ns = &*shared.config.namespace;
+    // The first few keys, in lease order; the counts say how many in all.
+    let keys = &batch.expired_keys;
     if batch.reclaimed > 0 {
         tracing::warn!(
             namespace = %ns,
             timers = batch.reclaimed,
+            ?keys,
             "leases passed (a node stopped or stalled): timers taken back to run again"
         );
     }
@@ -108,6 +111,7 @@ fn log_takeovers(shared: &NodeShared, batch: &ClaimBatch) {
         tracing::warn!(
             namespace = %ns,
             timers = batch.expired_dead,
+            ?keys,
             "leases passed on the last attempt: timers made dead letters"
         );
     }

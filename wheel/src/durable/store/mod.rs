@@ -143,7 +143,14 @@ pub(crate) struct ClaimBatch {
     pub(crate) reclaimed: u32,
     /// Runs whose lease passed on their last attempt, made dead letters.
     pub(crate) expired_dead: u32,
+    /// The keys of the first [`EXPIRED_KEYS`] timers whose lease had
+    /// passed (taken back or made dead), in lease order: for the log.
+    pub(crate) expired_keys: Vec<String>,
 }
+
+/// Keys of expired leases a claim reports at most (the counts say how many
+/// there were in all).
+pub(crate) const EXPIRED_KEYS: usize = 10;
 
 impl ClaimBatch {
     /// A batch that claimed nothing yet, at `now`.
@@ -155,6 +162,7 @@ impl ClaimBatch {
             next_lease: None,
             reclaimed: 0,
             expired_dead: 0,
+            expired_keys: Vec::new(),
         }
     }
 }

@@ -10,6 +10,7 @@ use super::record::{DeadRecord, Record};
 use super::{
     claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Due,
     Fenced, Finish, Listed, Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
+    EXPIRED_KEYS,
 };
 use crate::durable::time::system_time_of;
 use crate::durable::{AddMode, DeadLetter, Listing, TimerInfo, TimerState};
@@ -103,13 +104,18 @@ impl State {
     }
 
     fn expire_leases(&mut self, now: Millis, max_attempts: u32, batch: &mut ClaimBatch) {
-        let expired: Vec<String> = self
+        // In lease order, as the stores' lease indexes give them.
+        let mut expired: Vec<(Millis, String)> = self
             .timers
             .iter()
             .filter(|(_, t)| t.state != TimerState::Pending && t.lease_until <= now)
-            .map(|(k, _)| k.clone())
+            .map(|(k, t)| (t.lease_until, k.clone()))
             .collect();
-        for key in expired {
+        expired.sort();
+        for (_, key) in expired {
+            if batch.expired_keys.len() < EXPIRED_KEYS {
+                batch.expired_keys.push(key.clone());
+            }
             let t = self.timers.get_mut(&key).unwrap();
             if t.state == TimerState::Running && t.attempts >= max_attempts {
                 let reason = lease_lost_reason(t.attempts);

@@ -24,7 +24,7 @@ use super::read::first_keys;
 use crate::durable::store::record::{DeadRecord, Record};
 use crate::durable::store::{
     claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Finish,
-    Millis, Start, StoreResult,
+    Millis, Start, StoreResult, EXPIRED_KEYS,
 };
 use crate::durable::{AddMode, DurableError, TimerState};
 
@@ -460,6 +460,9 @@ impl<'s> Tables<'s> {
             self.now,
         )?;
         for (_, key) in expired {
+            if batch.expired_keys.len() < EXPIRED_KEYS {
+                batch.expired_keys.push(key.clone());
+            }
             let mut r = self.record(&key)?.ok_or_else(|| corrupt("lease index"))?;
             if r.state == TimerState::Running && r.attempts >= max_attempts {
                 let reason = lease_lost_reason(r.attempts);

@@ -1,11 +1,14 @@
 -- ARGV 4: window, 5: lease, 6: max, 7: max attempts, 8: expired leases per call.
--- Returns {now, reclaimed, expired_dead, next_due, next_lease,
+-- ARGV 9: keys of expired leases to report at most.
+-- Returns {now, reclaimed, expired_dead, next_due, next_lease, n,
+--          then the first n keys whose lease had passed,
 --          then key, due, first due, attempts, fence, payload for each claimed timer}
 -- (-1: none).
 local window, lease, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local max_attempts = tonumber(ARGV[7])
 local reclaimed, expired_dead = 0, 0
 local expired = redis.call('ZRANGEBYSCORE', LEASE, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[8]))
+local shown = math.min(#expired, tonumber(ARGV[9]))
 prefetch(timers, expired)
 for _, key in ipairs(expired) do
   local x = load(key)
@@ -21,7 +24,8 @@ for _, key in ipairs(expired) do
 end
 -- The timers taken back are pending again: the due scan must see them.
 flush()
-local out = { NOW, reclaimed, expired_dead, 0, 0 }
+local out = { NOW, reclaimed, expired_dead, 0, 0, shown }
+for i = 1, shown do out[#out + 1] = expired[i] end
 if max > 0 then
   local due = redis.call('ZRANGEBYSCORE', DUE, '-inf', NOW + window, 'LIMIT', 0, max)
   prefetch(timers, due)

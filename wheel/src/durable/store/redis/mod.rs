@@ -33,7 +33,7 @@ use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::{
     ClaimBatch, ClaimRequest, Claimed, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer,
-    Start, Store, StoreClock, StoreResult, Wake,
+    Start, Store, StoreClock, StoreResult, Wake, EXPIRED_KEYS,
 };
 use crate::durable::time::{system_time_of, Backoff};
 use crate::durable::{
@@ -315,8 +315,15 @@ fn listed(key: &str, rec: &Value, dead: bool) -> Option<Listed> {
 }
 
 fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
-    let (head, rest) = reply.split_at_checked(5)?;
+    let (head, rest) = reply.split_at_checked(6)?;
+    let shown = usize::try_from(int(&head[5])?).ok()?;
+    let (shown, rest) = rest.split_at_checked(shown)?;
+    let expired_keys = shown
+        .iter()
+        .map(|k| String::from_utf8(bytes(k)?).ok())
+        .collect::<Option<Vec<String>>>()?;
     let mut batch = ClaimBatch {
+        expired_keys,
         now: millis(&head[0])?,
         reclaimed: u32::try_from(int(&head[1])?).ok()?,
         expired_dead: u32::try_from(int(&head[2])?).ok()?,
@@ -390,7 +397,8 @@ impl Store for RedisStore {
                 .arg(req.lease)
                 .arg(req.max)
                 .arg(req.max_attempts)
-                .arg(EXPIRED_PER_CLAIM);
+                .arg(EXPIRED_PER_CLAIM)
+                .arg(EXPIRED_KEYS);
         })?;
         claim_batch(&reply).ok_or_else(|| bad_reply("claim"))
     }
