@@ -59,6 +59,9 @@ pub struct DurableTimersBuilder {
     /// Set: this node sends callback timers by HTTP.
     #[cfg(feature = "http")]
     http: Option<super::http::HttpConfig>,
+    /// Async handlers and how they run (`builder_async.rs`).
+    #[cfg(feature = "tokio")]
+    pub(super) tasks: super::builder_async::AsyncOptions,
 }
 
 impl std::fmt::Debug for DurableTimersBuilder {
@@ -88,12 +91,16 @@ impl Default for DurableTimersBuilder {
                 poll: Duration::from_millis(500),
                 max_held: 10_000,
                 retry: RetryPolicy::default(),
+                #[cfg(feature = "tokio")]
+                tasks: None,
             },
             max_payload: DEFAULT_MAX_PAYLOAD,
             unavailable_after: Duration::from_secs(5),
             clock: StoreClock::Real,
             #[cfg(feature = "http")]
             http: None,
+            #[cfg(feature = "tokio")]
+            tasks: super::builder_async::AsyncOptions::default(),
         }
     }
 }
@@ -372,6 +379,11 @@ impl DurableTimersBuilder {
     fn node_config(&self) -> Option<NodeConfig> {
         let mut config = self.node.clone();
         config.namespace = self.namespace.as_str().into();
+        #[cfg(feature = "tokio")]
+        if let Some(tasks) = self.tasks.config() {
+            config.tasks = Some(tasks);
+            return Some(config);
+        }
         #[cfg(feature = "http")]
         if let Some(http) = &self.http {
             config.handler = super::http::handler(http, self.handler.clone(), &config.retry);
@@ -384,6 +396,15 @@ impl DurableTimersBuilder {
         Some(config)
     }
 
+    /// Whether this node sends callback timers by HTTP.
+    #[cfg(feature = "tokio")]
+    fn has_http(&self) -> bool {
+        #[cfg(feature = "http")]
+        return self.http.is_some();
+        #[cfg(not(feature = "http"))]
+        false
+    }
+
     fn check(&self) -> Result<(), DurableError> {
         let bad = |why: &str| Err(DurableError::Config(why.into()));
         match &self.choice {
@@ -393,6 +414,10 @@ impl DurableTimersBuilder {
         }
         if self.namespace.is_empty() || self.namespace.contains(['{', '}']) {
             return bad("the namespace must be non-empty, without braces");
+        }
+        #[cfg(feature = "tokio")]
+        if let Err(why) = self.tasks.check(self.handler.is_some(), self.has_http()) {
+            return bad(why);
         }
         if self.node.workers == 0 || self.node.max_held == 0 {
             return bad("workers and max_claimed must be at least 1");

@@ -12,6 +12,7 @@
 //! | --- | --- |
 //! | [`DurableTimers`], [`DurableTimersBuilder`] | one node: add, cancel, reschedule, inspect; fire with a handler |
 //! | [`Fired`], [`Outcome`] | what a handler gets and answers |
+//! | [`DurableTimersBuilder::handler_async`] (feature `tokio`) | async handlers: runs as tasks, thousands in flight |
 //! | [`RetryPolicy`] | back-off and attempts for handlers that ask to retry |
 //! | [`TimerInfo`], [`TimerState`], [`DeadLetter`], [`DurableStats`] | what the store and the node report |
 //! | [`Listing`], [`Page`], [`Cursor`] | paging through pending, claimed and dead timers |
@@ -58,6 +59,8 @@
 
 mod add;
 mod builder;
+#[cfg(feature = "tokio")]
+mod builder_async;
 mod error;
 mod fired;
 #[cfg(feature = "http")]

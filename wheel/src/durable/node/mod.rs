@@ -36,6 +36,8 @@ mod queue;
 mod run;
 mod signal;
 mod starter;
+#[cfg(feature = "tokio")]
+pub(crate) mod tasks;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -108,6 +110,21 @@ pub(crate) struct NodeConfig {
     pub(crate) poll: Duration,
     pub(crate) max_held: usize,
     pub(crate) retry: RetryPolicy,
+    /// Async handlers: run as tasks instead of on `workers` threads (which
+    /// then size the runtime the node owns).
+    #[cfg(feature = "tokio")]
+    pub(crate) tasks: Option<tasks::TaskConfig>,
+}
+
+impl NodeConfig {
+    /// Threads for blocking handlers: none when the handler is async.
+    fn blocking_workers(&self) -> usize {
+        #[cfg(feature = "tokio")]
+        if self.tasks.is_some() {
+            return 0;
+        }
+        self.workers
+    }
 }
 
 /// This node's counters.
@@ -229,7 +246,16 @@ impl Node {
         let s = shared.clone();
         let finisher = spawn("wheel-durable-finish", move || finisher::run(&s))?;
         lock(&node.threads).finisher = Some(finisher);
-        for _ in 0..shared.config.workers {
+        #[cfg(feature = "tokio")]
+        if let Some(config) = shared.config.tasks.clone() {
+            let tasks = tasks::Tasks::new(config, shared.config.workers)?;
+            let s = shared.clone();
+            let dispatcher = spawn("wheel-durable-dispatch", move || {
+                tasks::dispatch(&s, &tasks)
+            })?;
+            lock(&node.threads).workers.push(dispatcher);
+        }
+        for _ in 0..shared.config.blocking_workers() {
             let s = shared.clone();
             let worker = spawn("wheel-durable-worker", move || run::work(&s))?;
             lock(&node.threads).workers.push(worker);

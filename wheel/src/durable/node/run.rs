@@ -45,7 +45,7 @@ impl<'a> RunGuard<'a> {
         }
     }
 
-    fn disarm(mut self) {
+    pub(super) fn disarm(mut self) {
         self.armed = false;
     }
 }
@@ -60,32 +60,47 @@ impl Drop for RunGuard<'_> {
 }
 
 fn run(shared: &NodeShared, started: Started) {
+    let fired = fired_of(started);
+    let guard = RunGuard::new(shared, &fired.key, fired.fence);
+    let outcome = catch_unwind(AssertUnwindSafe(|| (shared.config.handler)(&fired)))
+        .unwrap_or_else(|panic| {
+            log_panic(shared, &fired, panic_message(&*panic));
+            Outcome::Retry
+        });
+    let finish = settle(shared, fired.attempt, outcome);
+    hand_over(shared, fired.key, fired.fence, finish);
+    guard.disarm();
+}
+
+/// What the handler is given for a started timer.
+pub(super) fn fired_of(started: Started) -> Fired {
     let c = started.claim;
-    let guard = RunGuard::new(shared, &c.key, c.fence);
-    let fired = Fired {
+    Fired {
         key: c.key,
         due: system_time_of(c.due),
         first_due: system_time_of(c.first_due),
         payload: c.payload,
         attempt: started.attempt,
         fence: c.fence,
-    };
-    let outcome = catch_unwind(AssertUnwindSafe(|| (shared.config.handler)(&fired)))
-        .unwrap_or_else(|panic| {
-            tracing::error!(
-                namespace = %shared.config.namespace,
-                key = %fired.key,
-                attempt = fired.attempt,
-                fence = fired.fence,
-                panic = panic_message(&*panic),
-                "handler panicked; the run counts as a retry"
-            );
-            Outcome::Retry
-        });
-    let finish = settle(shared, fired.attempt, outcome);
+    }
+}
+
+pub(super) fn log_panic(shared: &NodeShared, fired: &Fired, panic: &str) {
+    tracing::error!(
+        namespace = %shared.config.namespace,
+        key = %fired.key,
+        attempt = fired.attempt,
+        fence = fired.fence,
+        panic,
+        "handler panicked; the run counts as a retry"
+    );
+}
+
+/// Gives a run's outcome to the finisher.
+pub(super) fn hand_over(shared: &NodeShared, key: String, fence: u64, finish: Finish) {
     let ending = Ending {
-        key: fired.key,
-        fence: fired.fence,
+        key,
+        fence,
         finish,
         give_up: Instant::now() + shared.config.lease,
     };
@@ -95,11 +110,10 @@ fn run(shared: &NodeShared, started: Started) {
         let mut running = lock(&shared.running);
         shared.forget_run(&mut running, &e.key, e.fence);
     }
-    guard.disarm();
 }
 
 /// The text a panic was raised with, if it was a string.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
     panic
         .downcast_ref::<&str>()
         .copied()
@@ -108,7 +122,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
 }
 
 /// What the store records for a handler's outcome on this attempt.
-fn settle(shared: &NodeShared, attempt: u32, outcome: Outcome) -> Finish {
+pub(super) fn settle(shared: &NodeShared, attempt: u32, outcome: Outcome) -> Finish {
     let policy = &shared.config.retry;
     let (wait, why) = match outcome {
         Outcome::Done => return Finish::Done,
@@ -161,6 +175,8 @@ mod tests {
             poll: Duration::from_millis(500),
             max_held: 10,
             retry: RetryPolicy::new(),
+            #[cfg(feature = "tokio")]
+            tasks: None,
         };
         Node::start(Arc::new(Model::new(StoreClock::Real)), config).unwrap()
     }
