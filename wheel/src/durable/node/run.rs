@@ -69,6 +69,7 @@ fn run(shared: &NodeShared, started: Started) {
         payload: c.payload,
         attempt: started.attempt,
         fence: c.fence,
+        first_fence: c.first_fence,
     };
     let outcome = catch_unwind(AssertUnwindSafe(|| (shared.config.handler)(&fired)))
         .unwrap_or_else(|panic| {
