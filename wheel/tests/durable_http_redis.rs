@@ -16,7 +16,7 @@ use wheel::durable::http::{HttpCallback, HttpConfig, Method};
 use wheel::durable::{DurableTimers, RetryPolicy};
 use wheel_testkit::{RedisServer, ServerOptions};
 
-const SECRET: &[u8] = b"whsec_three_nodes";
+const SECRET: &str = "whsec_dGhyZWUtbm9kZXMtb25lLXNlY3JldA==";
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -29,7 +29,7 @@ fn cluster(url: &str, ns: &str, retry: &RetryPolicy) -> (Vec<DurableTimers>, Dur
         .map(|_| {
             builder()
                 .retry(retry.clone())
-                .http(HttpConfig::new().signing_secret(SECRET.to_vec()))
+                .http(HttpConfig::new().signing_secret(SECRET))
                 .build()
                 .unwrap()
         })
