@@ -233,16 +233,13 @@ fn the_reference_standard_webhooks_verifier_accepts_what_a_node_sends() {
         .unwrap();
     let got = rx.wait_for(1);
     assert_eq!(got[0].body, body);
-    for secret in [SECRET, SECRET_2] {
-        let Some(verdicts) = durable_http_common::reference_verdicts(&got[0], secret) else {
-            break;
-        };
-        // As sent: accepted; another body: refused; 10 minutes later: too old.
-        assert_eq!(verdicts, [true, false, false], "under {secret}");
-    }
-    // Under a secret the node does not have, the reference refuses too.
-    if let Some(v) = durable_http_common::reference_verdicts(&got[0], "whsec_b3RoZXI=") {
-        assert_eq!(v, [false, false, false]);
+    let verdicts = |secret| durable_http_common::reference_verdicts(&got[0], secret);
+    // As sent: accepted; another body: refused; 10 minutes later: too old.
+    if let Some(v) = verdicts(SECRET) {
+        assert_eq!(v, [true, false, false]);
+        assert_eq!(verdicts(SECRET_2), Some([true, false, false]));
+        // Under a secret the node does not have, it refuses everything.
+        assert_eq!(verdicts("whsec_b3RoZXI="), Some([false, false, false]));
     }
     timers.shutdown().unwrap();
 }
