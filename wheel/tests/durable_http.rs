@@ -1,5 +1,6 @@
 //! HTTP-callback timers on the embedded store, against a scripted receiver
-//! on loopback: the request as sent (method, body, headers, signature),
+//! on loopback: the request as sent (method, body, headers, the Standard
+//! Webhooks id and signature, checked by the reference verifier too),
 //! exactly one request per timer when nothing fails, retries with back-off
 //! and `Retry-After`, dead letters and their reasons, timeouts, a closed
 //! port, the per-host limit, and the checks of `add_callback`.
@@ -16,7 +17,9 @@ use durable_http_common::{closed_port, eventually, Gate, Receiver, Reply};
 use wheel::durable::http::{HttpCallback, HttpConfig, Method};
 use wheel::durable::{DurableError, DurableTimers, Outcome, RetryPolicy};
 
-const SECRET: &[u8] = b"whsec_test_secret";
+/// Signing secrets, `whsec_` and base64 as Standard Webhooks makes them.
+const SECRET: &str = "whsec_d2hlZWwtdGVzdC1zaWduaW5nLWtleS1vbmU=";
+const SECRET_2: &str = "whsec_d2hlZWwtdGVzdC1zaWduaW5nLWtleS10d28=";
 
 const METHODS: [Method; 5] = [
     Method::Get,
@@ -59,7 +62,7 @@ fn gone(timers: &DurableTimers, key: &str) -> bool {
 fn each_callback_is_sent_once_with_its_request_our_headers_and_a_signature() {
     let rx = Receiver::ok();
     let dir = tempfile::tempdir().unwrap();
-    let config = HttpConfig::new().signing_secret(SECRET.to_vec());
+    let config = HttpConfig::new().signing_secret(SECRET);
     let timers = node(&dir, config, RetryPolicy::new());
     let start = SystemTime::now() + ms(300);
     let mut sent = Vec::new();
@@ -108,7 +111,7 @@ fn each_callback_is_sent_once_with_its_request_our_headers_and_a_signature() {
             "a first attempt is due when the timer is"
         );
         assert!(r.signed_with(SECRET), "{key}: bad signature");
-        assert!(!r.signed_with(b"another secret"));
+        assert!(!r.signed_with(SECRET_2));
         if cb.body.is_empty() && cb.method == Method::Get {
             assert_eq!(r.header("Content-Length"), None, "a bodiless GET");
         }
@@ -162,6 +165,104 @@ fn a_500_is_retried_after_the_back_off_then_done() {
     assert_eq!(timers.stats().retried, 1);
     assert_eq!(rx.requests().len(), 2);
     timers.shutdown().unwrap();
+}
+
+#[test]
+fn every_attempt_of_a_timer_has_one_webhook_id_and_a_new_add_a_new_one() {
+    // The first request to /again fails; the rest succeed.
+    let rx = Receiver::start(|_, nth| Reply::status(if nth == 1 { 503 } else { 200 }));
+    let dir = tempfile::tempdir().unwrap();
+    let config = HttpConfig::new()
+        .signing_secret(SECRET)
+        .signing_secret(SECRET_2);
+    let timers = node(&dir, config, policy(ms(100), 5));
+    let cb = HttpCallback::new(Method::Post, rx.url("/again")).body(br#"{"n":1}"#.to_vec());
+    let due = SystemTime::now();
+    timers.add_callback("again", due, &cb).unwrap();
+    rx.wait_for(2);
+    eventually("the retry done", || gone(&timers, "again"));
+    // The same key, due time and body again: a new delivery.
+    timers.add_callback("again", due, &cb).unwrap();
+    let got = rx.wait_for(3);
+    eventually("the new timer done", || gone(&timers, "again"));
+    assert_eq!(
+        got.iter().map(|r| r.attempt()).collect::<Vec<_>>(),
+        [1, 2, 1]
+    );
+    assert!(got[1].fence() > got[0].fence(), "the retry has a new claim");
+    assert_eq!(got[0].webhook_id(), got[1].webhook_id(), "one delivery");
+    assert_ne!(got[1].webhook_id(), got[2].webhook_id(), "added again");
+    for r in &got {
+        let id = r.webhook_id();
+        assert!(id.starts_with("msg_") && id.len() == 36, "{id}");
+        // Two secrets: two entries, each verifying under its own secret.
+        let entries: Vec<&str> = r.header("webhook-signature").unwrap().split(' ').collect();
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        assert!(entries.iter().all(|e| e.starts_with("v1,")));
+        assert!(r.signed_with(SECRET) && r.signed_with(SECRET_2));
+        assert!(!r.signed_with("whsec_b3RoZXI="));
+        let ts: u64 = r.header("webhook-timestamp").unwrap().parse().unwrap();
+        let arrived = r.at.duration_since(UNIX_EPOCH).unwrap().as_secs();
+        assert!(
+            ts <= arrived && arrived - ts <= 5,
+            "sent at {ts}, arrived at {arrived}"
+        );
+    }
+    let t = |r: &durable_http_common::Received| r.header("webhook-timestamp").unwrap().to_owned();
+    assert!(
+        t(&got[0]) <= t(&got[1]),
+        "each attempt is stamped when sent"
+    );
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn the_reference_standard_webhooks_verifier_accepts_what_a_node_sends() {
+    let rx = Receiver::ok();
+    let dir = tempfile::tempdir().unwrap();
+    let config = HttpConfig::new()
+        .signing_secret(SECRET)
+        .signing_secret(SECRET_2);
+    let timers = node(&dir, config, RetryPolicy::new());
+    let body = br#"{"order":17,"note":"caf\u00e9 \"x\""}"#.to_vec();
+    let cb = HttpCallback::new(Method::Post, rx.url("/verify"))
+        .header("Content-Type", "application/json")
+        .body(body.clone());
+    timers
+        .add_callback("order:17 ü", SystemTime::now(), &cb)
+        .unwrap();
+    let got = rx.wait_for(1);
+    assert_eq!(got[0].body, body);
+    let verdicts = |secret| durable_http_common::reference_verdicts(&got[0], secret);
+    // As sent: accepted; another body: refused; 10 minutes later: too old.
+    if let Some(v) = verdicts(SECRET) {
+        assert_eq!(v, [true, false, false]);
+        assert_eq!(verdicts(SECRET_2), Some([true, false, false]));
+        // Under a secret the node does not have, it refuses everything.
+        assert_eq!(verdicts("whsec_b3RoZXI="), Some([false, false, false]));
+    }
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn a_secret_that_is_not_whsec_and_base64_is_refused_at_build() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["d2hlZWw=", "whsec_", "whsec_not base64!", "whsec_d2hl-Wl="] {
+        let built = DurableTimers::builder()
+            .embedded(dir.path().join("timers"))
+            .http(HttpConfig::new().signing_secret(SECRET).signing_secret(bad))
+            .build();
+        match built {
+            Err(DurableError::Config(why)) => {
+                assert!(why.contains("signing secret"), "{why}");
+                assert!(
+                    !why.contains(bad) || bad == "whsec_",
+                    "{why} shows the secret"
+                );
+            }
+            other => panic!("{bad:?}: {:?}", other.map(|_| ())),
+        }
+    }
 }
 
 #[test]

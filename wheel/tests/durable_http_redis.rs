@@ -16,7 +16,7 @@ use wheel::durable::http::{HttpCallback, HttpConfig, Method};
 use wheel::durable::{DurableTimers, RetryPolicy};
 use wheel_testkit::{RedisServer, ServerOptions};
 
-const SECRET: &[u8] = b"whsec_three_nodes";
+const SECRET: &str = "whsec_dGhyZWUtbm9kZXMtb25lLXNlY3JldA==";
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -29,7 +29,7 @@ fn cluster(url: &str, ns: &str, retry: &RetryPolicy) -> (Vec<DurableTimers>, Dur
         .map(|_| {
             builder()
                 .retry(retry.clone())
-                .http(HttpConfig::new().signing_secret(SECRET.to_vec()))
+                .http(HttpConfig::new().signing_secret(SECRET))
                 .build()
                 .unwrap()
         })
@@ -115,7 +115,18 @@ fn three_nodes_retry_honour_retry_after_and_dead_letter_like_one() {
     });
     std::thread::sleep(ms(500));
     assert_eq!(rx.requests().len(), 60, "an extra request");
+    let ids: HashSet<String> = rx
+        .requests()
+        .iter()
+        .map(|r| r.webhook_id().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 40, "one webhook-id per timer");
     for (key, runs) in rx.by_key() {
+        // Every attempt of a timer, on whichever node, is one delivery.
+        assert!(
+            runs.iter().all(|r| r.webhook_id() == runs[0].webhook_id()),
+            "{key}: {runs:?}"
+        );
         let attempts: Vec<u32> = runs.iter().map(|r| r.attempt()).collect();
         let kind = key.split(':').next().unwrap();
         let wait = |min: Duration| {

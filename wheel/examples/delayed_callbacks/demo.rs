@@ -10,7 +10,8 @@ use wheel::durable::http::{verify_signature, HttpCallback, HttpConfig, Method};
 use wheel::durable::{DurableError, DurableTimers};
 use wheel_testkit::{RedisServer, ServerOptions};
 
-const SECRET: &[u8] = b"whsec_delayed_callbacks_example";
+/// The signing secret, in the Standard Webhooks form `whsec_<base64>`.
+const SECRET: &str = "whsec_ZGVsYXllZC1jYWxsYmFja3MtZXhhbXBsZS1rZXk=";
 
 struct Args {
     redis: Option<String>,
@@ -65,7 +66,7 @@ fn unix_ms(t: SystemTime) -> u64 {
 /// The node's HTTP settings: signed requests, short timeouts for loopback.
 fn http_config() -> HttpConfig {
     HttpConfig::new()
-        .signing_secret(SECRET.to_vec())
+        .signing_secret(SECRET)
         .timeout(Duration::from_secs(5))
 }
 
@@ -140,16 +141,20 @@ fn start_receiver() -> (u16, Arrivals) {
                     .map(|h| h.value.as_str().to_owned())
                     .unwrap_or_default()
             };
-            let (key, due, attempt, sig) = (
+            let (key, due, attempt) = (
                 header("Wheel-Timer-Key"),
                 header("Wheel-Due"),
                 header("Wheel-Attempt"),
-                header("Wheel-Signature"),
             );
+            let webhook = [
+                header("webhook-id"),
+                header("webhook-timestamp"),
+                header("webhook-signature"),
+            ];
             let mut body = Vec::new();
             let _ = request.as_reader().read_to_end(&mut body);
             let due_ms: u64 = due.parse().unwrap_or(0);
-            let signed = verify(&sig, &body);
+            let signed = verify(&webhook, &body);
             let late = at_ms.saturating_sub(due_ms);
             println!("{key:<14} late {late:>5} ms  attempt {attempt}  signature {signed}");
             let arrival = Arrival {
@@ -164,11 +169,12 @@ fn start_receiver() -> (u16, Arrivals) {
     (port, arrivals)
 }
 
-/// Checks `Wheel-Signature` against the body as a receiver does: the
-/// HMAC must match, and the signing time be within five minutes of now.
-fn verify(header: &str, body: &[u8]) -> bool {
-    let now = unix_ms(SystemTime::now()) / 1000;
-    verify_signature(SECRET, header, body).is_some_and(|t| now.abs_diff(t) <= 300)
+/// Checks the Standard Webhooks signature (`webhook-id`,
+/// `webhook-timestamp`, `webhook-signature`) against the body as a
+/// receiver does: an HMAC must match, and the timestamp be within five
+/// minutes of now.
+fn verify([id, timestamp, signature]: &[String; 3], body: &[u8]) -> bool {
+    verify_signature(SECRET, id, timestamp, signature, body, SystemTime::now()).is_ok()
 }
 
 /// The callbacks to schedule: (key, offset from now, request, paid).

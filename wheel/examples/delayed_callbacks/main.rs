@@ -5,7 +5,8 @@
 //! cargo run --release -p wheel --features redis,http --example delayed_callbacks -- --redis redis://127.0.0.1:6379/0 --nodes 3
 //! ```
 //!
-//! Starts a receiver on loopback that checks each request's signature,
+//! Starts a receiver on loopback that checks each request's Standard
+//! Webhooks signature,
 //! then schedules a few hundred signed callbacks over about ten seconds:
 //! orders to close unless paid (every tenth is paid, and its callback
 //! cancelled) and reminders. Each arrival prints its lateness (arrival
@@ -16,8 +17,8 @@
 //! processes on Redis (itself, re-run with `--node`), kills one with
 //! SIGKILL halfway, and shows that every callback still arrives: the dead
 //! node's claims are taken over when their lease ends, so a few come late,
-//! and one it was sending as it died may come twice (at least once; the
-//! `Wheel-Fence` header tells the copies apart).
+//! and one it was sending as it died may come twice (at least once; both
+//! copies carry the same `webhook-id`, and `Wheel-Fence` tells them apart).
 //!
 //! Options: `--count N` callbacks (default 300), `--seconds S` to spread
 //! them over (default 10), and `--private-redis` instead of `--redis URL`

@@ -386,7 +386,8 @@ impl DurableTimersBuilder {
         }
         #[cfg(feature = "http")]
         if let Some(http) = &self.http {
-            config.handler = super::http::handler(http, self.handler.clone(), &config.retry);
+            config.handler =
+                super::http::handler(http, &config.namespace, self.handler.clone(), &config.retry);
             // One slow host may hold `per_host_limit` workers for long: the
             // configured workers stay free for everything else.
             config.workers = config.workers.saturating_add(http.per_host_limit);

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 /// The handler may be called more than once for one timer only after a
 /// failure (a node died or stalled past its lease while running it, or the
 /// handler asked for a retry); `attempt` counts the runs and `fence` tells
-/// runs apart.
+/// runs apart, while `first_fence` names the delivery they all belong to.
 ///
 /// # Examples
 ///
@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime};
 /// let now = SystemTime::now();
 /// let t = Fired {
 ///     key: "order:17".into(), due: now, first_due: now, payload: b"close".to_vec(), attempt: 1, fence: 9,
+///     first_fence: 9,
 /// };
 /// assert_eq!(handle(&t), Outcome::Done);
 /// ```
@@ -43,6 +44,13 @@ pub struct Fired {
     /// key. A callback target that remembers the highest fence it accepted
     /// for a key can refuse a stale duplicate.
     pub fence: u64,
+    /// The fence of the timer's first started run: the same on every
+    /// attempt (retries, and runs again after a lost lease, on any node),
+    /// and new for a timer added again under the same key, or revived from
+    /// the dead letters. Equal to `fence` on the first attempt. A receiver
+    /// can use the key and this number to drop deliveries it already
+    /// handled; HTTP callbacks send an id made from it as `webhook-id`.
+    pub first_fence: u64,
 }
 
 /// What the handler reports back after a run.

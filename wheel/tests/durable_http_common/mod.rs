@@ -59,15 +59,20 @@ impl Received {
         UNIX_EPOCH + Duration::from_millis(self.number("Wheel-Due"))
     }
 
-    /// Whether `Wheel-Signature` checks out under `secret`, with a signing
-    /// time within a minute of now.
-    pub fn signed_with(&self, secret: &[u8]) -> bool {
-        let header = self.header("Wheel-Signature").unwrap_or_default();
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        verify_signature(secret, header, &self.body).is_some_and(|t| now.abs_diff(t) <= 60)
+    /// `webhook-id`.
+    pub fn webhook_id(&self) -> &str {
+        self.header("webhook-id").expect("a webhook-id header")
+    }
+
+    /// Whether the Standard Webhooks signature checks out under `secret`
+    /// (`whsec_...`), with a timestamp within a minute of arrival.
+    pub fn signed_with(&self, secret: &str) -> bool {
+        let h = |name| self.header(name).unwrap_or_default();
+        let (id, ts) = (h("webhook-id"), h("webhook-timestamp"));
+        let sent = UNIX_EPOCH + Duration::from_secs(ts.parse().unwrap_or(0));
+        let close = self.at.duration_since(sent).unwrap_or_default() <= Duration::from_secs(60);
+        close
+            && verify_signature(secret, id, ts, h("webhook-signature"), &self.body, self.at).is_ok()
     }
 }
 
@@ -238,6 +243,72 @@ fn serve(server: &tiny_http::Server, log: &Arc<Log>, script: &Arc<Script>) {
             let _ = request.respond(response);
         });
     }
+}
+
+/// What the reference Python verifier (`standardwebhooks` from PyPI) says
+/// of a received request under `secret`: whether it accepts the request as
+/// received, with its body changed, and 10 minutes after it was sent (the
+/// same signature, now too old). `None` when `python3` or the module is
+/// missing and `WHEEL_REQUIRE_PY` is not `1` (the test then says it
+/// skipped); with `WHEEL_REQUIRE_PY=1`, as CI sets it, that panics.
+pub fn reference_verdicts(r: &Received, secret: &str) -> Option<[bool; 3]> {
+    const SCRIPT: &str = r#"
+import sys
+from datetime import datetime, timedelta
+try:
+    import standardwebhooks.webhooks as w
+except ImportError:
+    sys.exit(3)
+secret, body = sys.argv[1], bytes.fromhex(sys.argv[2])
+headers = dict(zip(["webhook-id", "webhook-timestamp", "webhook-signature"], sys.argv[3:6]))
+def verdict(body):
+    try:
+        w.Webhook(secret).verify(body, headers)
+        return "accept"
+    except w.WebhookVerificationError:
+        return "reject"
+out = [verdict(body), verdict(body + b" ")]
+class Later(datetime):
+    @classmethod
+    def now(cls, tz=None):
+        return datetime.now(tz) + timedelta(minutes=10)
+w.datetime = Later
+out.append(verdict(body))
+print(" ".join(out))
+"#;
+    let required = std::env::var("WHEEL_REQUIRE_PY").is_ok_and(|v| v == "1");
+    let hex: String = r.body.iter().map(|b| format!("{b:02x}")).collect();
+    let h = |name| r.header(name).unwrap_or_default().to_owned();
+    let run = std::process::Command::new("python3")
+        .args(["-c", SCRIPT, secret, &hex])
+        .args([
+            h("webhook-id"),
+            h("webhook-timestamp"),
+            h("webhook-signature"),
+        ])
+        .output();
+    let missing = match &run {
+        Err(e) => Some(format!("python3 cannot run: {e}")),
+        Ok(out) if out.status.code() == Some(3) => {
+            Some("the Python module standardwebhooks is not installed".to_owned())
+        }
+        Ok(_) => None,
+    };
+    if let Some(why) = missing {
+        assert!(!required, "WHEEL_REQUIRE_PY=1 but {why}");
+        eprintln!("skipped the reference verifier: {why}");
+        return None;
+    }
+    let out = run.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the verifier failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let words: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(words.len(), 3, "{stdout:?}");
+    Some([0, 1, 2].map(|i| words[i] == "accept"))
 }
 
 /// A port with nothing listening on it.

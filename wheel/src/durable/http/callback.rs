@@ -115,15 +115,25 @@ pub struct HttpCallback {
     /// An absolute `http://` or `https://` URL.
     pub url: String,
     /// Extra request headers, sent in this order. Names starting with
-    /// `Wheel-`, and `Host`, `Content-Length`, `Transfer-Encoding` and
-    /// `Connection`, are the node's and refused.
+    /// `Wheel-`, the Standard Webhooks headers `webhook-id`,
+    /// `webhook-timestamp` and `webhook-signature`, and `Host`,
+    /// `Content-Length`, `Transfer-Encoding` and `Connection`, are the
+    /// node's and refused.
     pub headers: Vec<(String, String)>,
     /// The request body (counted against the store's payload limit).
     pub body: Vec<u8>,
 }
 
 /// Header names the client or the node sets: a callback may not.
-const RESERVED: [&str; 4] = ["host", "content-length", "transfer-encoding", "connection"];
+const RESERVED: [&str; 7] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+];
 
 impl HttpCallback {
     /// A callback with no extra headers and an empty body.
@@ -286,6 +296,9 @@ mod tests {
             ("X-A", "nul\0"),
             ("wheel-fence", "1"),
             ("Wheel-Signature", "t=1,v1=00"),
+            ("Webhook-Id", "msg_1"),
+            ("webhook-timestamp", "1"),
+            ("webhook-signature", "v1,AA=="),
             ("Host", "a.example"),
             ("content-length", "3"),
             ("Transfer-Encoding", "chunked"),

@@ -11,7 +11,7 @@ const MAX_PER_HOST: usize = 1024;
 ///
 /// Defaults: a 2 s connect timeout, a 30 s timeout for the whole request
 /// (connecting, sending, the reply and its body), at most 16 requests in
-/// flight to one host, and no signing secret.
+/// flight to one host, and no signing secrets.
 ///
 /// # Examples
 ///
@@ -23,8 +23,8 @@ const MAX_PER_HOST: usize = 1024;
 ///     .connect_timeout(Duration::from_secs(1))
 ///     .timeout(Duration::from_secs(10))
 ///     .per_host_limit(8)
-///     .signing_secret(b"whsec_5f1c".to_vec());
-/// assert!(!format!("{config:?}").contains("whsec")); // the secret stays out of logs
+///     .signing_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+/// assert!(!format!("{config:?}").contains("MfKQ")); // the secret stays out of logs
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpConfig {
@@ -32,7 +32,9 @@ pub struct HttpConfig {
     pub(crate) timeout: Duration,
     /// 1 to [`MAX_PER_HOST`] (checked by the builder).
     pub(crate) per_host_limit: usize,
-    pub(crate) signing_secret: Option<Vec<u8>>,
+    /// The key bytes of each secret given, in order, or why it is not
+    /// one (reported by the builder).
+    pub(crate) signing_keys: Vec<Result<Vec<u8>, &'static str>>,
 }
 
 impl Default for HttpConfig {
@@ -41,7 +43,7 @@ impl Default for HttpConfig {
             connect_timeout: Duration::from_secs(2),
             timeout: Duration::from_secs(30),
             per_host_limit: 16,
-            signing_secret: None,
+            signing_keys: Vec::new(),
         }
     }
 }
@@ -52,7 +54,7 @@ impl fmt::Debug for HttpConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("timeout", &self.timeout)
             .field("per_host_limit", &self.per_host_limit)
-            .field("signed", &self.signing_secret.is_some())
+            .field("signing_secrets", &self.signing_keys.len())
             .finish()
     }
 }
@@ -118,60 +120,60 @@ impl HttpConfig {
         self
     }
 
-    /// Signs every request with this secret: a `Wheel-Signature` header
-    /// `t=<unix seconds>,v1=<hex>`, where the hex is the HMAC-SHA256 of
-    /// `"<t>."` followed by the body, keyed with the secret.
+    /// Signs every request in the [Standard Webhooks] scheme with this
+    /// secret, `whsec_` followed by the standard base64 of the key (as
+    /// the Standard Webhooks libraries make and read them; padding may be
+    /// left out). Call it again to add another secret: every secret signs,
+    /// and `webhook-signature` holds one `v1,<base64>` entry per secret,
+    /// in the order given, so a receiver that knows any one of them
+    /// accepts the request while keys are rotated. A secret that does not
+    /// parse makes [`build`](crate::durable::DurableTimersBuilder::build)
+    /// fail with [`DurableError::Config`](crate::durable::DurableError::Config).
+    ///
+    /// Every request carries `webhook-id` (the same on every attempt of a
+    /// timer, new for a timer added again under the same key) and
+    /// `webhook-timestamp` (Unix seconds, when sent); with secrets, also
+    /// `webhook-signature`: HMAC-SHA256 under the key of
+    /// `"<webhook-id>.<webhook-timestamp>."` followed by the raw body.
+    /// Receivers check it with their Standard Webhooks library (Python
+    /// `standardwebhooks`, the npm package `standardwebhooks`, and others),
+    /// or in Rust with [`verify_signature`](super::verify_signature).
+    ///
+    /// [Standard Webhooks]: https://www.standardwebhooks.com
     ///
     /// # Examples
     ///
-    /// The receiver's side: recompute the HMAC over the timestamp and the
-    /// body as received, compare in constant time, and refuse old
-    /// timestamps (replays).
-    ///
     /// ```
-    /// use hmac::{Hmac, KeyInit, Mac};
-    /// use sha2::Sha256;
+    /// use wheel::durable::http::HttpConfig;
+    /// use wheel::durable::{DurableError, DurableTimers};
     ///
-    /// /// Checks a `Wheel-Signature` header against the raw body.
-    /// fn verify(secret: &[u8], header: &str, body: &[u8], now_secs: u64) -> bool {
-    ///     let mut t = None;
-    ///     let mut v1 = None;
-    ///     for part in header.split(',') {
-    ///         match part.trim().split_once('=') {
-    ///             Some(("t", v)) => t = v.parse::<u64>().ok(),
-    ///             Some(("v1", v)) => v1 = Some(v),
-    ///             _ => {}
-    ///         }
-    ///     }
-    ///     let (Some(t), Some(v1)) = (t, v1) else { return false };
-    ///     if now_secs.abs_diff(t) > 300 {
-    ///         return false; // too old (or from the future): refuse replays
-    ///     }
-    ///     let Some(expected) = (0..v1.len())
-    ///         .step_by(2)
-    ///         .map(|i| v1.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-    ///         .collect::<Option<Vec<u8>>>()
-    ///     else {
-    ///         return false;
-    ///     };
-    ///     let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("any key length");
-    ///     mac.update(t.to_string().as_bytes());
-    ///     mac.update(b".");
-    ///     mac.update(body);
-    ///     mac.verify_slice(&expected).is_ok() // constant-time comparison
-    /// }
+    /// // Rotating: the new secret and the old one both sign until every
+    /// // receiver has the new one.
+    /// let config = HttpConfig::new()
+    ///     .signing_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+    ///     .signing_secret("whsec_c2VjcmV0LWtleS1mb3Itd2hlZWwtdGVzdHM=");
+    /// # drop(config);
     ///
-    /// // A request signed with the secret "whsec_test" at t = 1700000000:
-    /// let header = "t=1700000000,v1=35495024f4ef3f94e5a93e22221544c4b75e9a42300cd965ab81cb85cd994e91";
-    /// assert!(verify(b"whsec_test", header, b"{}", 1_700_000_060));
-    /// assert!(!verify(b"whsec_test", header, b"{\"x\":1}", 1_700_000_060)); // another body
-    /// assert!(!verify(b"another", header, b"{}", 1_700_000_060)); // another secret
-    /// assert!(!verify(b"whsec_test", header, b"{}", 1_700_009_999)); // too late
+    /// // A secret that is not `whsec_` and base64 is refused at build.
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let built = DurableTimers::builder()
+    ///     .embedded(dir.path())
+    ///     .http(HttpConfig::new().signing_secret("hunter2"))
+    ///     .build();
+    /// assert!(matches!(built, Err(DurableError::Config(_))));
     /// ```
     #[must_use]
-    pub fn signing_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
-        self.signing_secret = Some(secret.into());
+    pub fn signing_secret(mut self, secret: &str) -> Self {
+        self.signing_keys.push(super::sign::parse_secret(secret));
         self
+    }
+
+    /// The key bytes of every secret (all parse once `check` passed).
+    pub(crate) fn keys(&self) -> Vec<Vec<u8>> {
+        self.signing_keys
+            .iter()
+            .filter_map(|k| k.clone().ok())
+            .collect()
     }
 
     /// Why these settings cannot work, if they cannot.
@@ -181,6 +183,9 @@ impl HttpConfig {
         }
         if self.per_host_limit == 0 || self.per_host_limit > MAX_PER_HOST {
             return Err("the HTTP per-host limit must be 1 to 1024");
+        }
+        if let Some(Err(why)) = self.signing_keys.iter().find(|k| k.is_err()) {
+            return Err(why);
         }
         Ok(())
     }
@@ -202,5 +207,20 @@ mod tests {
             .connect_timeout(Duration::ZERO)
             .check()
             .is_err());
+    }
+
+    #[test]
+    fn every_secret_must_parse() {
+        let good = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let two = HttpConfig::new()
+            .signing_secret(good)
+            .signing_secret("whsec_AA==");
+        assert_eq!(two.check(), Ok(()));
+        assert_eq!(two.keys().len(), 2);
+        assert_eq!(two.keys()[1], vec![0]);
+        for bad in ["MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_%%", "whsec_"] {
+            let config = HttpConfig::new().signing_secret(good).signing_secret(bad);
+            assert!(config.check().is_err(), "{bad:?}");
+        }
     }
 }

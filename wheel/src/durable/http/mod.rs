@@ -14,9 +14,14 @@
 //! Every request carries `Wheel-Timer-Key`, `Wheel-Attempt`, `Wheel-Fence`,
 //! `Wheel-Due` (the timer's original due time, the same on every attempt)
 //! and `Wheel-Attempt-Due` (this attempt's due time, later after a
-//! retry's back-off), and with a signing secret `Wheel-Signature` (see
-//! [`HttpConfig::signing_secret`] for the receiver's check, and
-//! [`verify_signature`] for receivers written in Rust).
+//! retry's back-off), and the [Standard Webhooks] headers `webhook-id` (the
+//! same on every attempt of one timer, new for a timer added again under
+//! the same key) and `webhook-timestamp`; with signing secrets, also
+//! `webhook-signature`, which receivers check with their Standard Webhooks
+//! library (see [`HttpConfig::signing_secret`]), or in Rust with
+//! [`verify_signature`].
+//!
+//! [Standard Webhooks]: https://www.standardwebhooks.com
 //!
 //! Who handles what, on a node built with `http`: a timer whose payload is
 //! a callback is sent by HTTP; any other timer goes to the
@@ -36,7 +41,7 @@
 //! # fn main() -> Result<(), wheel::durable::DurableError> {
 //! let timers = DurableTimers::builder()
 //!     .embedded("callbacks")
-//!     .http(HttpConfig::new().signing_secret(b"whsec_5f1c".to_vec()))
+//!     .http(HttpConfig::new().signing_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
 //!     .build()?;
 //! let close = HttpCallback::new(Method::Post, "https://shop.example/orders/17/close")
 //!     .header("Content-Type", "application/json")
@@ -57,14 +62,15 @@ mod hosts;
 mod http_date;
 mod reply;
 mod send;
+mod sign;
 mod wire;
 
 use std::sync::Arc;
 
 pub use self::callback::{HttpCallback, Method};
 pub use self::config::HttpConfig;
-pub use self::headers::verify_signature;
 use self::send::Sender;
+pub use self::sign::{verify_signature, SignatureError};
 use super::node::Handler;
 #[cfg(doc)]
 use super::DurableTimersBuilder;
@@ -77,8 +83,13 @@ const NO_HANDLER: &str =
 
 /// The node's handler when it is built with `http`: callbacks by HTTP, the
 /// rest to `user`.
-pub(crate) fn handler(config: &HttpConfig, user: Option<Handler>, policy: &RetryPolicy) -> Handler {
-    let sender = Sender::new(config, policy.clone());
+pub(crate) fn handler(
+    config: &HttpConfig,
+    namespace: &str,
+    user: Option<Handler>,
+    policy: &RetryPolicy,
+) -> Handler {
+    let sender = Sender::new(config, namespace, policy.clone());
     Arc::new(move |fired: &Fired| {
         if wire::is_callback(&fired.payload) {
             return match wire::decode(&fired.payload) {

@@ -14,7 +14,7 @@ use ureq::{Agent, SendBody};
 
 use super::hosts::{Hosts, HOST_BUSY_RETRY, HOST_WAIT};
 use super::reply::{self, Verdict, REASON_BODY};
-use super::{headers, HttpCallback, HttpConfig};
+use super::{headers, sign, HttpCallback, HttpConfig};
 use crate::durable::retry::unit_random;
 use crate::durable::{Fired, Outcome, RetryPolicy};
 
@@ -29,12 +29,15 @@ const USER_AGENT: &str = concat!("wheel/", env!("CARGO_PKG_VERSION"));
 pub(crate) struct Sender {
     agent: Agent,
     hosts: Hosts,
-    secret: Option<Vec<u8>>,
+    /// Names the deliveries' `webhook-id`s apart from other namespaces'.
+    namespace: Box<str>,
+    /// The signing keys; none: requests go unsigned.
+    keys: Vec<Vec<u8>>,
     policy: RetryPolicy,
 }
 
 impl Sender {
-    pub(crate) fn new(config: &HttpConfig, policy: RetryPolicy) -> Sender {
+    pub(crate) fn new(config: &HttpConfig, namespace: &str, policy: RetryPolicy) -> Sender {
         let agent = Agent::config_builder()
             // Every status is an answer to classify, not an error.
             .http_status_as_error(false)
@@ -53,7 +56,8 @@ impl Sender {
         Sender {
             agent: agent.into(),
             hosts: Hosts::new(config.per_host_limit),
-            secret: config.signing_secret.clone(),
+            namespace: namespace.into(),
+            keys: config.keys(),
             policy,
         }
     }
@@ -110,13 +114,16 @@ impl Sender {
             .header(headers::FENCE, fired.fence)
             .header(headers::DUE, unix_ms(fired.first_due).to_string())
             .header(headers::ATTEMPT_DUE, unix_ms(fired.due).to_string());
-        if let Some(secret) = &self.secret {
-            let t = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            b = b.header(headers::SIGNATURE, headers::signature(secret, t, &cb.body));
+        let id = sign::webhook_id(&self.namespace, &fired.key, fired.first_fence);
+        let sent = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if !self.keys.is_empty() {
+            let signature = sign::signature(&self.keys, &id, sent, &cb.body);
+            b = b.header(headers::WEBHOOK_SIGNATURE, signature);
         }
-        b
+        b.header(headers::WEBHOOK_ID, id)
+            .header(headers::WEBHOOK_TIMESTAMP, sent)
     }
 }
 

@@ -82,6 +82,7 @@ pub(super) fn fired_of(started: Started) -> Fired {
         payload: c.payload,
         attempt: started.attempt,
         fence: c.fence,
+        first_fence: c.first_fence,
     }
 }
 

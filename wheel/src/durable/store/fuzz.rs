@@ -176,6 +176,9 @@ pub struct DurableBench {
     stores: Vec<(&'static str, Box<dyn Store>)>,
     /// The last fence a claim handed out for each key (by the model).
     fences: [u64; KEYS.len()],
+    /// The first fence the last claim of each key answered (by the model).
+    #[cfg_attr(not(test), allow(dead_code))]
+    first_fences: [u64; KEYS.len()],
     _dir: tempfile::TempDir,
     #[cfg(all(test, feature = "redis"))]
     _server: Option<wheel_testkit::RedisServer>,
@@ -208,6 +211,7 @@ impl DurableBench {
             model: Model::new(manual),
             stores,
             fences: [0; KEYS.len()],
+            first_fences: [0; KEYS.len()],
             _dir: dir,
             #[cfg(all(test, feature = "redis"))]
             _server: server,
@@ -216,6 +220,13 @@ impl DurableBench {
 
     fn now(&self) -> Millis {
         self.clock.load(Ordering::SeqCst)
+    }
+
+    /// The (fence, first fence) the last claim of key index `key`
+    /// answered; every store agreed with the model on it.
+    #[cfg(test)]
+    pub(crate) fn last_claim(&self, key: usize) -> (u64, u64) {
+        (self.fences[key], self.first_fences[key])
     }
 
     /// The model, which every store agreed with on the steps so far.
@@ -373,6 +384,7 @@ impl DurableBench {
             for c in &batch.timers {
                 let k = KEYS.iter().position(|k| *k == c.key).expect("a known key");
                 self.fences[k] = c.fence;
+                self.first_fences[k] = c.first_fence;
             }
         }
     }

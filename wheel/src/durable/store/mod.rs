@@ -38,6 +38,11 @@
 //! - Every timer keeps its first due time beside its due time: `add`,
 //!   `reschedule` and `retry_dead` set both; `finish(Retry)` and a lease
 //!   that passed move only `due`; a dead letter keeps both.
+//! - Every timer keeps the fence of its first started run once a later
+//!   claim gives it a new fence (a claim of a timer with `attempts >= 1`
+//!   keeps the old fence, unless one is kept already); `add` and
+//!   `retry_dead` start without one, `reschedule` keeps it, and `claim`
+//!   answers it (or the new fence, when none is kept) with every timer.
 //! - Time is the store's own clock (`now` inside the operation), never the
 //!   caller's: a node's clock cannot make a timer start early.
 //! - `add` in [`AddMode::IfAbsent`] looks for the key, in every state, and
@@ -126,6 +131,9 @@ pub(crate) struct Claimed {
     /// Runs started before this claim.
     pub(crate) attempts: u32,
     pub(crate) fence: u64,
+    /// The fence that names this delivery: of its first started run (this
+    /// claim's own fence if none started yet).
+    pub(crate) first_fence: u64,
 }
 
 /// What `claim` answers.

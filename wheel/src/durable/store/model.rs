@@ -25,6 +25,8 @@ struct Timer {
     fence: u64,
     state: TimerState,
     lease_until: Millis,
+    /// The fence of the first started run, once a later claim replaced it.
+    first_fence: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +81,7 @@ impl State {
             fence: 0,
             state: TimerState::Pending,
             lease_until: 0,
+            first_fence: None,
         };
         self.timers.insert(key.to_owned(), t);
     }
@@ -139,6 +142,7 @@ impl State {
                 fence: t.fence,
                 attempts: t.attempts,
                 state: t.state,
+                first_fence: t.first_fence,
                 payload: t.payload.clone(),
             };
             return Some(r.info(key));
@@ -241,6 +245,11 @@ impl Store for Model {
             for (due, key) in due {
                 s.fence += 1;
                 let t = s.timers.get_mut(&key).unwrap();
+                // Written out rather than through `Record::claim_with`, so
+                // that the model states the rule on its own.
+                if t.attempts >= 1 && t.first_fence.is_none() {
+                    t.first_fence = Some(t.fence);
+                }
                 t.fence = s.fence;
                 t.state = TimerState::Claimed;
                 t.lease_until = claim_lease_end(due, now, req.lease);
@@ -251,6 +260,7 @@ impl Store for Model {
                     payload: t.payload.clone(),
                     attempts: t.attempts,
                     fence: t.fence,
+                    first_fence: t.first_fence.unwrap_or(t.fence),
                 });
             }
             batch.next_due = s.by_due(TimerState::Pending).first().map(|(d, _)| *d);

@@ -4,7 +4,8 @@
 //!
 //! A timer: `due`, `lease_until`, `fence` (u64 each), `attempts` (u32),
 //! `state` (u8), then `first_due` (u64) only when the state byte has its
-//! high bit ([`FIRST_DUE`]) set, then the payload to the end. A dead
+//! high bit ([`FIRST_DUE`]) set, then `first_fence` (u64) only when it has
+//! [`FIRST_FENCE`] set, then the payload to the end. A dead
 //! letter: `failed_at`, `due` (u64 each), `attempts`, the reason's length
 //! (u32 each), then `first_due` (u64) only when the length has its high
 //! bit set, the reason, then the payload to the end. All integers
@@ -13,7 +14,18 @@
 //! `first_due` is the due time the timer was added (or rescheduled, or
 //! revived) with; retries and lost leases move `due` but keep it. It is
 //! written only when it differs from `due`, so a timer that never retried
-//! costs no byte more. A record that does not parse (too short, an unknown
+//! costs no byte more.
+//!
+//! `first_fence` is the fence of the timer's first started run: the
+//! identity of one delivery, the same on every attempt (a callback's
+//! `webhook-id` is made from it) and new for a timer added again. Until a
+//! claim replaces the fence of a timer that has already started, the
+//! current fence is that fence, so it is written only from then on: a
+//! claim of a timer with `attempts >= 1` and no `first_fence` keeps the old
+//! fence there ([`Record::claim_with`]). `add` and `retry_dead` write a
+//! fresh record without it; `reschedule` keeps it (the same delivery,
+//! moved). A dead letter does not keep it: reviving one is a new delivery.
+//! A record that does not parse (too short, an unknown
 //! state, a flag without its eight bytes) is reported as corruption, never
 //! trusted.
 
@@ -31,6 +43,8 @@ pub(crate) struct Record {
     pub(crate) fence: u64,
     pub(crate) attempts: u32,
     pub(crate) state: TimerState,
+    /// The fence of the first started run, once a later claim replaced it.
+    pub(crate) first_fence: Option<u64>,
     pub(crate) payload: Vec<u8>,
 }
 
@@ -50,6 +64,9 @@ const DEAD_HEADER: usize = 8 + 8 + 4 + 4;
 
 /// The state byte's flag: `first_due` follows the fixed header.
 const FIRST_DUE: u8 = 0x80;
+
+/// The state byte's flag: `first_fence` follows (after `first_due`, if any).
+const FIRST_FENCE: u8 = 0x40;
 
 /// The dead letter's reason-length flag: `first_due` follows the header.
 const DEAD_FIRST_DUE: u32 = 1 << 31;
@@ -87,16 +104,24 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 impl Record {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let retried = self.first_due != self.due;
-        let mut b = Vec::with_capacity(HEADER + 8 + self.payload.len());
+        let mut flags = state_byte(self.state);
+        if retried {
+            flags |= FIRST_DUE;
+        }
+        if self.first_fence.is_some() {
+            flags |= FIRST_FENCE;
+        }
+        let mut b = Vec::with_capacity(HEADER + 16 + self.payload.len());
         b.extend_from_slice(&self.due.to_le_bytes());
         b.extend_from_slice(&self.lease_until.to_le_bytes());
         b.extend_from_slice(&self.fence.to_le_bytes());
         b.extend_from_slice(&self.attempts.to_le_bytes());
+        b.push(flags);
         if retried {
-            b.push(state_byte(self.state) | FIRST_DUE);
             b.extend_from_slice(&self.first_due.to_le_bytes());
-        } else {
-            b.push(state_byte(self.state));
+        }
+        if let Some(f) = self.first_fence {
+            b.extend_from_slice(&f.to_le_bytes());
         }
         b.extend_from_slice(&self.payload);
         b
@@ -108,21 +133,43 @@ impl Record {
         }
         let due = u64_at(b, 0);
         let flags = b[28];
-        let (first_due, payload) = if flags & FIRST_DUE != 0 {
-            let first = b.get(HEADER..HEADER + 8)?;
-            (u64_at(first, 0), HEADER + 8)
-        } else {
-            (due, HEADER)
+        let mut at = HEADER;
+        let mut extension = |flag: u8| -> Option<Option<u64>> {
+            if flags & flag == 0 {
+                return Some(None);
+            }
+            let v = u64_at(b.get(at..at + 8)?, 0);
+            at += 8;
+            Some(Some(v))
         };
+        let first_due = extension(FIRST_DUE)?.unwrap_or(due);
+        let first_fence = extension(FIRST_FENCE)?;
         Some(Record {
             due,
             first_due,
             lease_until: u64_at(b, 8),
             fence: u64_at(b, 16),
             attempts: u32_at(b, 24),
-            state: state_of(flags & !FIRST_DUE)?,
-            payload: b[payload..].to_vec(),
+            state: state_of(flags & !(FIRST_DUE | FIRST_FENCE))?,
+            first_fence,
+            payload: b[at..].to_vec(),
         })
+    }
+
+    /// Gives the record the fence of a new claim, keeping the old fence as
+    /// `first_fence` when it was the fence of the first started run (the
+    /// timer has started, and no earlier claim kept one).
+    pub(crate) fn claim_with(&mut self, fence: u64) {
+        if self.attempts >= 1 && self.first_fence.is_none() {
+            self.first_fence = Some(self.fence);
+        }
+        self.fence = fence;
+    }
+
+    /// The fence that names this delivery: of its first started run, or
+    /// the current one until a later claim replaced it.
+    pub(crate) fn identity_fence(&self) -> u64 {
+        self.first_fence.unwrap_or(self.fence)
     }
 }
 
@@ -217,7 +264,12 @@ mod tests {
             TimerState::Claimed,
             TimerState::Running,
         ] {
-            for first_due in [u64::MAX, 5] {
+            for (first_due, first_fence) in [
+                (u64::MAX, None),
+                (5, None),
+                (u64::MAX, Some(3)),
+                (5, Some(u64::MAX)),
+            ] {
                 let r = Record {
                     due: u64::MAX,
                     first_due,
@@ -225,6 +277,7 @@ mod tests {
                     fence: 1 << 40,
                     attempts: u32::MAX,
                     state,
+                    first_fence,
                     payload: b"\0|x".to_vec(),
                 };
                 assert_eq!(Record::decode(&r.encode()), Some(r));
@@ -252,6 +305,7 @@ mod tests {
             fence: 0,
             attempts: 0,
             state: TimerState::Pending,
+            first_fence: None,
             payload: b"xy".to_vec(),
         };
         assert_eq!(r.encode().len(), HEADER + 2);
@@ -260,6 +314,18 @@ mod tests {
         assert_eq!(b.len(), HEADER + 8 + 2);
         assert_eq!(b[28], FIRST_DUE);
         assert_eq!(u64_at(&b, HEADER), 10);
+        // The first fence comes after the first due time, in its own eight
+        // bytes, and alone when the due time never moved.
+        r.first_fence = Some(7);
+        let b = r.encode();
+        assert_eq!(b.len(), HEADER + 16 + 2);
+        assert_eq!(b[28], FIRST_DUE | FIRST_FENCE);
+        assert_eq!((u64_at(&b, HEADER), u64_at(&b, HEADER + 8)), (10, 7));
+        r.due = 10;
+        let b = r.encode();
+        assert_eq!(b.len(), HEADER + 8 + 2);
+        assert_eq!(b[28], FIRST_FENCE);
+        assert_eq!(u64_at(&b, HEADER), 7);
         let mut d = DeadRecord {
             failed_at: 30,
             due: 20,
@@ -271,6 +337,34 @@ mod tests {
         assert_eq!(d.encode().len(), DEAD_HEADER + 1);
         d.first_due = 10;
         assert_eq!(d.encode().len(), DEAD_HEADER + 8 + 1);
+    }
+
+    #[test]
+    fn a_claim_keeps_the_fence_of_the_first_started_run() {
+        let mut r = Record {
+            due: 1,
+            first_due: 1,
+            lease_until: 0,
+            fence: 0,
+            attempts: 0,
+            state: TimerState::Pending,
+            first_fence: None,
+            payload: vec![],
+        };
+        // Claims before any start (released, or leases lost while only
+        // claimed) keep nothing: the next start's fence is the identity.
+        r.claim_with(4);
+        r.claim_with(5);
+        assert_eq!((r.first_fence, r.identity_fence()), (None, 5));
+        r.attempts = 1; // started with fence 5
+        r.claim_with(8);
+        assert_eq!((r.first_fence, r.identity_fence()), (Some(5), 5));
+        r.attempts = 2;
+        r.claim_with(9);
+        assert_eq!(
+            (r.first_fence, r.fence, r.identity_fence()),
+            (Some(5), 9, 5)
+        );
     }
 
     #[test]
@@ -290,8 +384,14 @@ mod tests {
         let mut b = vec![0; HEADER + 8];
         b[28] = 2 | FIRST_DUE;
         assert!(Record::decode(&b).is_some());
-        b[28] = 0x40; // an unknown bit
+        b[28] = 0x20; // an unknown bit
         assert_eq!(Record::decode(&b), None);
+        // Both flags need sixteen bytes.
+        for extra in 8..16 {
+            let mut b = vec![0; HEADER + extra];
+            b[28] = FIRST_DUE | FIRST_FENCE;
+            assert_eq!(Record::decode(&b), None, "{extra} bytes after both flags");
+        }
         let mut d = vec![0; DEAD_HEADER];
         d[20] = 9; // a reason longer than the record
         assert_eq!(DeadRecord::decode(&d), None);

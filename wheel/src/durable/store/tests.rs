@@ -253,6 +253,60 @@ fn the_first_due_time_survives_retries_and_only_the_user_moves_it() {
     assert_eq!(first_and_due(&bench, 0), (74, 74));
 }
 
+/// A claim answers the fence of the timer's first started run: its own
+/// fence until a run started, then the same through retries, lost leases,
+/// releases and reschedules; a new add or a revived dead letter starts
+/// over.
+#[test]
+fn the_first_fence_names_a_delivery_until_it_is_added_again() {
+    use Op::*;
+    let mut bench = DurableBench::new();
+    let mut run = |ops: &[Op]| {
+        ops.iter().for_each(|op| bench.step(op));
+        bench.last_claim(0)
+    };
+    // Claimed and released before any start: each claim is its own.
+    let (f1, first) = run(&[add(0, 5), Advance(5), claim(1)]);
+    assert_eq!(first, f1);
+    let (f2, first) = run(&[Release(vec![(0, false)]), claim(1)]);
+    assert!(f2 > f1);
+    assert_eq!(first, f2, "no run started under {f1}");
+    // Started with f2, retried, then its lease lost: f2 names them all.
+    let (f3, first) = run(&[start(0, false, 30), finish(0, 1, 3), Advance(3), claim(1)]);
+    assert_eq!((f3 > f2, first), (true, f2));
+    let (f4, first) = run(&[
+        Release(vec![(0, false)]),
+        Reschedule { key: 0, at: 1 },
+        Advance(1),
+        claim(1),
+    ]);
+    assert_eq!((f4 > f3, first), (true, f2), "released and rescheduled");
+    let patient = Claim {
+        window: 10,
+        lease: 20,
+        max: 1,
+        max_attempts: 3,
+    };
+    let (f5, first) = run(&[start(0, false, 5), Advance(30), patient]);
+    assert_eq!((f5 > f4, first), (true, f2), "after a lost lease");
+    // The same key added again: a new delivery.
+    let (f6, first) = run(&[add(0, 0), claim(1)]);
+    assert_eq!(first, f6);
+    // Dead on its last attempt, then revived: a new delivery too.
+    let (f7, first) = run(&[
+        start(0, false, 30),
+        finish(0, 1, 0),
+        claim(1),
+        start(0, false, 30),
+        finish(0, 2, 0),
+        RetryDead { key: 0, at: 0 },
+        claim(1),
+    ]);
+    assert_eq!(first, f7);
+    assert!(f7 > f6);
+    bench.check_all();
+}
+
 /// `IfAbsent` keeps a timer in every state (pending, claimed, running,
 /// dead) and adds once its key is free; `Replace` takes any of them over.
 #[test]

@@ -373,6 +373,7 @@ impl<'s> Tables<'s> {
             fence: 0,
             attempts: 0,
             state: TimerState::Pending,
+            first_fence: None,
             payload: payload.to_vec(),
         };
         self.put(key, &r)
@@ -414,7 +415,7 @@ impl<'s> Tables<'s> {
             let mut r = self.record(&key)?.ok_or_else(|| corrupt("due index"))?;
             self.unindex(&key, &r, false)?;
             fence += 1;
-            r.fence = fence;
+            r.claim_with(fence);
             r.state = TimerState::Claimed;
             r.lease_until = claim_lease_end(due, now, req.lease);
             self.put(&key, &r)?;
@@ -422,6 +423,7 @@ impl<'s> Tables<'s> {
                 key,
                 due,
                 first_due: r.first_due,
+                first_fence: r.identity_fence(),
                 payload: r.payload,
                 attempts: r.attempts,
                 fence,

@@ -2,7 +2,8 @@
 -- ARGV 9: keys of expired leases to report at most.
 -- Returns {now, reclaimed, expired_dead, next_due, next_lease, n,
 --          then the first n keys whose lease had passed,
---          then key, due, first due, attempts, fence, payload for each claimed timer}
+--          then key, due, first due, attempts, fence, first fence, payload for
+--          each claimed timer}
 -- (-1: none).
 local window, lease, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local max_attempts = tonumber(ARGV[7])
@@ -35,6 +36,9 @@ if max > 0 then
   for i, key in ipairs(due) do
     local x = load(key)
     unindex(key, x, false)
+    -- The fence of the first started run names the delivery: kept when
+    -- this claim replaces it (see record.rs, claim_with).
+    if x.attempts >= 1 and not x.ffence then x.ffence = x.fence end
     x.fence = base + i
     x.state = CLAIMED
     x.lease = math.min(math.max(x.due, NOW) + lease, MAX_MS)
@@ -44,6 +48,7 @@ if max > 0 then
     out[#out + 1] = x.first
     out[#out + 1] = x.attempts
     out[#out + 1] = x.fence
+    out[#out + 1] = x.ffence or x.fence
     out[#out + 1] = x.payload
   end
   flush()

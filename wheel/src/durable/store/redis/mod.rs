@@ -329,10 +329,10 @@ fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
         expired_dead: u32::try_from(int(&head[2])?).ok()?,
         next_due: maybe_millis(&head[3])?,
         next_lease: maybe_millis(&head[4])?,
-        timers: Vec::with_capacity(rest.len() / 6),
+        timers: Vec::with_capacity(rest.len() / 7),
     };
-    for t in rest.chunks(6) {
-        let [key, due, first_due, attempts, fence, payload] = t else {
+    for t in rest.chunks(7) {
+        let [key, due, first_due, attempts, fence, first_fence, payload] = t else {
             return None;
         };
         batch.timers.push(Claimed {
@@ -341,6 +341,7 @@ fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
             first_due: millis(first_due)?,
             attempts: u32::try_from(int(attempts)?).ok()?,
             fence: millis(fence)?,
+            first_fence: millis(first_fence)?,
             payload: bytes(payload)?,
         });
     }

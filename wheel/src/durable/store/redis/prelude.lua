@@ -5,10 +5,12 @@
 --       2 the notify window in ms, 3 the wake channel; then the script's own.
 -- A timer record: due, lease_until, fence (8 bytes each), attempts (4),
 -- state (1), little-endian, then first_due (8) only when the state has its
--- FIRST flag, then the payload. A dead letter: failed_at, due (8 each),
+-- FIRST flag, then first_fence (8) only when it has its FIRST_FENCE flag,
+-- then the payload. A dead letter: failed_at, due (8 each),
 -- attempts, reason length (4 each), then first_due (8) only when the length
 -- has its DEAD_FIRST flag, the reason, the payload. first_due is written
--- only when it differs from due (see record.rs).
+-- only when it differs from due; first_fence (the fence of the first
+-- started run) only once a later claim replaced that fence (see record.rs).
 --
 -- A script reads the records it needs with one HMGET per hash (`prefetch`),
 -- changes them in the tables below, and `flush` writes every change with
@@ -18,6 +20,7 @@ local T, DUE, LEASE, DEAD, DEADQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KE
 local PENDING, CLAIMED, RUNNING = 0, 1, 2
 local MAX_MS = 9007199254740991 -- 2^53 - 1: exact in a double and a score
 local FIRST, DEAD_FIRST = 128, 2147483648 -- the flags: first_due follows
+local FIRST_FENCE = 64 -- the flag: first_fence follows
 local CHUNK = 4000 -- arguments per command at most (Lua's unpack has a limit)
 local NOW
 if ARGV[1] == '' then
@@ -37,13 +40,17 @@ end
 local function decode_timer(r)
   if not r then return false end
   local due, lease, fence, attempts, state, at = struct.unpack('<I8I8I8I4B', r)
-  local first = due
+  local first, ffence = due, nil
   if state >= FIRST then
     state = state - FIRST
     first, at = struct.unpack('<I8', r, at)
   end
+  if state >= FIRST_FENCE then
+    state = state - FIRST_FENCE
+    ffence, at = struct.unpack('<I8', r, at)
+  end
   return { due = due, first = first, lease = lease, fence = fence, attempts = attempts,
-           state = state, payload = string.sub(r, at) }
+           state = state, ffence = ffence, payload = string.sub(r, at) }
 end
 
 local function decode_dead(r)
@@ -58,13 +65,19 @@ local function decode_dead(r)
            reason = string.sub(r, at, at + len - 1), payload = string.sub(r, at + len) }
 end
 
--- A record's bytes; first_due only when it differs from due.
+-- A record's bytes; first_due only when it differs from due, first_fence
+-- only when kept.
 local function encode_timer(x)
-  if x.first == x.due then
-    return struct.pack('<I8I8I8I4B', x.due, x.lease, x.fence, x.attempts, x.state) .. x.payload
+  local flags, ext = x.state, ''
+  if x.first ~= x.due then
+    flags = flags + FIRST
+    ext = struct.pack('<I8', x.first)
   end
-  return struct.pack('<I8I8I8I4BI8', x.due, x.lease, x.fence, x.attempts, x.state + FIRST, x.first)
-    .. x.payload
+  if x.ffence then
+    flags = flags + FIRST_FENCE
+    ext = ext .. struct.pack('<I8', x.ffence)
+  end
+  return struct.pack('<I8I8I8I4B', x.due, x.lease, x.fence, x.attempts, flags) .. ext .. x.payload
 end
 
 local function encode_dead(d)
