@@ -192,10 +192,11 @@ impl DurableTimersBuilder {
     /// Makes this node send callback timers (added with
     /// [`add_callback`](DurableTimers::add_callback)) by HTTP, with or
     /// without a [`handler`](Self::handler) for the other timers (feature
-    /// `http`). The node runs [`per_host_limit`] workers on top of
-    /// [`workers`](Self::workers). See [`wheel::durable::http`].
+    /// `http`, which implies `tokio`). Requests run as tasks on the node's
+    /// runtime, as async handlers do (see
+    /// [`max_in_flight`](Self::max_in_flight)); a blocking handler runs on
+    /// the runtime's blocking threads. See [`wheel::durable::http`].
     ///
-    /// [`per_host_limit`]: super::http::HttpConfig::per_host_limit
     /// [`wheel::durable::http`]: super::http
     ///
     /// # Examples
@@ -354,7 +355,8 @@ impl DurableTimersBuilder {
     /// [`DurableError::Config`] for settings that cannot work (no store or
     /// two, zero workers or `max_claimed`, a zero lease, a claim window
     /// shorter than the poll, an empty namespace, `redis` without the
-    /// feature, zero HTTP timeouts or a per-host limit outside 1 to 1024); the store's errors on opening ([`Locked`],
+    /// feature, zero HTTP timeouts or a per-host limit outside 1 to 65 536, both
+    /// `handler` and `handler_async`); the store's errors on opening ([`Locked`],
     /// [`Corrupt`], [`Io`], [`Unavailable`]).
     ///
     /// [`Locked`]: DurableError::Locked
@@ -372,29 +374,36 @@ impl DurableTimersBuilder {
     pub fn build(self) -> Result<DurableTimers, DurableError> {
         self.check()?;
         let store = self.open_store()?;
-        DurableTimers::start(store, self.node_config(), self.max_payload)
+        let node = self.node_config()?;
+        DurableTimers::start(store, node, self.max_payload)
     }
 
     /// How the node fires, or `None` for a client that fires nothing.
-    fn node_config(&self) -> Option<NodeConfig> {
+    fn node_config(&self) -> Result<Option<NodeConfig>, DurableError> {
         let mut config = self.node.clone();
         config.namespace = self.namespace.as_str().into();
+        #[cfg(feature = "http")]
+        if let Some(http) = &self.http {
+            use super::http::Others;
+            let others = match (self.tasks.handler(), self.handler.clone()) {
+                (Some(h), _) => Others::Async(h),
+                (None, Some(h)) => Others::Blocking(h),
+                (None, None) => Others::None,
+            };
+            let handler = super::http::handler(http, &config.namespace, others, &config.retry)?;
+            config.tasks = Some(self.tasks.config_with(handler));
+            return Ok(Some(config));
+        }
         #[cfg(feature = "tokio")]
         if let Some(tasks) = self.tasks.config() {
             config.tasks = Some(tasks);
-            return Some(config);
+            return Ok(Some(config));
         }
-        #[cfg(feature = "http")]
-        if let Some(http) = &self.http {
-            config.handler =
-                super::http::handler(http, &config.namespace, self.handler.clone(), &config.retry);
-            // One slow host may hold `per_host_limit` workers for long: the
-            // configured workers stay free for everything else.
-            config.workers = config.workers.saturating_add(http.per_host_limit);
-            return Some(config);
-        }
-        config.handler = self.handler.clone()?;
-        Some(config)
+        let Some(handler) = self.handler.clone() else {
+            return Ok(None);
+        };
+        config.handler = handler;
+        Ok(Some(config))
     }
 
     /// Whether this node sends callback timers by HTTP.

@@ -35,25 +35,33 @@ impl Default for AsyncOptions {
 impl AsyncOptions {
     /// The node's task settings, if it has an async handler.
     pub(super) fn config(&self) -> Option<TaskConfig> {
-        Some(TaskConfig {
-            handler: self.handler.clone()?,
+        Some(self.config_with(self.handler.clone()?))
+    }
+
+    /// The node's task settings with `handler` (the HTTP one, which calls
+    /// the user's for other timers).
+    pub(super) fn config_with(&self, handler: AsyncHandler) -> TaskConfig {
+        TaskConfig {
+            handler,
             runtime: self.runtime.clone(),
             max_in_flight: self.max_in_flight,
             run_timeout: self.run_timeout,
             grace: self.grace,
-        })
+        }
+    }
+
+    /// The user's async handler, if any.
+    pub(super) fn handler(&self) -> Option<AsyncHandler> {
+        self.handler.clone()
     }
 
     /// Why these settings cannot work with the rest, if so.
     pub(super) fn check(&self, blocking: bool, http: bool) -> Result<(), &'static str> {
-        if self.handler.is_none() {
+        if self.handler.is_none() && !http {
             return Ok(());
         }
-        if blocking {
+        if blocking && self.handler.is_some() {
             return Err("choose one handler: handler or handler_async");
-        }
-        if http {
-            return Err("handler_async does not combine with http: callbacks are sent by the blocking HTTP path");
         }
         if self.max_in_flight == 0 || self.run_timeout.is_zero() {
             return Err("max_in_flight and run_timeout must be non-zero");

@@ -2,14 +2,14 @@
 //! checks `add_callback` makes before anything is stored.
 //!
 //! The checks are the client's own: the URL parses as the `http` crate's
-//! `Uri` that `ureq` sends with, and names and values are the `http`
+//! `Uri` that requests are built with, and names and values are the `http`
 //! crate's `HeaderName` and `HeaderValue`, so a callback that is stored can
 //! always be sent.
 
 use std::fmt;
 use std::str::FromStr;
 
-use ureq::http::{HeaderName, HeaderValue, Uri};
+use http::{HeaderName, HeaderValue, Uri};
 
 use super::wire;
 use crate::durable::DurableError;

@@ -3,15 +3,17 @@
 use std::fmt;
 use std::time::Duration;
 
-/// The largest per-host limit: the node runs a worker thread for each.
-const MAX_PER_HOST: usize = 1024;
+/// The largest per-host limit: each request in flight holds a connection.
+const MAX_PER_HOST: usize = 65_536;
 
 /// How a node sends HTTP callbacks; given to
 /// [`DurableTimersBuilder::http`](crate::durable::DurableTimersBuilder::http).
 ///
 /// Defaults: a 2 s connect timeout, a 30 s timeout for the whole request
-/// (connecting, sending, the reply and its body), at most 16 requests in
-/// flight to one host, and no signing secrets.
+/// (connecting, sending, the reply and its body), at most 1024 requests in
+/// flight to one host, and no signing secrets. The node's
+/// [`max_in_flight`](crate::durable::DurableTimersBuilder::max_in_flight)
+/// bounds the requests in flight to all hosts together.
 ///
 /// # Examples
 ///
@@ -42,7 +44,7 @@ impl Default for HttpConfig {
         HttpConfig {
             connect_timeout: Duration::from_secs(2),
             timeout: Duration::from_secs(30),
-            per_host_limit: 16,
+            per_host_limit: 1024,
             signing_keys: Vec::new(),
         }
     }
@@ -104,9 +106,8 @@ impl HttpConfig {
     }
 
     /// Requests in flight to one host (name and port) from this node, at
-    /// most (1 to 1024). The node runs this many workers on top of
-    /// [`workers`](crate::durable::DurableTimersBuilder::workers), so that
-    /// one slow host can never occupy all of them.
+    /// most (1 to 65 536; default 1024): one slow host never takes every
+    /// request in flight, and a host is not flooded.
     ///
     /// # Examples
     ///
@@ -182,7 +183,7 @@ impl HttpConfig {
             return Err("the HTTP timeouts must be non-zero");
         }
         if self.per_host_limit == 0 || self.per_host_limit > MAX_PER_HOST {
-            return Err("the HTTP per-host limit must be 1 to 1024");
+            return Err("the HTTP per-host limit must be 1 to 65536");
         }
         if let Some(Err(why)) = self.signing_keys.iter().find(|k| k.is_err()) {
             return Err(why);
@@ -200,8 +201,8 @@ mod tests {
         assert_eq!(HttpConfig::new().check(), Ok(()));
         assert!(HttpConfig::new().per_host_limit(0).check().is_err());
         assert!(HttpConfig::new().per_host_limit(1).check().is_ok());
-        assert!(HttpConfig::new().per_host_limit(1024).check().is_ok());
-        assert!(HttpConfig::new().per_host_limit(1025).check().is_err());
+        assert!(HttpConfig::new().per_host_limit(65_536).check().is_ok());
+        assert!(HttpConfig::new().per_host_limit(65_537).check().is_err());
         assert!(HttpConfig::new().timeout(Duration::ZERO).check().is_err());
         assert!(HttpConfig::new()
             .connect_timeout(Duration::ZERO)

@@ -1,24 +1,29 @@
 //! The per-host limit: requests in flight to one host from this node.
 //!
-//! A worker takes a [`Slot`] for the request's host before sending and
-//! gives it back when the [`Slot`] drops, after the reply (or the error).
-//! A worker that finds the host at its limit waits at most [`HOST_WAIT`]
-//! for a slot to free; then it does not send, and the timer is retried
-//! after about [`HOST_BUSY_RETRY`]. So one slow host holds at most `limit`
-//! workers for long, and the node runs `limit` workers more than it was
-//! configured with: the rest always have workers.
+//! A run takes a [`Slot`] for the request's host before sending and gives
+//! it back when the [`Slot`] drops, after the reply (or the error). A run
+//! that finds the host at its limit waits at most [`HOST_WAIT`] for a slot
+//! to free; then it does not send, and the timer is retried after about
+//! [`HOST_BUSY_RETRY`]. The runs are tasks, so a slow host holds tasks, not
+//! threads; the limit keeps one host from taking every request in flight
+//! and protects the host itself.
 //!
-//! Invariant: `in_flight[host]` is the number of live slots for `host`,
-//! never above `limit`, and a host with none has no entry (the map stays
-//! as small as the set of hosts being called).
+//! Invariant: each host with a slot taken or awaited has one semaphore of
+//! `limit` permits in the map; a slot holds a permit of it. The last slot
+//! of a host to drop, with nobody waiting, removes the host's entry (the
+//! map stays as small as the set of hosts being called). Acquirers clone
+//! a host's semaphore under the map's lock, so a semaphore only referenced
+//! by the map has no holder and no waiter.
 
-use crate::durable::time::wait_until;
-use crate::sync::lock;
 use std::collections::HashMap;
-use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-/// The longest a worker waits for a host at its limit.
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::sync::lock;
+
+/// The longest a run waits for a host at its limit.
 pub(crate) const HOST_WAIT: Duration = Duration::from_millis(100);
 
 /// The delay before a timer whose host was at its limit is tried again
@@ -28,112 +33,114 @@ pub(crate) const HOST_BUSY_RETRY: Duration = Duration::from_secs(1);
 /// Requests in flight by host.
 pub(crate) struct Hosts {
     pub(crate) limit: usize,
-    in_flight: Mutex<HashMap<String, usize>>,
-    /// Signalled whenever a slot of any host is given back.
-    freed: Condvar,
+    by_host: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
 }
 
 /// One request in flight to `host`; gives its place back when dropped.
-pub(crate) struct Slot<'a> {
-    hosts: &'a Hosts,
+pub(crate) struct Slot {
+    by_host: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
     host: String,
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Hosts {
     pub(crate) fn new(limit: usize) -> Hosts {
         Hosts {
             limit,
-            in_flight: Mutex::new(HashMap::new()),
-            freed: Condvar::new(),
+            by_host: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
     /// A slot for `host`, waiting at most `wait` for one to free; `None`
     /// when the host stayed at its limit.
-    pub(crate) fn acquire(&self, host: &str, wait: Duration) -> Option<Slot<'_>> {
-        let until = Instant::now() + wait;
-        let mut in_flight = lock(&self.in_flight);
-        loop {
-            let n = in_flight.get(host).copied().unwrap_or(0);
-            if n < self.limit {
-                in_flight.insert(host.to_owned(), n + 1);
-                return Some(Slot {
-                    hosts: self,
-                    host: host.to_owned(),
-                });
-            }
-            let (guard, over) = wait_until(&self.freed, in_flight, until);
-            if over {
-                return None;
-            }
-            in_flight = guard;
-        }
+    pub(crate) async fn acquire(&self, host: &str, wait: Duration) -> Option<Slot> {
+        let sem = lock(&self.by_host)
+            .entry(host.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.limit)))
+            .clone();
+        let mut slot = Slot {
+            by_host: self.by_host.clone(),
+            host: host.to_owned(),
+            permit: None,
+        };
+        // Dropped without a permit, the slot still tidies the map.
+        let permit = tokio::time::timeout(wait, sem.clone().acquire_owned()).await;
+        drop(sem);
+        slot.permit = Some(permit.ok()?.ok()?);
+        Some(slot)
     }
 
     #[cfg(test)]
     fn count(&self, host: &str) -> Option<usize> {
-        lock(&self.in_flight).get(host).copied()
+        lock(&self.by_host)
+            .get(host)
+            .map(|s| self.limit - s.available_permits())
     }
 }
 
-impl Drop for Slot<'_> {
+impl Drop for Slot {
     fn drop(&mut self) {
-        let mut in_flight = lock(&self.hosts.in_flight);
-        if let Some(n) = in_flight.get_mut(&self.host) {
-            *n -= 1;
-            if *n == 0 {
-                in_flight.remove(&self.host);
-            }
+        let mut by_host = lock(&self.by_host);
+        self.permit.take();
+        if by_host
+            .get(&self.host)
+            .is_some_and(|s| Arc::strong_count(s) == 1)
+        {
+            by_host.remove(&self.host);
         }
-        drop(in_flight);
-        // Waiters of every host share the condition variable: wake them
-        // all, each checks its own host.
-        self.hosts.freed.notify_all();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
-    #[test]
-    fn a_host_at_its_limit_refuses_after_the_wait_and_others_are_free() {
-        let hosts = Hosts::new(2);
-        let a1 = hosts.acquire("a:80", Duration::ZERO).unwrap();
-        let _a2 = hosts.acquire("a:80", Duration::ZERO).unwrap();
-        assert!(hosts.acquire("a:80", Duration::from_millis(5)).is_none());
-        let b = hosts.acquire("b:80", Duration::ZERO).unwrap();
-        assert_eq!(hosts.count("a:80"), Some(2));
-        drop(a1);
-        assert_eq!(hosts.count("a:80"), Some(1));
-        assert!(hosts.acquire("a:80", Duration::ZERO).is_some());
-        drop(b);
-        assert_eq!(hosts.count("b:80"), None, "an idle host leaves the map");
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
     }
 
     #[test]
-    fn a_waiting_worker_gets_the_slot_given_back() {
-        let hosts = Arc::new(Hosts::new(1));
-        let (taken_tx, taken_rx) = std::sync::mpsc::channel();
-        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let holder = {
-            let hosts = hosts.clone();
-            std::thread::spawn(move || {
-                let _slot = hosts.acquire("a:80", Duration::ZERO).unwrap();
-                taken_tx.send(()).unwrap();
-                release_rx.recv().unwrap();
-            })
-        };
-        taken_rx.recv().unwrap();
-        let waiter = {
-            let hosts = hosts.clone();
-            // Generous: the holder gives its slot back right away.
-            std::thread::spawn(move || hosts.acquire("a:80", Duration::from_secs(60)).is_some())
-        };
-        release_tx.send(()).unwrap();
-        holder.join().unwrap();
-        assert!(waiter.join().unwrap());
-        assert_eq!(hosts.count("a:80"), None);
+    fn a_host_at_its_limit_refuses_after_the_wait_and_others_are_free() {
+        rt().block_on(async {
+            let hosts = Hosts::new(2);
+            let a1 = hosts.acquire("a:80", Duration::ZERO).await.unwrap();
+            let _a2 = hosts.acquire("a:80", Duration::ZERO).await.unwrap();
+            assert!(hosts
+                .acquire("a:80", Duration::from_millis(5))
+                .await
+                .is_none());
+            let b = hosts.acquire("b:80", Duration::ZERO).await.unwrap();
+            assert_eq!(hosts.count("a:80"), Some(2));
+            drop(a1);
+            assert_eq!(hosts.count("a:80"), Some(1));
+            assert!(hosts.acquire("a:80", Duration::ZERO).await.is_some());
+            drop(b);
+            assert_eq!(hosts.count("b:80"), None, "an idle host leaves the map");
+        });
+    }
+
+    #[test]
+    fn a_waiting_run_gets_the_slot_given_back() {
+        rt().block_on(async {
+            let hosts = Arc::new(Hosts::new(1));
+            let held = hosts.acquire("a:80", Duration::ZERO).await.unwrap();
+            let waiter = {
+                let hosts = hosts.clone();
+                // Generous: the holder gives its slot back right away.
+                tokio::spawn(async move {
+                    hosts
+                        .acquire("a:80", Duration::from_secs(60))
+                        .await
+                        .is_some()
+                })
+            };
+            tokio::task::yield_now().await;
+            drop(held);
+            assert!(waiter.await.unwrap());
+            assert_eq!(hosts.count("a:80"), None);
+        });
     }
 }

@@ -5,11 +5,13 @@
 //! encoded request within the payload limit) and stores it as the timer's
 //! payload, through the same path as `add`: durable on return, the same
 //! key rules. A node built with [`DurableTimersBuilder::http`] sends each
-//! due callback from a worker with a blocking client (`ureq`, keep-alive
-//! connections pooled) and turns the reply into the run's [`Outcome`]:
-//! 2xx is done; 408, 429, 5xx, timeouts and connection errors are retried
-//! with back-off, honouring `Retry-After`; any other status is a dead letter
-//! at once, its reason the status and the start of the reply's body.
+//! due callback as a task on its tokio runtime with an async client
+//! (`reqwest`: keep-alive connections pooled, HTTP/2 where offered,
+//! thousands of requests in flight on a few threads) and turns the reply
+//! into the run's [`Outcome`]: 2xx is done; 408, 429, 5xx, 3xx (redirects
+//! are not followed), timeouts and connection errors are retried with
+//! back-off, honouring `Retry-After`; any other status is a dead letter at
+//! once, its reason the status and the start of the reply's body.
 //!
 //! Every request carries `Wheel-Timer-Key`, `Wheel-Attempt`, `Wheel-Fence`,
 //! `Wheel-Due` (the timer's original due time, the same on every attempt)
@@ -71,35 +73,52 @@ pub use self::callback::{HttpCallback, Method};
 pub use self::config::HttpConfig;
 use self::send::Sender;
 pub use self::sign::{verify_signature, SignatureError};
+use super::node::tasks::{AsyncHandler, HandlerFuture};
 use super::node::Handler;
 #[cfg(doc)]
 use super::DurableTimersBuilder;
-use super::{Fired, Outcome, RetryPolicy};
+use super::{DurableError, Fired, Outcome, RetryPolicy};
 
 /// The reason of a timer that is not a callback, on a node without a
 /// handler.
 const NO_HANDLER: &str =
     "no handler: this node sends HTTP callbacks only, and this timer's payload is not one";
 
-/// The node's handler when it is built with `http`: callbacks by HTTP, the
-/// rest to `user`.
+/// The user's handler for the timers that are not callbacks.
+#[derive(Clone)]
+pub(crate) enum Others {
+    None,
+    Blocking(Handler),
+    Async(AsyncHandler),
+}
+
+/// The node's handler when it is built with `http`: callbacks by HTTP on
+/// the node's runtime, the rest to the user's handler (a blocking one on
+/// the runtime's blocking threads).
 pub(crate) fn handler(
     config: &HttpConfig,
     namespace: &str,
-    user: Option<Handler>,
+    others: Others,
     policy: &RetryPolicy,
-) -> Handler {
-    let sender = Sender::new(config, namespace, policy.clone());
-    Arc::new(move |fired: &Fired| {
-        if wire::is_callback(&fired.payload) {
-            return match wire::decode(&fired.payload) {
-                Some(cb) => sender.fire(fired, &cb),
-                None => Outcome::Fail("a damaged HTTP callback payload".into()),
-            };
-        }
-        match &user {
-            Some(h) => h(fired),
-            None => Outcome::Fail(NO_HANDLER.into()),
-        }
-    })
+) -> Result<AsyncHandler, DurableError> {
+    let sender = Arc::new(Sender::new(config, namespace, policy.clone())?);
+    Ok(Arc::new(move |fired: Fired| -> HandlerFuture {
+        let (sender, others) = (sender.clone(), others.clone());
+        Box::pin(async move {
+            if wire::is_callback(&fired.payload) {
+                return match wire::decode(&fired.payload) {
+                    Some(cb) => sender.fire(&fired, &cb).await,
+                    None => Outcome::Fail("a damaged HTTP callback payload".into()),
+                };
+            }
+            match others {
+                Others::Async(h) => h(fired).await,
+                // A panic in it counts as a retry, as on a worker thread.
+                Others::Blocking(h) => tokio::task::spawn_blocking(move || h(&fired))
+                    .await
+                    .unwrap_or(Outcome::Retry),
+                Others::None => Outcome::Fail(NO_HANDLER.into()),
+            }
+        })
+    }))
 }

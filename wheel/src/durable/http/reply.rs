@@ -4,7 +4,8 @@
 //! | --- | --- |
 //! | 2xx | done |
 //! | 408, 429, 5xx | retry: after `Retry-After` when given, else the policy's back-off |
-//! | any other status (3xx: redirects are not followed; other 4xx) | a dead letter at once |
+//! | 3xx (redirects are not followed) | a failed attempt: retry with the policy's back-off |
+//! | any other status (other 4xx, 1xx) | a dead letter at once |
 //! | no reply: timeout, refused or reset connection, DNS, TLS | retry with the policy's back-off |
 //! | a request that cannot be built | a dead letter at once |
 //!
@@ -14,7 +15,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ureq::http::StatusCode;
+use http::StatusCode;
 
 use super::http_date;
 use crate::durable::retry::gave_up;
@@ -70,22 +71,40 @@ pub(crate) fn of_status(
             after: retry_after.and_then(|v| wait_of(v, now)),
             why: describe(status, "", body),
         },
-        300..=399 => Verdict::Dead(describe(status, " (redirects are not followed)", body)),
+        // An endpoint that moved is a configuration to fix: each attempt
+        // fails until it is, and the last one leaves a dead letter.
+        300..=399 => Verdict::Retry {
+            after: None,
+            why: describe(status, " (redirects are not followed)", body),
+        },
         _ => Verdict::Dead(describe(status, "", body)),
     }
 }
 
-/// The verdict on a request that got no reply.
-pub(crate) fn of_error(e: &ureq::Error) -> Verdict {
-    match e {
-        ureq::Error::BadUri(_) | ureq::Error::Http(_) => {
-            Verdict::Dead(format!("the request cannot be built: {e}"))
-        }
-        _ => Verdict::Retry {
-            after: None,
-            why: format!("no reply: {e}"),
-        },
+/// The verdict on a request that got no reply: a request the client
+/// refused to build is dead; a timeout, a refused or reset connection, a
+/// DNS or TLS failure is worth another try.
+pub(crate) fn of_error(e: &reqwest::Error) -> Verdict {
+    if e.is_builder() {
+        return Verdict::Dead(format!("the request cannot be built: {e}"));
     }
+    Verdict::Retry {
+        after: None,
+        why: format!("no reply: {}", chain(e)),
+    }
+}
+
+/// An error and its causes, `: `-separated (reqwest's own message alone
+/// says only "error sending request").
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// The wait a `Retry-After` value asks for: delay-seconds, or an HTTP date
@@ -152,7 +171,10 @@ mod tests {
         );
         assert_eq!(
             of_status(301, None, b"", now),
-            Verdict::Dead("HTTP 301 Moved Permanently (redirects are not followed)".into())
+            retry(
+                None,
+                "HTTP 301 Moved Permanently (redirects are not followed)"
+            )
         );
         for s in [100, 400, 401, 403, 409, 410, 422, 499, 600] {
             assert!(
@@ -212,17 +234,29 @@ mod tests {
 
     #[test]
     fn errors_without_a_reply_are_retried_unless_the_request_is_bad() {
-        assert!(matches!(
-            of_error(&ureq::Error::ConnectionFailed),
-            Verdict::Retry { after: None, .. }
-        ));
-        assert!(matches!(
-            of_error(&ureq::Error::HostNotFound),
-            Verdict::Retry { .. }
-        ));
-        assert!(matches!(
-            of_error(&ureq::Error::BadUri("x".into())),
-            Verdict::Dead(_)
-        ));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(super::super::send::tls().unwrap())
+            .no_proxy()
+            .build()
+            .unwrap();
+        // Port 9 (discard) on loopback: nothing listens, the connection is
+        // refused.
+        let refused = rt
+            .block_on(client.get("http://127.0.0.1:9/").send())
+            .unwrap_err();
+        assert!(
+            matches!(of_error(&refused), Verdict::Retry { after: None, ref why } if why.starts_with("no reply")),
+            "{refused:?}"
+        );
+        let bad = client
+            .get("http://127.0.0.1/")
+            .header("bad header", "x")
+            .build()
+            .unwrap_err();
+        assert!(matches!(of_error(&bad), Verdict::Dead(_)), "{bad:?}");
     }
 }

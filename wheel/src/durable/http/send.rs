@@ -1,33 +1,34 @@
 //! [`Sender`]: sends a due callback and turns the reply into an
 //! [`Outcome`].
 //!
-//! One sender per node, shared by its workers: one `ureq` agent (its pool
-//! keeps idle keep-alive connections, up to the per-host limit for each
-//! host) and the per-host limit ([`Hosts`]). A request runs on the worker
-//! that fires the timer, holding a slot of its host for its whole length.
+//! One sender per node, shared by its runs: one async client (`reqwest`
+//! on the node's tokio runtime, rustls with the `ring` provider and the
+//! webpki roots; its pool keeps idle keep-alive connections, and HTTP/2 is
+//! used where the server offers it by ALPN) and the per-host limit
+//! ([`Hosts`]). A request runs as part of its timer's task, holding a slot
+//! of its host for its whole length.
 
-use std::io::Read;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ureq::http::{self, Uri};
-use ureq::{Agent, SendBody};
+use http::Uri;
 
 use super::hosts::{Hosts, HOST_BUSY_RETRY, HOST_WAIT};
 use super::reply::{self, Verdict, REASON_BODY};
 use super::{headers, sign, HttpCallback, HttpConfig};
 use crate::durable::retry::unit_random;
-use crate::durable::{Fired, Outcome, RetryPolicy};
+use crate::durable::{DurableError, Fired, Outcome, RetryPolicy};
 
 /// How much of a reply's body is read at most: reading a short body to
 /// its end puts the connection back in the pool; a longer one is cut off
 /// with its connection.
-const DRAIN: u64 = 64 * 1024;
+const DRAIN: usize = 64 * 1024;
 
 const USER_AGENT: &str = concat!("wheel/", env!("CARGO_PKG_VERSION"));
 
 /// Sends callbacks for one node.
 pub(crate) struct Sender {
-    agent: Agent,
+    client: reqwest::Client,
     hosts: Hosts,
     /// Names the deliveries' `webhook-id`s apart from other namespaces'.
     namespace: Box<str>,
@@ -36,73 +37,97 @@ pub(crate) struct Sender {
     policy: RetryPolicy,
 }
 
+/// TLS for the client: rustls with the `ring` provider (no C toolchain
+/// needed, unlike the default provider) and the webpki roots, offering
+/// HTTP/2 and HTTP/1.1.
+pub(super) fn tls() -> Result<rustls::ClientConfig, DurableError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| DurableError::Config(format!("TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
 impl Sender {
-    pub(crate) fn new(config: &HttpConfig, namespace: &str, policy: RetryPolicy) -> Sender {
-        let agent = Agent::config_builder()
-            // Every status is an answer to classify, not an error.
-            .http_status_as_error(false)
+    pub(crate) fn new(
+        config: &HttpConfig,
+        namespace: &str,
+        policy: RetryPolicy,
+    ) -> Result<Sender, DurableError> {
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls()?)
             // A redirect is the endpoint's configuration going wrong: it is
-            // reported as a dead letter rather than followed.
-            .max_redirects(0)
+            // a failed attempt, not followed.
+            .redirect(reqwest::redirect::Policy::none())
             // Endpoints are called directly: proxy variables of the
             // environment are ignored, so a node behaves the same anywhere.
-            .proxy(None)
-            .timeout_connect(Some(config.connect_timeout))
-            .timeout_global(Some(config.timeout))
-            .max_idle_connections_per_host(config.per_host_limit)
-            .max_idle_connections(config.per_host_limit.max(100))
+            .no_proxy()
+            .connect_timeout(config.connect_timeout)
+            .timeout(config.timeout)
+            .pool_max_idle_per_host(config.per_host_limit)
+            .pool_idle_timeout(std::time::Duration::from_secs(15))
             .user_agent(USER_AGENT)
-            .build();
-        Sender {
-            agent: agent.into(),
+            .build()
+            .map_err(|e| DurableError::Config(format!("HTTP client: {e}")))?;
+        Ok(Sender {
+            client,
             hosts: Hosts::new(config.per_host_limit),
             namespace: namespace.into(),
             keys: config.keys(),
             policy,
-        }
+        })
     }
 
     /// Sends `cb` for the run `fired` and says how the run ended.
-    pub(crate) fn fire(&self, fired: &Fired, cb: &HttpCallback) -> Outcome {
-        reply::outcome(self.send(fired, cb), fired.attempt, &self.policy)
+    pub(crate) async fn fire(&self, fired: &Fired, cb: &HttpCallback) -> Outcome {
+        reply::outcome(self.send(fired, cb).await, fired.attempt, &self.policy)
     }
 
-    fn send(&self, fired: &Fired, cb: &HttpCallback) -> Verdict {
+    async fn send(&self, fired: &Fired, cb: &HttpCallback) -> Verdict {
         let uri = match cb.uri() {
             Ok(uri) => uri,
             Err(e) => return Verdict::Dead(e.to_string()),
         };
         let host = host_key(&uri);
-        let Some(_slot) = self.hosts.acquire(&host, HOST_WAIT) else {
+        let Some(_slot) = self.hosts.acquire(&host, HOST_WAIT).await else {
             return Verdict::Retry {
                 after: Some(busy_delay()),
                 why: format!("{host} had {} requests in flight", self.hosts.limit),
             };
         };
-        let request = self.request(fired, cb, uri);
-        let sent = if cb.body.is_empty() && cb.method.omits_empty_body() {
-            request.body(SendBody::none()).map(|r| self.agent.run(r))
-        } else {
-            request.body(cb.body.as_slice()).map(|r| self.agent.run(r))
+        let request = match self.request(fired, cb, uri) {
+            Ok(r) => r,
+            Err(why) => return Verdict::Dead(format!("the request cannot be built: {why}")),
         };
-        match sent {
-            Err(e) => Verdict::Dead(format!("the request cannot be built: {e}")),
-            Ok(Err(e)) => reply::of_error(&e),
-            Ok(Ok(mut response)) => {
+        match self.client.execute(request).await {
+            Err(e) => reply::of_error(&e),
+            Ok(response) => {
                 let status = response.status().as_u16();
                 let retry_after = response
                     .headers()
                     .get(http::header::RETRY_AFTER)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_owned);
-                let body = body_start(response.body_mut());
+                let body = body_start(response).await;
                 reply::of_status(status, retry_after.as_deref(), &body, SystemTime::now())
             }
         }
     }
 
-    /// The request's line and headers: the callback's own, then ours.
-    fn request(&self, fired: &Fired, cb: &HttpCallback, uri: Uri) -> http::request::Builder {
+    /// The request: the callback's line, headers and body, then ours. A
+    /// GET or DELETE with an empty body goes without one.
+    fn request(
+        &self,
+        fired: &Fired,
+        cb: &HttpCallback,
+        uri: Uri,
+    ) -> Result<reqwest::Request, String> {
         let mut b = http::Request::builder().method(cb.method.as_str()).uri(uri);
         for (name, value) in &cb.headers {
             b = b.header(name.as_str(), value.as_str());
@@ -122,8 +147,22 @@ impl Sender {
             let signature = sign::signature(&self.keys, &id, sent, &cb.body);
             b = b.header(headers::WEBHOOK_SIGNATURE, signature);
         }
-        b.header(headers::WEBHOOK_ID, id)
-            .header(headers::WEBHOOK_TIMESTAMP, sent)
+        b = b
+            .header(headers::WEBHOOK_ID, id)
+            .header(headers::WEBHOOK_TIMESTAMP, sent);
+        let body = if cb.body.is_empty() && cb.method.omits_empty_body() {
+            reqwest::Body::default()
+        } else {
+            if !b
+                .headers_ref()
+                .is_some_and(|h| h.contains_key(http::header::CONTENT_LENGTH))
+            {
+                b = b.header(http::header::CONTENT_LENGTH, cb.body.len());
+            }
+            reqwest::Body::from(cb.body.clone())
+        };
+        let request = b.body(body).map_err(|e| e.to_string())?;
+        reqwest::Request::try_from(request).map_err(|e| e.to_string())
     }
 }
 
@@ -144,14 +183,18 @@ fn busy_delay() -> std::time::Duration {
 
 /// The first [`REASON_BODY`] bytes of a reply's body; the rest, up to
 /// [`DRAIN`], is read and dropped.
-fn body_start(body: &mut ureq::Body) -> Vec<u8> {
-    let mut reader = body.as_reader();
+async fn body_start(mut response: reqwest::Response) -> Vec<u8> {
     let mut start = Vec::new();
+    let mut read = 0;
     // A body that fails half-way changes nothing: the status is the answer.
-    let _ = (&mut reader)
-        .take(REASON_BODY as u64)
-        .read_to_end(&mut start);
-    let _ = std::io::copy(&mut reader.take(DRAIN), &mut std::io::sink());
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = REASON_BODY.saturating_sub(start.len());
+        start.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        read += chunk.len();
+        if read > DRAIN {
+            break;
+        }
+    }
     start
 }
 
