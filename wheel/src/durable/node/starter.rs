@@ -62,7 +62,11 @@ pub(super) fn offer(shared: &Arc<NodeShared>, c: Claimed) {
     }
 }
 
-fn start(shared: &Arc<NodeShared>, batch: Vec<Claimed>) {
+fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
+    // Claims that came due together reach the queue from several scheduler
+    // workers in any order: started (and handed to the handlers) earliest
+    // due first.
+    batch.sort_unstable_by(|a, b| (a.due, &a.key).cmp(&(b.due, &b.key)));
     let fenced: Vec<Fenced<'_>> = batch.iter().map(Claimed::fenced).collect();
     let answers = match shared.store.start(&fenced, shared.lease_ms) {
         Ok(answers) => answers,
