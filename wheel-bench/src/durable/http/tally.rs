@@ -1,0 +1,190 @@
+//! What the receiver's log adds up to for one run: each expected key's
+//! first arrival against its requested due time, early and lost keys,
+//! duplicate requests, and the run's span and rate.
+//!
+//! Lateness is the arrival minus the due time the run asked for; a request
+//! whose `Wheel-Due` header disagrees with it counts as a wrong due (ours
+//! must send the timer's due time; the peer sends none). A key that is not
+//! the run's (no index, out of range) is counted apart, as foreign.
+
+use super::receiver::Arrival;
+use crate::durable::index_of;
+use crate::stats::percentile_sorted;
+use crate::workloads::Check;
+
+/// One run's figures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Callbacks expected.
+    pub expected: usize,
+    /// Keys that arrived at least once.
+    pub received: usize,
+    /// Keys whose first request arrived before their due time.
+    pub early: usize,
+    /// Keys that never arrived.
+    pub lost: usize,
+    /// Requests beyond each key's first.
+    pub duplicates: usize,
+    /// Requests whose `Wheel-Due` differs from the due time asked for.
+    pub wrong_due: usize,
+    /// Requests with no key of the run.
+    pub foreign: usize,
+    /// First arrivals minus due times, ns, sorted.
+    pub lateness: Vec<i64>,
+    /// The earliest due time, ns since the epoch.
+    pub first_due_ns: i64,
+    /// The last due time, ns since the epoch.
+    pub last_due_ns: i64,
+    /// The last first arrival, ns since the epoch.
+    pub last_arrival_ns: Option<i64>,
+}
+
+impl Tally {
+    /// The tally of `arrivals` for keys `0..due_ns.len()` due at `due_ns`.
+    pub fn of(arrivals: &[Arrival], due_ns: &[i64]) -> Tally {
+        let mut first: Vec<Option<i64>> = vec![None; due_ns.len()];
+        let mut t = Tally {
+            expected: due_ns.len(),
+            first_due_ns: due_ns.iter().copied().min().unwrap_or(0),
+            last_due_ns: due_ns.iter().copied().max().unwrap_or(0),
+            ..Tally::default()
+        };
+        for a in arrivals {
+            let i = a.key.as_deref().and_then(|k| index_of(k.as_bytes()));
+            let Some(i) = i.filter(|&i| i < due_ns.len()) else {
+                t.foreign += 1;
+                continue;
+            };
+            if a.due_ms.is_some_and(|ms| ms * 1_000_000 != due_ns[i]) {
+                t.wrong_due += 1;
+            }
+            match &mut first[i] {
+                Some(at) => {
+                    t.duplicates += 1;
+                    *at = (*at).min(a.at_ns);
+                }
+                slot => *slot = Some(a.at_ns),
+            }
+        }
+        for (i, at) in first.iter().enumerate() {
+            let Some(at) = *at else {
+                t.lost += 1;
+                continue;
+            };
+            t.received += 1;
+            let late = at - due_ns[i];
+            t.early += usize::from(late < 0);
+            t.lateness.push(late);
+            t.last_arrival_ns = Some(t.last_arrival_ns.map_or(at, |l: i64| l.max(at)));
+        }
+        t.lateness.sort_unstable();
+        t
+    }
+
+    /// Percentile `p` of the lateness, ms.
+    pub fn lateness_ms(&self, p: f64) -> Option<f64> {
+        percentile_sorted(&self.lateness, p).map(|ns| ns as f64 / 1e6)
+    }
+
+    /// From the first due time to the last first arrival, s.
+    pub fn span_s(&self) -> Option<f64> {
+        self.last_arrival_ns
+            .map(|l| (l - self.first_due_ns) as f64 / 1e9)
+    }
+
+    /// Keys received per second over [`span_s`](Self::span_s).
+    pub fn per_sec(&self) -> Option<f64> {
+        self.span_s()
+            .filter(|s| *s > 0.0)
+            .map(|s| self.received as f64 / s)
+    }
+
+    /// From the last due time to the last first arrival, s: how far
+    /// behind the sender ended.
+    pub fn lag_s(&self) -> Option<f64> {
+        self.last_arrival_ns
+            .map(|l| (l - self.last_due_ns) as f64 / 1e9)
+    }
+
+    /// Early, lost, duplicate, wrong-due and foreign requests: ours must
+    /// have none.
+    pub fn check(&self) -> Check {
+        Check::from_errors(&[
+            ("early", self.early as u64),
+            ("lost", self.lost as u64),
+            ("duplicates", self.duplicates as u64),
+            ("wrong Wheel-Due", self.wrong_due as u64),
+            ("foreign", self.foreign as u64),
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::durable::key;
+
+    fn at(i: usize, at_ns: i64, due_ms: Option<i64>) -> Arrival {
+        Arrival {
+            at_ns,
+            key: Some(key(i)),
+            fence: Some(1),
+            due_ms,
+        }
+    }
+
+    #[test]
+    fn firsts_early_lost_duplicates_and_foreign_are_counted() {
+        let due = [1_000_000_000, 1_000_000_000, 1_000_000_000, 2_000_000_000];
+        let mut log = vec![
+            at(0, 1_003_000_000, Some(1_000)),
+            at(1, 999_000_000, None),
+            at(0, 1_001_000_000, Some(1_000)),
+            at(3, 2_010_000_000, Some(1_999)),
+        ];
+        log.push(Arrival {
+            at_ns: 5,
+            key: Some("nope".into()),
+            fence: None,
+            due_ms: None,
+        });
+        log.push(at(99, 5, None));
+        let t = Tally::of(&log, &due);
+        assert_eq!((t.expected, t.received, t.lost), (4, 3, 1));
+        assert_eq!(
+            (t.early, t.duplicates, t.wrong_due, t.foreign),
+            (1, 1, 1, 2)
+        );
+        // Key 0's first arrival is the earlier of its two.
+        assert_eq!(t.lateness, vec![-1_000_000, 1_000_000, 10_000_000]);
+        assert_eq!(t.lateness_ms(50.0), Some(1.0));
+        assert_eq!(t.last_arrival_ns, Some(2_010_000_000));
+        assert_eq!(t.span_s(), Some(1.01));
+        assert_eq!(t.lag_s(), Some(0.01));
+        let rate = t.per_sec().unwrap();
+        assert!((rate - 3.0 / 1.01).abs() < 1e-9, "{rate}");
+        let check = t.check().label();
+        assert!(check.starts_with("FAILED"), "{check}");
+        assert!(
+            check.contains("1 lost") && check.contains("2 foreign"),
+            "{check}"
+        );
+    }
+
+    #[test]
+    fn a_clean_run_passes_and_an_empty_one_has_no_rate() {
+        let due = [1_000_000_000, 1_000_000_000];
+        let log = [
+            at(1, 1_002_000_000, Some(1_000)),
+            at(0, 1_001_000_000, Some(1_000)),
+        ];
+        let t = Tally::of(&log, &due);
+        assert_eq!(t.check(), Check::Passed);
+        assert_eq!(t.lateness_ms(99.0), Some(2.0));
+        let none = Tally::of(&[], &due);
+        assert_eq!(
+            (none.lost, none.per_sec(), none.lateness_ms(99.0)),
+            (2, None, None)
+        );
+    }
+}
