@@ -179,6 +179,33 @@ pub struct InFlight {
     pub bytes_per: f64,
 }
 
+/// The control for [`in_flight`]: `n` requests held open by the
+/// receiver, sent by `n` plain threads ([`blocking::send`]), counted the
+/// same way: the receiver's side of a request, plus a thread's few
+/// hundred heap bytes.
+pub fn in_flight_control(n: usize, hold: Duration) -> Result<InFlight, String> {
+    let rx = Receiver::start(hold).map_err(|e| e.to_string())?;
+    let addr = rx.addr();
+    let counting = Counting::start();
+    let threads: Vec<_> = (0..n)
+        .map(|i| std::thread::spawn(move || blocking::send(addr, &key(i))))
+        .collect();
+    let all = rx.wait_for(n, SystemTime::now() + hold);
+    let live = counting.live_bytes();
+    drop(counting);
+    let open = rx.received();
+    for t in threads {
+        let _ = t.join();
+    }
+    if !all || open == 0 {
+        return Err(format!("only {open} of {n} requests arrived"));
+    }
+    Ok(InFlight {
+        open,
+        bytes_per: live as f64 / open as f64,
+    })
+}
+
 /// `n` callbacks due at once on the embedded store, to an endpoint that
 /// answers after `hold`; the live bytes of the whole process (node and
 /// receiver: an upper bound for the node's share) once all `n` are open.

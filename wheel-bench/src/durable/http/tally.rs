@@ -37,6 +37,8 @@ pub struct Tally {
     pub last_due_ns: i64,
     /// The last first arrival, ns since the epoch.
     pub last_arrival_ns: Option<i64>,
+    /// The earliest arrival, ns since the epoch.
+    pub first_arrival_ns: Option<i64>,
 }
 
 impl Tally {
@@ -76,6 +78,7 @@ impl Tally {
             t.early += usize::from(late < 0);
             t.lateness.push(late);
             t.last_arrival_ns = Some(t.last_arrival_ns.map_or(at, |l: i64| l.max(at)));
+            t.first_arrival_ns = Some(t.first_arrival_ns.map_or(at, |f: i64| f.min(at)));
         }
         t.lateness.sort_unstable();
         t
@@ -92,9 +95,12 @@ impl Tally {
             .map(|l| (l - self.first_due_ns) as f64 / 1e9)
     }
 
-    /// Keys received per second over [`span_s`](Self::span_s).
+    /// Keys received per second, from the first due time (or the first
+    /// arrival, if earlier: a sender that fires early) to the last arrival.
     pub fn per_sec(&self) -> Option<f64> {
-        self.span_s()
+        let (first, last) = (self.first_arrival_ns?, self.last_arrival_ns?);
+        let from = first.min(self.first_due_ns);
+        Some((last - from) as f64 / 1e9)
             .filter(|s| *s > 0.0)
             .map(|s| self.received as f64 / s)
     }
@@ -161,8 +167,9 @@ mod tests {
         assert_eq!(t.last_arrival_ns, Some(2_010_000_000));
         assert_eq!(t.span_s(), Some(1.01));
         assert_eq!(t.lag_s(), Some(0.01));
+        // Key 1 came early: the rate counts from its arrival.
         let rate = t.per_sec().unwrap();
-        assert!((rate - 3.0 / 1.01).abs() < 1e-9, "{rate}");
+        assert!((rate - 3.0 / 1.011).abs() < 1e-9, "{rate}");
         let check = t.check().label();
         assert!(check.starts_with("FAILED"), "{check}");
         assert!(
