@@ -268,8 +268,9 @@ fn even_table(
     let intro = format!(
         "Callbacks due evenly over {} s to an endpoint answering at once, added up front; one \
          node of ours, defaults. Behind: the last arrival minus the last due time (a sender that \
-         keeps up ends within milliseconds). The sustained rate needs Redis; 1 000/s runs on \
-         Redis, or on the embedded store without a server.",
+         keeps up ends within milliseconds; one offered more than it can send ends behind by the \
+         excess, and its arrivals/s is what it sustained). The sustained rate needs Redis; \
+         1 000/s runs on Redis, or on the embedded store without a server.",
         p.window.as_secs()
     );
     let mut t = Table::new(
