@@ -149,4 +149,27 @@ mod tests {
         );
         assert!(quick.rows.iter().all(|r| r[2] == "not measured"));
     }
+
+    #[test]
+    fn the_durable_targets_table_carries_the_rows() {
+        let f = HttpFigures {
+            in_flight: Some(9_000.0),
+            ..HttpFigures::default()
+        };
+        let p = crate::suite::DurableParams::quick();
+        let plain = super::super::targets(&super::super::Figures::default(), &p, true, None);
+        let hp = HttpParams::quick();
+        let with =
+            super::super::targets(&super::super::Figures::default(), &p, true, Some((&f, &hp)));
+        assert_eq!(with.rows.len(), plain.rows.len() + 4);
+        let memory = with
+            .rows
+            .iter()
+            .find(|r| r[0].starts_with("memory per callback"));
+        let memory = memory.unwrap();
+        assert_eq!(
+            (memory[2].as_str(), memory[3].as_str()),
+            ("8.8 KiB", "yes (quick size)")
+        );
+    }
 }
