@@ -59,7 +59,9 @@ pub(crate) fn rows(t: &mut Table, f: &HttpFigures, p: &HttpParams) {
                 p.window.as_secs()
             )
         }),
-        judged(m, false, false),
+        // Two seconds are mostly the ramp (connections, the first claims):
+        // too short to judge a sustained rate.
+        judged(m, p.quick, true),
     );
     let m = f
         .in_flight
@@ -148,6 +150,10 @@ mod tests {
             "quick: 5K callbacks, embedded store (full: 10K callbacks, embedded store)"
         );
         assert!(quick.rows.iter().all(|r| r[2] == "not measured"));
+        // A quick run's two seconds do not judge the sustained rate.
+        let quick = http_only(&behind, &HttpParams::quick());
+        assert_eq!(quick.rows[1][3], "quick: smaller workload");
+        assert_eq!(quick.rows[2][3], "yes (quick size)");
     }
 
     #[test]
