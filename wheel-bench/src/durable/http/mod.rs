@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use wheel::durable::http::{HttpCallback, HttpConfig, Method};
-use wheel::durable::DurableTimers;
+use wheel::durable::{DurableTimers, TimerState};
 
 use super::ours::{self, Store};
 use super::peer::{PeerNode, SecondWheel};
@@ -125,22 +125,34 @@ pub fn run(sender: &Sender, shape: &Shape) -> Result<Tally, String> {
             spread_dues(shape.n, start + shape.lead, shape.window)
         }
     };
-    let due = match sender {
+    let tally_of = |rx: Receiver, due: &[SystemTime]| {
+        let due_ns: Vec<i64> = due.iter().map(|d| unix_ns(*d)).collect();
+        Tally::of(&rx.finish(), &due_ns)
+    };
+    match sender {
         Sender::Ours(store) => {
             let payload = callback_payload(&rx.url())?;
-            let path = match store {
-                Store::Embedded(p) => Some(p.clone()),
-                Store::Redis(_) => None,
-            };
             let t = node(store, &ns, HttpConfig::new(), 4_096)?;
             let due = due_at(SystemTime::now());
-            add_all(&t, &due, &payload)?;
-            wait(&rx, &due, shape.bound);
+            let out = add_all(&t, &due, &payload).map(|()| {
+                wait(&rx, &due, shape.bound);
+                // The receiver stops first, so that the log is final; a
+                // missing callback still in the store was not sent yet (a
+                // node behind), not lost.
+                let mut tally = tally_of(rx, &due);
+                let stored = |i: &&usize| {
+                    let info = t.get(&key(**i));
+                    matches!(info, Ok(Some(i)) if i.state != TimerState::Dead)
+                };
+                let not_sent = tally.missing.iter().filter(stored).count();
+                tally.set_not_sent(not_sent);
+                tally
+            });
             t.shutdown().map_err(|e| e.to_string())?;
-            if let Some(p) = path {
-                super::remove_store(&p);
+            if let Store::Embedded(path) = store {
+                super::remove_store(path);
             }
-            due
+            out
         }
         Sender::Peer(url) => {
             let wheel = Arc::new(SecondWheel::open(url, &ns).map_err(|e| e.to_string())?);
@@ -154,11 +166,9 @@ pub fn run(sender: &Sender, shape: &Shape) -> Result<Tally, String> {
             }
             wait(&rx, &due, shape.bound);
             node.stop();
-            due
+            Ok(tally_of(rx, &due))
         }
-    };
-    let due_ns: Vec<i64> = due.iter().map(|d| unix_ns(*d)).collect();
-    Ok(Tally::of(&rx.finish(), &due_ns))
+    }
 }
 
 /// Waits for every request, or until `bound` after the last due time;

@@ -21,8 +21,13 @@ pub struct Tally {
     pub received: usize,
     /// Keys whose first request arrived before their due time.
     pub early: usize,
-    /// Keys that never arrived.
+    /// Keys that never arrived, less [`not_sent`](Self::not_sent).
     pub lost: usize,
+    /// Keys that never arrived but were still in the sender's store at
+    /// the end: a sender behind, not a lost callback.
+    pub not_sent: usize,
+    /// The indexes of the keys that never arrived.
+    pub missing: Vec<usize>,
     /// Requests beyond each key's first.
     pub duplicates: usize,
     /// Requests whose `Wheel-Due` differs from the due time asked for.
@@ -71,6 +76,7 @@ impl Tally {
         for (i, at) in first.iter().enumerate() {
             let Some(at) = *at else {
                 t.lost += 1;
+                t.missing.push(i);
                 continue;
             };
             t.received += 1;
@@ -82,6 +88,23 @@ impl Tally {
         }
         t.lateness.sort_unstable();
         t
+    }
+
+    /// Of the missing keys, `n` are still in the sender's store: they
+    /// count as not sent yet instead of lost.
+    pub fn set_not_sent(&mut self, n: usize) {
+        let n = n.min(self.lost + self.not_sent);
+        self.lost = self.lost + self.not_sent - n;
+        self.not_sent = n;
+    }
+
+    /// The lost cell: "0", or with the keys not sent yet beside it.
+    pub fn lost_cell(&self) -> String {
+        if self.not_sent == 0 {
+            self.lost.to_string()
+        } else {
+            format!("{} ({} not sent yet)", self.lost, self.not_sent)
+        }
     }
 
     /// Percentile `p` of the lateness, ms.
@@ -157,6 +180,7 @@ mod tests {
         log.push(at(99, 5, None));
         let t = Tally::of(&log, &due);
         assert_eq!((t.expected, t.received, t.lost), (4, 3, 1));
+        assert_eq!(t.missing, vec![2]);
         assert_eq!(
             (t.early, t.duplicates, t.wrong_due, t.foreign),
             (1, 1, 1, 2)
