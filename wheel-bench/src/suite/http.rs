@@ -260,7 +260,7 @@ fn burst_row(name: String, n: usize, delay: u64, r: &Tally, ours: bool) -> Vec<S
         ms_cell(r.lateness_ms(99.0)),
         r.early.to_string(),
         r.lost_cell(),
-        r.duplicates.to_string(),
+        r.duplicates_cell(),
         check_cell(r, ours),
     ]
 }
@@ -350,7 +350,7 @@ fn even_table(
                         .map_or("-".into(), |s| format!("{:.0} ms", s * 1e3)),
                     r.early.to_string(),
                     r.lost_cell(),
-                    r.duplicates.to_string(),
+                    r.duplicates_cell(),
                     check_cell(&r, true),
                 ]);
             }

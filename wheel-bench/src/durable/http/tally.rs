@@ -30,6 +30,10 @@ pub struct Tally {
     pub missing: Vec<usize>,
     /// Requests beyond each key's first.
     pub duplicates: usize,
+    /// Of the duplicates, those whose `Wheel-Fence` differs from the
+    /// key's first request's: a later run of the timer (its lease lapsed
+    /// and it was claimed again), not an attempt of the same run.
+    pub new_fence: usize,
     /// Requests whose `Wheel-Due` differs from the due time asked for.
     pub wrong_due: usize,
     /// Requests with no key of the run.
@@ -50,6 +54,7 @@ impl Tally {
     /// The tally of `arrivals` for keys `0..due_ns.len()` due at `due_ns`.
     pub fn of(arrivals: &[Arrival], due_ns: &[i64]) -> Tally {
         let mut first: Vec<Option<i64>> = vec![None; due_ns.len()];
+        let mut fence: Vec<Option<u64>> = vec![None; due_ns.len()];
         let mut t = Tally {
             expected: due_ns.len(),
             first_due_ns: due_ns.iter().copied().min().unwrap_or(0),
@@ -68,9 +73,13 @@ impl Tally {
             match &mut first[i] {
                 Some(at) => {
                     t.duplicates += 1;
+                    t.new_fence += usize::from(a.fence.is_some() && a.fence != fence[i]);
                     *at = (*at).min(a.at_ns);
                 }
-                slot => *slot = Some(a.at_ns),
+                slot => {
+                    *slot = Some(a.at_ns);
+                    fence[i] = a.fence;
+                }
             }
         }
         for (i, at) in first.iter().enumerate() {
@@ -96,6 +105,15 @@ impl Tally {
         let n = n.min(self.lost + self.not_sent);
         self.lost = self.lost + self.not_sent - n;
         self.not_sent = n;
+    }
+
+    /// The duplicates cell: "0", or with those of a new fence beside it.
+    pub fn duplicates_cell(&self) -> String {
+        if self.new_fence == 0 {
+            self.duplicates.to_string()
+        } else {
+            format!("{} ({} new fence)", self.duplicates, self.new_fence)
+        }
     }
 
     /// The lost cell: "0", or with the keys not sent yet beside it.
@@ -178,13 +196,20 @@ mod tests {
             due_ms: None,
         });
         log.push(at(99, 5, None));
+        log.push(Arrival {
+            fence: Some(2),
+            ..at(3, 2_020_000_000, Some(2_000))
+        });
         let t = Tally::of(&log, &due);
         assert_eq!((t.expected, t.received, t.lost), (4, 3, 1));
         assert_eq!(t.missing, vec![2]);
         assert_eq!(
             (t.early, t.duplicates, t.wrong_due, t.foreign),
-            (1, 1, 1, 2)
+            (1, 2, 1, 2)
         );
+        // Key 3's second request came from a later run (fence 2).
+        assert_eq!(t.new_fence, 1);
+        assert_eq!(t.duplicates_cell(), "2 (1 new fence)");
         // Key 0's first arrival is the earlier of its two.
         assert_eq!(t.lateness, vec![-1_000_000, 1_000_000, 10_000_000]);
         assert_eq!(t.lateness_ms(50.0), Some(1.0));
