@@ -78,6 +78,8 @@ enum Section {
     Dq,
     /// durable timers (embedded, Redis) and the one-second Redis wheel
     Durable,
+    /// HTTP callbacks of the durable timers and of the one-second Redis wheel
+    Http,
 }
 
 /// A count of at least 1; `_` may group its digits.
@@ -97,6 +99,7 @@ fn sections(only: &[Section]) -> Sections {
         threaded: false,
         delay_queue: false,
         durable: false,
+        http: false,
     };
     for section in only {
         match section {
@@ -105,6 +108,7 @@ fn sections(only: &[Section]) -> Sections {
             Section::Threaded => s.threaded = true,
             Section::Dq => s.delay_queue = true,
             Section::Durable => s.durable = true,
+            Section::Http => s.http = true,
         }
     }
     s
@@ -213,6 +217,10 @@ fn comparison(args: &Args, mut meta: Meta, progress: &Progress) -> Result<(), St
     }
     if sec.delay_queue {
         suite::run_delay_queue(&settings, progress, &mut results);
+    }
+    if sec.http {
+        // Before durable: the durable targets table shows its figures.
+        suite::run_http(&settings, progress, &mut results);
     }
     if sec.durable {
         suite::run_durable(&settings, progress, &mut results);
@@ -487,5 +495,14 @@ mod tests {
         let sec = settings(&args).sections;
         assert!(sec.durable && !sec.single && !sec.memory && !sec.threaded);
         assert!(parse(&["--durable-node", "ours,1,1,1,ns,url"]).is_ok());
+    }
+
+    #[test]
+    fn http_is_a_section_and_runs_by_default() {
+        let args = parse(&["--only", "http", "--quick"]).unwrap();
+        let sec = settings(&args).sections;
+        assert!(sec.http && !sec.durable && !sec.single);
+        assert!(settings(&parse(&["--quick"]).unwrap()).sections.http);
+        assert!(settings(&parse(&[]).unwrap()).sections.http);
     }
 }

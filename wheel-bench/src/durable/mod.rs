@@ -24,6 +24,7 @@
 
 pub mod chart;
 pub mod disk;
+pub mod http;
 pub mod kill;
 pub mod lateness;
 pub mod nearfar;

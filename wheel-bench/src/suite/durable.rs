@@ -196,9 +196,15 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
             .push(near_far_table(&p.near_far, url, progress, &mut figures));
     }
     results.tables.push(restart_table(&p.throughput, progress));
+    let http = results.http.as_ref().map(|f| (f, &s.http));
     results
         .tables
-        .push(targets::targets(&figures, p, url.is_some()));
+        .push(targets::targets(&figures, p, url.is_some(), http));
+}
+
+/// The HTTP targets alone, for a run without the durable section.
+pub(super) fn http_targets_table(f: &super::HttpFigures, p: &super::HttpParams) -> Table {
+    targets::http_only(f, p)
 }
 
 /// The implementations of the ladder that can run: all with a Redis

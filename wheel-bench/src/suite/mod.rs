@@ -4,13 +4,14 @@
 //!
 //! One file per section of the report, each with its runner and its
 //! table(s): [`run_memory`], [`run_single`] (insert+cancel, insert+expire,
-//! churn), [`run_threaded`], [`run_delay_queue`], [`run_durable`], and
+//! churn), [`run_threaded`], [`run_delay_queue`], [`run_http`], [`run_durable`], and
 //! [`run_layouts`] (its own mode). A runner appends its tables (and chart panels) to [`Results`]
 //! in report order; [`run_memory`] must come before [`run_single`], whose
 //! skip estimates read its figures.
 
 mod delay_queue;
 mod durable;
+mod http;
 mod layouts;
 mod memory;
 mod single;
@@ -18,6 +19,7 @@ mod threaded;
 
 pub use delay_queue::{dq_runs_for, run_delay_queue, DQ_MIN_ITEMS};
 pub use durable::{run_durable, DurableParams};
+pub use http::{run_http, HttpFigures, HttpParams};
 pub use layouts::run_layouts;
 pub use memory::{run_memory, FULL_CHURN_MEMORY_STEPS, QUICK_CHURN_MEMORY_STEPS};
 pub use single::{run_single, Cell, Workload};
@@ -44,6 +46,9 @@ pub struct Sections {
     pub delay_queue: bool,
     /// Durable timers against the one-second Redis wheel.
     pub durable: bool,
+    /// HTTP callbacks of the durable timers against the one-second Redis
+    /// wheel's thread per callback.
+    pub http: bool,
 }
 
 impl Sections {
@@ -54,6 +59,7 @@ impl Sections {
         threaded: true,
         delay_queue: true,
         durable: true,
+        http: true,
     };
 }
 
@@ -94,6 +100,8 @@ pub struct Settings {
     pub dq_runs: usize,
     /// The durable section.
     pub durable: DurableParams,
+    /// The HTTP section.
+    pub http: HttpParams,
     /// What to run.
     pub sections: Sections,
 }
@@ -141,6 +149,7 @@ impl Settings {
             dq_sizes: vec![100_000],
             dq_runs: 3,
             durable: DurableParams::quick(),
+            http: HttpParams::quick(),
             sections: Sections::ALL,
         }
     }
@@ -185,6 +194,7 @@ impl Settings {
             dq_sizes: vec![10_000, 1_000_000],
             dq_runs: 5,
             durable: DurableParams::full(),
+            http: HttpParams::full(),
             sections: Sections::ALL,
         }
     }
@@ -238,6 +248,9 @@ pub struct Results {
     /// The durable section's chart: the index of the table it goes above,
     /// and its panels.
     pub durable_chart: Option<(usize, Vec<Panel>)>,
+    /// The HTTP section's figures for the targets, if it ran (it runs
+    /// before the durable section, whose targets table shows them).
+    pub http: Option<HttpFigures>,
 }
 
 /// "10K", "1M" for titles; a count that is no whole number of thousands

@@ -18,7 +18,11 @@ use crate::durable::redis_cpu::RedisCpu;
 use crate::durable::throughput::{FireRate, Measured};
 use crate::durable::Impl;
 use crate::report::Table;
-use crate::suite::fmt_count;
+use crate::suite::{fmt_count, HttpFigures, HttpParams};
+
+mod http;
+
+pub(super) use http::http_only;
 
 /// One lateness run of ours as the targets read it.
 #[derive(Debug, Clone, Copy)]
@@ -161,8 +165,13 @@ fn workload(p: &DurableParams, size: impl Fn(&DurableParams) -> String) -> Strin
     }
 }
 
-/// The targets table.
-pub(super) fn targets(f: &Figures, p: &DurableParams, redis: bool) -> Table {
+/// The targets table, with the HTTP section's rows when it ran.
+pub(super) fn targets(
+    f: &Figures,
+    p: &DurableParams,
+    redis: bool,
+    http: Option<(&HttpFigures, &HttpParams)>,
+) -> Table {
     let mut intro = String::from(
         "Our durable timers' targets against this run's figures (measured, never asserted in tests; \
          a missed target never fails the run), each with the workload it was measured on. \
@@ -188,14 +197,22 @@ pub(super) fn targets(f: &Figures, p: &DurableParams, redis: bool) -> Table {
     lateness_targets(&mut t, f, p);
     add_targets(&mut t, f, p);
     kept_targets(&mut t, f, p, redis);
+    if let Some((hf, hp)) = http {
+        http::rows(&mut t, hf, hp);
+    }
     if p.quick {
-        for row in &mut t.rows {
-            if let Some(met) = row.last_mut().filter(|m| *m == "yes" || *m == "no") {
-                met.push_str(" (quick size)");
-            }
-        }
+        mark_quick(&mut t);
     }
     t
+}
+
+/// Adds "(quick size)" to every verdict.
+fn mark_quick(t: &mut Table) {
+    for row in &mut t.rows {
+        if let Some(met) = row.last_mut().filter(|m| *m == "yes" || *m == "no") {
+            met.push_str(" (quick size)");
+        }
+    }
 }
 
 /// Fire rates, with Redis's CPU beside the Redis ones.
@@ -448,7 +465,7 @@ mod tests {
         ));
         f.near_far = (Some(900.0), Some(1_000.0));
         let mut p = DurableParams::quick();
-        let t = targets(&f, &p, true);
+        let t = targets(&f, &p, true, None);
         assert!(t.intro.starts_with("QUICK RUN"), "{}", t.intro);
         assert!(t.title.contains("quick"), "{}", t.title);
         let at_1k = met(&t, "Redis, 3 nodes: p99 lateness <= 5 ms at 1K/s");
@@ -487,7 +504,7 @@ mod tests {
         assert_eq!(met(&t, "Redis fire/s, 1 node"), Some(none));
         // The full run: its own sizes only, plain verdicts.
         p = DurableParams::full();
-        let t = targets(&f, &p, true);
+        let t = targets(&f, &p, true, None);
         assert!(!t.intro.contains("QUICK"), "{}", t.intro);
         assert_eq!(t.title, "Durable timers: targets");
         assert_eq!(met(&t, "Redis fire/s, 3 nodes").unwrap().1, "yes");
