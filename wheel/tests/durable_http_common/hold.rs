@@ -1,0 +1,129 @@
+//! A receiver that holds requests open: it answers none until it has seen
+//! `threshold` requests open at once (or LIVENESS passed), then answers
+//! every request, held or new, with 200 and closes its connection. Each
+//! connection has a thread of its own with a small stack, so it can hold
+//! thousands where tiny_http's pool would queue them.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use super::LIVENESS;
+
+#[derive(Default)]
+struct State {
+    /// Each request's `Wheel-Timer-Key`, in order of arrival.
+    keys: Vec<String>,
+    open: usize,
+    max_open: usize,
+    released: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+/// A holding receiver on a free loopback port. Its threads end when their
+/// requests are answered; the listener's thread lives as long as the test.
+pub struct HoldReceiver {
+    shared: Arc<Shared>,
+    port: u16,
+}
+
+impl HoldReceiver {
+    pub fn start(threshold: usize) -> HoldReceiver {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let shared = Arc::new(Shared::default());
+        let s = shared.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                let s = s.clone();
+                std::thread::Builder::new()
+                    .stack_size(64 * 1024)
+                    .spawn(move || hold(stream, &s, threshold))
+                    .expect("a connection thread");
+            }
+        });
+        HoldReceiver { shared, port }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Every request's key so far.
+    pub fn keys(&self) -> Vec<String> {
+        self.shared.state.lock().unwrap().keys.clone()
+    }
+
+    /// The most requests open at once.
+    pub fn max_open(&self) -> usize {
+        self.shared.state.lock().unwrap().max_open
+    }
+
+    /// Waits until at least `n` requests arrived; panics after LIVENESS.
+    pub fn wait_for(&self, n: usize) {
+        let until = Instant::now() + LIVENESS;
+        let mut st = self.shared.state.lock().unwrap();
+        while st.keys.len() < n {
+            let left = until.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "only {} of {n} requests", st.keys.len());
+            st = self.shared.changed.wait_timeout(st, left).unwrap().0;
+        }
+    }
+}
+
+/// Reads one request (head and `Content-Length` body), waits for the
+/// release, answers 200.
+fn hold(stream: TcpStream, shared: &Shared, threshold: usize) {
+    let mut reader = BufReader::new(&stream);
+    let (mut key, mut length) = (String::new(), 0usize);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            let value = value.trim();
+            if name.eq_ignore_ascii_case("wheel-timer-key") {
+                key = value.to_owned();
+            } else if name.eq_ignore_ascii_case("content-length") {
+                length = value.parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let until = Instant::now() + LIVENESS;
+    {
+        let mut st = shared.state.lock().unwrap();
+        st.keys.push(key);
+        st.open += 1;
+        st.max_open = st.max_open.max(st.open);
+        if st.open >= threshold {
+            st.released = true;
+        }
+        shared.changed.notify_all();
+        while !st.released {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                // The test fails on max_open; answer so nothing hangs.
+                break;
+            }
+            st = shared.changed.wait_timeout(st, left).unwrap().0;
+        }
+        st.open -= 1;
+    }
+    let reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let _ = (&stream).write_all(reply.as_bytes());
+}
