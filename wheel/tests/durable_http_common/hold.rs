@@ -1,6 +1,7 @@
 //! A receiver that holds requests open: it answers none until it has seen
-//! `threshold` requests open at once (or LIVENESS passed), then answers
-//! every request, held or new, with 200 and closes its connection. Each
+//! `threshold` requests open at once, or the test releases them (or
+//! LIVENESS passed), then answers every request, held or new, with 200 and
+//! closes its connection. Each
 //! connection has a thread of its own with a small stack, so it can hold
 //! thousands where tiny_http's pool would queue them.
 
@@ -13,8 +14,9 @@ use super::LIVENESS;
 
 #[derive(Default)]
 struct State {
-    /// Each request's `Wheel-Timer-Key`, in order of arrival.
-    keys: Vec<String>,
+    /// Each request's `Wheel-Timer-Key` and `Wheel-Fence`, in order of
+    /// arrival.
+    keys: Vec<(String, u64)>,
     open: usize,
     max_open: usize,
     released: bool,
@@ -57,7 +59,18 @@ impl HoldReceiver {
 
     /// Every request's key so far.
     pub fn keys(&self) -> Vec<String> {
+        self.requests().into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// Every request's key and fence so far.
+    pub fn requests(&self) -> Vec<(String, u64)> {
         self.shared.state.lock().unwrap().keys.clone()
+    }
+
+    /// Answers every held request, and every later one at once.
+    pub fn release(&self) {
+        self.shared.state.lock().unwrap().released = true;
+        self.shared.changed.notify_all();
     }
 
     /// The most requests open at once.
@@ -81,7 +94,7 @@ impl HoldReceiver {
 /// release, answers 200.
 fn hold(stream: TcpStream, shared: &Shared, threshold: usize) {
     let mut reader = BufReader::new(&stream);
-    let (mut key, mut length) = (String::new(), 0usize);
+    let (mut key, mut fence, mut length) = (String::new(), 0, 0usize);
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -95,6 +108,8 @@ fn hold(stream: TcpStream, shared: &Shared, threshold: usize) {
             let value = value.trim();
             if name.eq_ignore_ascii_case("wheel-timer-key") {
                 key = value.to_owned();
+            } else if name.eq_ignore_ascii_case("wheel-fence") {
+                fence = value.parse().unwrap_or(0);
             } else if name.eq_ignore_ascii_case("content-length") {
                 length = value.parse().unwrap_or(0);
             }
@@ -107,7 +122,7 @@ fn hold(stream: TcpStream, shared: &Shared, threshold: usize) {
     let until = Instant::now() + LIVENESS;
     {
         let mut st = shared.state.lock().unwrap();
-        st.keys.push(key);
+        st.keys.push((key, fence));
         st.open += 1;
         st.max_open = st.max_open.max(st.open);
         if st.open >= threshold {
