@@ -138,7 +138,7 @@ const SLOW_REPLY: Duration = Duration::from_millis(100);
 /// connection, so that it holds as many requests at once as the node
 /// sends; it closes each connection after its reply.
 fn start_receiver() -> (u16, Arrivals) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let listener = listen().expect("bind a loopback port");
     let port = listener.local_addr().expect("an address").port();
     let arrivals: Arrivals = Arc::default();
     let log = arrivals.clone();
@@ -149,6 +149,24 @@ fn start_receiver() -> (u16, Arrivals) {
         }
     });
     (port, arrivals)
+}
+
+/// A loopback listener with room for a burst's connections: the standard
+/// library's backlog (128) would drop the rest of a burst's connection
+/// attempts, and their clients try again only a second later. tokio's
+/// socket sets the backlog (in tokio through reqwest, as the node uses
+/// it); the listener then goes back to blocking accepts.
+fn listen() -> std::io::Result<TcpListener> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let listener = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(([127, 0, 0, 1], 0).into())?;
+        socket.listen(4096)?.into_std()
+    })?;
+    listener.set_nonblocking(false)?;
+    Ok(listener)
 }
 
 /// One request: its head and `Content-Length` body, then the reply.
