@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use durable_http_common::hold::HoldReceiver;
+use durable_http_common::hold::{Held, HoldReceiver};
 use durable_http_common::{eventually, Receiver, Reply};
 use wheel::durable::http::{HttpCallback, HttpConfig, Method};
 use wheel::durable::{DurableTimers, RetryPolicy};
@@ -225,14 +225,17 @@ fn requests_in_flight_when_their_node_is_killed_are_sent_again_after_the_lease()
     let got = rx.requests();
     assert_eq!(got.len(), 2 * N, "an extra request");
     assert!(client.dead_letters(10).unwrap().is_empty());
-    let mut fences: HashMap<String, Vec<u64>> = HashMap::new();
-    for (key, fence) in got {
-        fences.entry(key).or_default().push(fence);
+    let mut by_key: HashMap<String, Vec<Held>> = HashMap::new();
+    for h in got {
+        by_key.entry(h.key.clone()).or_default().push(h);
     }
-    assert_eq!(fences.len(), N, "a callback was lost");
-    for (key, f) in fences {
-        assert_eq!(f.len(), 2, "{key}: {f:?}");
-        assert!(f[1] > f[0], "{key}: fences {f:?}, not a new claim");
+    assert_eq!(by_key.len(), N, "a callback was lost");
+    for (key, runs) in by_key {
+        assert_eq!(runs.len(), 2, "{key}: {runs:?}");
+        let (a, b) = (&runs[0], &runs[1]);
+        assert!(b.fence > a.fence, "{key}: {runs:?}, not a new claim");
+        assert!(b.attempt > a.attempt && a.attempt == 1, "{key}: {runs:?}");
+        assert_eq!(a.webhook_id, b.webhook_id, "{key}: one delivery");
     }
     assert_eq!(b.stats().fired, N as u64);
     b.shutdown().unwrap();

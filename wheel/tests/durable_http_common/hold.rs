@@ -12,11 +12,20 @@ use std::time::Instant;
 
 use super::LIVENESS;
 
+/// What the holding receiver keeps of a request.
+#[derive(Debug, Clone, Default)]
+pub struct Held {
+    /// `Wheel-Timer-Key`, as sent (percent-encoded).
+    pub key: String,
+    pub fence: u64,
+    pub attempt: u64,
+    pub webhook_id: String,
+}
+
 #[derive(Default)]
 struct State {
-    /// Each request's `Wheel-Timer-Key` and `Wheel-Fence`, in order of
-    /// arrival.
-    keys: Vec<(String, u64)>,
+    /// Every request, in order of arrival.
+    keys: Vec<Held>,
     open: usize,
     max_open: usize,
     released: bool,
@@ -59,11 +68,11 @@ impl HoldReceiver {
 
     /// Every request's key so far.
     pub fn keys(&self) -> Vec<String> {
-        self.requests().into_iter().map(|(k, _)| k).collect()
+        self.requests().into_iter().map(|h| h.key).collect()
     }
 
-    /// Every request's key and fence so far.
-    pub fn requests(&self) -> Vec<(String, u64)> {
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Held> {
         self.shared.state.lock().unwrap().keys.clone()
     }
 
@@ -94,7 +103,7 @@ impl HoldReceiver {
 /// release, answers 200.
 fn hold(stream: TcpStream, shared: &Shared, threshold: usize) {
     let mut reader = BufReader::new(&stream);
-    let (mut key, mut fence, mut length) = (String::new(), 0, 0usize);
+    let (mut held, mut length) = (Held::default(), 0usize);
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -106,12 +115,13 @@ fn hold(stream: TcpStream, shared: &Shared, threshold: usize) {
         }
         if let Some((name, value)) = line.split_once(':') {
             let value = value.trim();
-            if name.eq_ignore_ascii_case("wheel-timer-key") {
-                key = value.to_owned();
-            } else if name.eq_ignore_ascii_case("wheel-fence") {
-                fence = value.parse().unwrap_or(0);
-            } else if name.eq_ignore_ascii_case("content-length") {
-                length = value.parse().unwrap_or(0);
+            match name.to_ascii_lowercase().as_str() {
+                "wheel-timer-key" => held.key = value.to_owned(),
+                "wheel-fence" => held.fence = value.parse().unwrap_or(0),
+                "wheel-attempt" => held.attempt = value.parse().unwrap_or(0),
+                "webhook-id" => held.webhook_id = value.to_owned(),
+                "content-length" => length = value.parse().unwrap_or(0),
+                _ => {}
             }
         }
     }
@@ -122,7 +132,7 @@ fn hold(stream: TcpStream, shared: &Shared, threshold: usize) {
     let until = Instant::now() + LIVENESS;
     {
         let mut st = shared.state.lock().unwrap();
-        st.keys.push((key, fence));
+        st.keys.push(held);
         st.open += 1;
         st.max_open = st.max_open.max(st.open);
         if st.open >= threshold {
