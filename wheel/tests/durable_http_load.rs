@@ -30,6 +30,9 @@ fn two_thousand_callbacks_due_together_are_in_flight_at_once_on_two_workers() {
         .http(
             HttpConfig::new()
                 .per_host_limit(CALLBACKS)
+                // Thousands of connects at once on a loaded machine: no
+                // connect may time out, or its callback would be dead.
+                .connect_timeout(Duration::from_secs(60))
                 .timeout(Duration::from_secs(120)),
         )
         .build()

@@ -46,7 +46,7 @@ pub struct HoldReceiver {
 
 impl HoldReceiver {
     pub fn start(threshold: usize) -> HoldReceiver {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = listen();
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared::default());
         let s = shared.clone();
@@ -97,6 +97,26 @@ impl HoldReceiver {
             st = self.shared.changed.wait_timeout(st, left).unwrap().0;
         }
     }
+}
+
+/// A loopback listener whose backlog holds thousands of connection
+/// attempts at once: the standard library's (128) drops the rest, and
+/// their clients try again only a second later. tokio's socket sets it;
+/// the listener then goes back to blocking accepts.
+fn listen() -> TcpListener {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(([127, 0, 0, 1], 0).into())?;
+            socket.listen(4096)?.into_std()
+        })
+        .unwrap();
+    listener.set_nonblocking(false).unwrap();
+    listener
 }
 
 /// Reads one request (head and `Content-Length` body), waits for the
