@@ -2,8 +2,9 @@
 //! `threshold` requests open at once, or the test releases them (or
 //! LIVENESS passed), then answers every request, held or new, with 200 and
 //! closes its connection. Each
-//! connection has a thread of its own with a small stack, so it can hold
-//! thousands where tiny_http's pool would queue them.
+//! connection has a thread of its own with a small stack, so it holds
+//! thousands at once, where tiny_http cannot be relied on to hold more
+//! than a few on a loaded machine.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
