@@ -4,13 +4,15 @@
 //!
 //! ```text
 //! durable_node (--embedded PATH | --redis URL) [--namespace NS]
-//!              [--lease-ms N] [--claim-ahead-ms N] [--poll-ms N]
+//!              [--lease-ms N] [--claim-ahead-ms N] [--poll-ms N] [--http]
 //!              (--fire | --add N [--due-in-ms M])
 //! ```
 //!
 //! `--fire` runs a handler that prints `fired KEY FENCE ATTEMPT UNIX_MS`
 //! for each run (flushed at once) until its standard input closes, then
-//! shuts down cleanly. `--add N` adds timers `k0`..`k{N-1}` due M ms from
+//! shuts down cleanly. With `--http` (built with the `http` feature) the
+//! node also sends HTTP-callback timers, with the default `HttpConfig`; a
+//! callback prints nothing. `--add N` adds timers `k0`..`k{N-1}` due M ms from
 //! now (default 1000), one `add` each, printing `acked KEY` after each
 //! returns, then exits; when an add fails, it prints `store_available
 //! BOOL` (from `stats`) and exits with status 1.
@@ -50,6 +52,8 @@ fn parse() -> Result<(DurableTimersBuilder, Mode), lexopt::Error> {
             Long("lease-ms") => b = b.lease(millis(&mut p)?),
             Long("claim-ahead-ms") => b = b.claim_ahead(millis(&mut p)?),
             Long("poll-ms") => b = b.poll(millis(&mut p)?),
+            #[cfg(feature = "http")]
+            Long("http") => b = b.http(wheel::durable::http::HttpConfig::new()),
             Long("fire") => mode = Some(Mode::Fire),
             Long("add") => {
                 mode = Some(Mode::Add {

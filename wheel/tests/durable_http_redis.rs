@@ -1,16 +1,21 @@
-//! HTTP-callback timers on Redis with three nodes in one process, against
-//! a scripted receiver on loopback: exactly one request per callback when
+//! HTTP-callback timers on Redis, against a scripted receiver on loopback:
+//! with three nodes in one process, exactly one request per callback when
 //! nothing fails, and retries, `Retry-After` and dead letters as on one
-//! node. Each test starts its own `redis-server`.
+//! node; with a node process (the `durable_node` example) killed by
+//! SIGKILL while its requests are in flight, each of them sent again after
+//! the lease, none lost. Each test starts its own `redis-server`.
 #![cfg(all(feature = "http", feature = "redis"))]
 
 mod durable_common;
 mod durable_http_common;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use durable_http_common::hold::{Held, HoldReceiver};
 use durable_http_common::{eventually, Receiver, Reply};
 use wheel::durable::http::{HttpCallback, HttpConfig, Method};
 use wheel::durable::{DurableTimers, RetryPolicy};
@@ -158,4 +163,80 @@ fn three_nodes_retry_honour_retry_after_and_dead_letter_like_one() {
     for n in nodes {
         n.shutdown().unwrap();
     }
+}
+
+#[test]
+fn requests_in_flight_when_their_node_is_killed_are_sent_again_after_the_lease() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let url = server.url();
+    const N: usize = 20;
+    // Holds every request until released: node A's stay in flight.
+    let rx = HoldReceiver::start(usize::MAX);
+    let mut a = Command::new(durable_common::node_binary())
+        .args([
+            "--redis",
+            &url,
+            "--namespace",
+            "killed",
+            "--lease-ms",
+            "2000",
+        ])
+        .args(["--http", "--fire"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start durable_node");
+    let mut ready = String::new();
+    BufReader::new(a.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    let client = DurableTimers::builder()
+        .redis(&url)
+        .namespace("killed")
+        .build()
+        .unwrap();
+    let due = SystemTime::now() + ms(300);
+    for i in 0..N {
+        let cb = HttpCallback::new(Method::Post, rx.url(&format!("/held/{i}")));
+        client.add_callback(&format!("held:{i}"), due, &cb).unwrap();
+    }
+    rx.wait_for(N);
+    assert_eq!(rx.max_open(), N, "every request held in flight");
+    a.kill().unwrap(); // SIGKILL: no reply seen, the claims left held
+    a.wait().unwrap();
+    rx.release();
+    // Another node takes the claims over when their lease ends.
+    let b = DurableTimers::builder()
+        .redis(&url)
+        .namespace("killed")
+        .lease(ms(2_000))
+        .http(HttpConfig::new())
+        .build()
+        .unwrap();
+    rx.wait_for(2 * N);
+    eventually("every timer done", || {
+        let s = client.stats();
+        s.pending == 0 && s.claimed == 0
+    });
+    std::thread::sleep(ms(500));
+    let got = rx.requests();
+    assert_eq!(got.len(), 2 * N, "an extra request");
+    assert!(client.dead_letters(10).unwrap().is_empty());
+    let mut by_key: HashMap<String, Vec<Held>> = HashMap::new();
+    for h in got {
+        by_key.entry(h.key.clone()).or_default().push(h);
+    }
+    assert_eq!(by_key.len(), N, "a callback was lost");
+    for (key, runs) in by_key {
+        assert_eq!(runs.len(), 2, "{key}: {runs:?}");
+        let (a, b) = (&runs[0], &runs[1]);
+        assert!(b.fence > a.fence, "{key}: {runs:?}, not a new claim");
+        assert!(b.attempt > a.attempt && a.attempt == 1, "{key}: {runs:?}");
+        assert_eq!(a.webhook_id, b.webhook_id, "{key}: one delivery");
+    }
+    assert_eq!(b.stats().fired, N as u64);
+    b.shutdown().unwrap();
 }

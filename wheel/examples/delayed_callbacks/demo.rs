@@ -1,7 +1,8 @@
 //! The example itself: the receiver, the node processes, the report.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,6 +24,8 @@ struct Args {
     namespace: String,
     count: u64,
     seconds: u64,
+    /// Callbacks due at one instant, to an endpoint slow to answer.
+    burst: u64,
 }
 
 fn parse() -> Result<Args, lexopt::Error> {
@@ -35,6 +38,7 @@ fn parse() -> Result<Args, lexopt::Error> {
         namespace: format!("callbacks-{}", std::process::id()),
         count: 300,
         seconds: 10,
+        burst: 300,
     };
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next()? {
@@ -46,6 +50,7 @@ fn parse() -> Result<Args, lexopt::Error> {
             Long("namespace") => a.namespace = p.value()?.string()?,
             Long("count") => a.count = p.value()?.parse()?,
             Long("seconds") => a.seconds = p.value()?.parse()?,
+            Long("burst") => a.burst = p.value()?.parse()?,
             _ => return Err(arg.unexpected()),
         }
     }
@@ -123,50 +128,96 @@ struct Arrival {
 
 type Arrivals = Arc<Mutex<HashMap<String, Vec<Arrival>>>>;
 
-/// The receiver: answers 200 to every request, checks its signature, and
-/// prints its lateness.
+/// How long the burst's endpoint takes to answer.
+const SLOW_REPLY: Duration = Duration::from_millis(100);
+
+/// The receiver: answers 200 to every request (the burst's after
+/// [`SLOW_REPLY`]), checks its signature, and prints its lateness (not for
+/// the burst: a few hundred lines at once would say nothing the summary
+/// does not). A minimal HTTP/1.1 server on plain threads, one per
+/// connection, so that it holds as many requests at once as the node
+/// sends; it closes each connection after its reply.
 fn start_receiver() -> (u16, Arrivals) {
-    let server = tiny_http::Server::http("127.0.0.1:0").expect("bind a loopback port");
-    let port = server.server_addr().to_ip().expect("an IP address").port();
+    let listener = listen().expect("bind a loopback port");
+    let port = listener.local_addr().expect("an address").port();
     let arrivals: Arrivals = Arc::default();
     let log = arrivals.clone();
     std::thread::spawn(move || {
-        for mut request in server.incoming_requests() {
-            let at_ms = unix_ms(SystemTime::now());
-            let header = |name: &str| {
-                request
-                    .headers()
-                    .iter()
-                    .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
-                    .map(|h| h.value.as_str().to_owned())
-                    .unwrap_or_default()
-            };
-            let (key, due, attempt) = (
-                header("Wheel-Timer-Key"),
-                header("Wheel-Due"),
-                header("Wheel-Attempt"),
-            );
-            let webhook = [
-                header("webhook-id"),
-                header("webhook-timestamp"),
-                header("webhook-signature"),
-            ];
-            let mut body = Vec::new();
-            let _ = request.as_reader().read_to_end(&mut body);
-            let due_ms: u64 = due.parse().unwrap_or(0);
-            let signed = verify(&webhook, &body);
-            let late = at_ms.saturating_sub(due_ms);
-            println!("{key:<14} late {late:>5} ms  attempt {attempt}  signature {signed}");
-            let arrival = Arrival {
-                due_ms,
-                at_ms,
-                signed,
-            };
-            log.lock().unwrap().entry(key).or_default().push(arrival);
-            let _ = request.respond(tiny_http::Response::empty(200));
+        for stream in listener.incoming().map_while(Result::ok) {
+            let log = log.clone();
+            std::thread::spawn(move || receive(stream, &log));
         }
     });
     (port, arrivals)
+}
+
+/// A loopback listener with room for a burst's connections: the standard
+/// library's backlog (128) would drop the rest of a burst's connection
+/// attempts, and their clients try again only a second later. tokio's
+/// socket sets the backlog (in tokio through reqwest, as the node uses
+/// it); the listener then goes back to blocking accepts.
+fn listen() -> std::io::Result<TcpListener> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let listener = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(([127, 0, 0, 1], 0).into())?;
+        socket.listen(4096)?.into_std()
+    })?;
+    listener.set_nonblocking(false)?;
+    Ok(listener)
+}
+
+/// One request: its head and `Content-Length` body, then the reply.
+fn receive(stream: TcpStream, log: &Arrivals) {
+    let mut reader = BufReader::new(&stream);
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    let at_ms = unix_ms(SystemTime::now());
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let mut body = vec![0; header("content-length").parse().unwrap_or(0)];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let (key, attempt) = (header("wheel-timer-key"), header("wheel-attempt"));
+    let webhook = ["webhook-id", "webhook-timestamp", "webhook-signature"].map(header);
+    let due_ms: u64 = header("wheel-due").parse().unwrap_or(0);
+    let signed = verify(&webhook, &body);
+    let late = at_ms.saturating_sub(due_ms);
+    let burst = key.starts_with("burst:");
+    if !burst {
+        println!("{key:<14} late {late:>5} ms  attempt {attempt}  signature {signed}");
+    }
+    let arrival = Arrival {
+        due_ms,
+        at_ms,
+        signed,
+    };
+    log.lock().unwrap().entry(key).or_default().push(arrival);
+    if burst {
+        std::thread::sleep(SLOW_REPLY);
+    }
+    let reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let _ = (&stream).write_all(reply.as_bytes());
 }
 
 /// Checks the Standard Webhooks signature (`webhook-id`,
@@ -178,9 +229,17 @@ fn verify([id, timestamp, signature]: &[String; 3], body: &[u8]) -> bool {
 }
 
 /// The callbacks to schedule: (key, offset from now, request, paid).
-fn workload(port: u16, count: u64, seconds: u64) -> Vec<(String, Duration, HttpCallback, bool)> {
+/// The burst's are all due a quarter of the way through the span.
+fn workload(port: u16, args: &Args) -> Vec<(String, Duration, HttpCallback, bool)> {
+    let (count, seconds) = (args.count, args.seconds);
     let base = format!("http://127.0.0.1:{port}");
     let span_ms = seconds * 1000;
+    let burst_at = Duration::from_millis(1_000 + span_ms / 4);
+    let burst = (0..args.burst).map(|i| {
+        let cb = HttpCallback::new(Method::Post, format!("{base}/slow/{i}"))
+            .body(format!(r#"{{"export":{i}}}"#).into());
+        (format!("burst:{i}"), burst_at, cb, false)
+    });
     (0..count)
         .map(|i| {
             // Scatters due times over the span in a fixed order (7919 is
@@ -199,6 +258,7 @@ fn workload(port: u16, count: u64, seconds: u64) -> Vec<(String, Duration, HttpC
                 (format!("order:{i}"), offset, cb, i % 10 == 0)
             }
         })
+        .chain(burst)
         .collect()
 }
 
@@ -231,9 +291,10 @@ fn run(args: &Args) -> Result<bool, DurableError> {
                 .build()?
         }
     };
-    let work = workload(port, args.count, args.seconds);
+    let work = workload(port, args);
     let start = SystemTime::now();
-    for (key, offset, cb, _) in &work {
+    let is_burst = |key: &str| key.starts_with("burst:");
+    for (key, offset, cb, _) in work.iter().filter(|w| !is_burst(&w.0)) {
         timers.add_callback(key, start + *offset, cb)?;
     }
     let mut paid = 0;
@@ -242,10 +303,17 @@ fn run(args: &Args) -> Result<bool, DurableError> {
             paid += 1;
         }
     }
+    // After the cancels, so that they come before the first due time.
+    for (key, offset, cb, _) in work.iter().filter(|w| is_burst(&w.0)) {
+        timers.add_callback(key, start + *offset, cb)?;
+    }
     println!(
-        "scheduled {} callbacks over {} s; {paid} orders paid, their callbacks cancelled",
+        "scheduled {} callbacks over {} s, {} of them due at one instant to an \
+         endpoint that answers in {} ms; {paid} orders paid, their callbacks cancelled",
         work.len(),
-        args.seconds
+        args.seconds,
+        args.burst,
+        SLOW_REPLY.as_millis()
     );
     let expected: Vec<&str> = work.iter().filter(|w| !w.3).map(|w| w.0.as_str()).collect();
     let killed_at = wait_and_kill(args, &mut children, &arrivals, &expected, start);
@@ -332,9 +400,11 @@ fn summary(arrivals: &Arrivals, expected: &[&str], killed_at: Option<u64>) -> bo
         .flatten()
         .filter(|a| a.at_ms < a.due_ms)
         .count();
+    // The burst has a line of its own.
     let mut late: Vec<u64> = got
-        .values()
-        .filter_map(|v| v.first())
+        .iter()
+        .filter(|(k, _)| !k.starts_with("burst:"))
+        .filter_map(|(_, v)| v.first())
         .map(|a| a.at_ms.saturating_sub(a.due_ms))
         .collect();
     late.sort_unstable();
@@ -350,6 +420,7 @@ fn summary(arrivals: &Arrivals, expected: &[&str], killed_at: Option<u64>) -> bo
     if let (Some(p50), Some(p99), Some(max)) = (pct(0.5), pct(0.99), late.last()) {
         println!("lateness of first arrivals: p50 {p50} ms, p99 {p99} ms, max {max} ms");
     }
+    burst_report(&got);
     if killed_at.is_some() {
         let taken_over = late.iter().filter(|l| **l > 1_000).count();
         println!(
@@ -358,4 +429,24 @@ fn summary(arrivals: &Arrivals, expected: &[&str], killed_at: Option<u64>) -> bo
         );
     }
     missing == 0 && unexpected == 0 && bad_sig == 0 && early == 0
+}
+
+/// How long the burst took: from its due time to its last first arrival.
+fn burst_report(got: &HashMap<String, Vec<Arrival>>) {
+    let firsts: Vec<&Arrival> = got
+        .iter()
+        .filter(|(k, _)| k.starts_with("burst:"))
+        .filter_map(|(_, v)| v.first())
+        .collect();
+    let (Some(due), Some(last)) = (
+        firsts.iter().map(|a| a.due_ms).min(),
+        firsts.iter().map(|a| a.at_ms).max(),
+    ) else {
+        return;
+    };
+    println!(
+        "burst: {} callbacks due at once, the last arrived {} ms after their due time",
+        firsts.len(),
+        last.saturating_sub(due)
+    );
 }

@@ -10,7 +10,10 @@
 //! then schedules a few hundred signed callbacks over about ten seconds:
 //! orders to close unless paid (every tenth is paid, and its callback
 //! cancelled) and reminders. Each arrival prints its lateness (arrival
-//! minus due time); a summary follows.
+//! minus due time); a summary follows. A burst of callbacks more, all due
+//! at one instant to an endpoint that takes 100 ms to answer, shows the
+//! node keeping them in flight together: the summary says how long from
+//! their due time to the last one's arrival.
 //!
 //! With no arguments one node fires, on the embedded store in a temporary
 //! directory. With `--redis URL` the example starts `--nodes N` node
@@ -21,7 +24,8 @@
 //! copies carry the same `webhook-id`, and `Wheel-Fence` tells them apart).
 //!
 //! Options: `--count N` callbacks (default 300), `--seconds S` to spread
-//! them over (default 10), and `--private-redis` instead of `--redis URL`
+//! them over (default 10), `--burst N` callbacks in the burst (default
+//! 300; 0 for none), and `--private-redis` instead of `--redis URL`
 //! to start a `redis-server` of its own (on a free loopback port, without
 //! persistence; it must be on the PATH) for the node processes.
 //!

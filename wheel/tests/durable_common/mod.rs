@@ -141,7 +141,8 @@ fn build_node_binary() -> PathBuf {
         "--example",
         "durable_node",
         "--features",
-        "redis",
+        // http too: the callback tests start it with `--http`.
+        "redis,http",
     ]);
     if profile_dir.ends_with("release") {
         cmd.arg("--release");

@@ -14,6 +14,8 @@ use wheel::durable::http::verify_signature;
 
 pub use crate::durable_common::{eventually, LIVENESS};
 
+pub mod hold;
+
 /// One request as the receiver saw it.
 #[derive(Debug, Clone)]
 pub struct Received {
