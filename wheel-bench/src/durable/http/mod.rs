@@ -4,9 +4,9 @@
 //! thread of its own ([`blocking`]), to a loopback [`receiver`] that
 //! answers `200` after a fixed delay and logs every request.
 //!
-//! - [`burst`]: `n` callbacks all due at one moment, added up front;
-//! - [`spread`]: callbacks due evenly at a rate, for the sustained rate and
-//!   the lateness at 1 000/s;
+//! - a burst: `n` callbacks all due at one moment, added up front;
+//! - a spread: callbacks due evenly at a rate, for the sustained rate and
+//!   the lateness at 1 000/s (both are a [`Shape`] given to [`run`]);
 //! - [`in_flight`]: the bytes allocated per request held open.
 //!
 //! Every timer is keyed as the other durable runs' ([`key`]), and every
