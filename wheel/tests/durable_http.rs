@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use durable_http_common::{closed_port, eventually, Gate, Receiver, Reply};
+use durable_http_common::{closed_port, eventually, node, policy, Gate, Receiver, Reply};
 use wheel::durable::http::{HttpCallback, HttpConfig, Method};
 use wheel::durable::{DurableError, DurableTimers, Outcome, RetryPolicy};
 
@@ -31,23 +31,6 @@ const METHODS: [Method; 5] = [
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-/// A policy with a short, exact back-off.
-fn policy(first: Duration, attempts: u32) -> RetryPolicy {
-    RetryPolicy::new()
-        .initial(first)
-        .jitter(0.0)
-        .max_attempts(attempts)
-}
-
-fn node(dir: &tempfile::TempDir, http: HttpConfig, retry: RetryPolicy) -> DurableTimers {
-    DurableTimers::builder()
-        .embedded(dir.path().join("timers"))
-        .retry(retry)
-        .http(http)
-        .build()
-        .unwrap()
 }
 
 fn unix_ms(t: SystemTime) -> u128 {

@@ -12,29 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use durable_http_common::{eventually, Receiver, Reply};
+use durable_http_common::{eventually, node, policy, Receiver, Reply};
 use wheel::durable::http::{HttpCallback, HttpConfig, Method};
-use wheel::durable::{DurableTimers, RetryPolicy};
+use wheel::durable::DurableTimers;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-/// A policy with a short, exact back-off.
-fn policy(first: Duration, attempts: u32) -> RetryPolicy {
-    RetryPolicy::new()
-        .initial(first)
-        .jitter(0.0)
-        .max_attempts(attempts)
-}
-
-fn node(dir: &tempfile::TempDir, http: HttpConfig, retry: RetryPolicy) -> DurableTimers {
-    DurableTimers::builder()
-        .embedded(dir.path().join("timers"))
-        .retry(retry)
-        .http(http)
-        .build()
-        .unwrap()
 }
 
 fn gone(timers: &DurableTimers, key: &str) -> bool {

@@ -10,7 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use wheel::durable::http::verify_signature;
+use wheel::durable::http::{verify_signature, HttpConfig};
+use wheel::durable::{DurableTimers, RetryPolicy};
 
 pub use crate::durable_common::{eventually, LIVENESS};
 
@@ -340,4 +341,22 @@ impl Gate {
             open = self.0 .1.wait_timeout(open, left).unwrap().0;
         }
     }
+}
+
+/// A policy with a short, exact back-off.
+pub fn policy(first: Duration, attempts: u32) -> RetryPolicy {
+    RetryPolicy::new()
+        .initial(first)
+        .jitter(0.0)
+        .max_attempts(attempts)
+}
+
+/// A node on the embedded store in `dir`, sending callbacks with `http`.
+pub fn node(dir: &tempfile::TempDir, http: HttpConfig, retry: RetryPolicy) -> DurableTimers {
+    DurableTimers::builder()
+        .embedded(dir.path().join("timers"))
+        .retry(retry)
+        .http(http)
+        .build()
+        .unwrap()
 }
