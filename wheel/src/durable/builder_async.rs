@@ -50,7 +50,8 @@ impl AsyncOptions {
         }
     }
 
-    /// The user's async handler, if any.
+    /// The user's async handler, if any (for the HTTP handler to call).
+    #[cfg(feature = "http")]
     pub(super) fn handler(&self) -> Option<AsyncHandler> {
         self.handler.clone()
     }
