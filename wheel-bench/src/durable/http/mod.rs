@@ -42,31 +42,12 @@ pub enum Sender {
 /// Timers added per `add_many` call.
 const BATCH: usize = 1_000;
 
-/// The payload of a `POST` to `url` as `add_callback` stores it, read back
-/// from a scratch embedded store: the encoding is the library's own, and
-/// every timer of a run carries the same callback.
+/// The payload of a `POST` to `url` as `add_callback` stores it: every
+/// timer of a run carries the same callback.
 pub fn callback_payload(url: &str) -> Result<Vec<u8>, String> {
-    let path = temp_store("http-payload");
-    let got = (|| {
-        let t = DurableTimers::builder()
-            .embedded(&path)
-            .build()
-            .map_err(|e| e.to_string())?;
-        let cb = HttpCallback::new(Method::Post, url);
-        let far = SystemTime::now() + Duration::from_secs(3_600);
-        t.add_callback("payload", far, &cb)
-            .map_err(|e| e.to_string())?;
-        let info = t.get("payload").map_err(|e| e.to_string())?;
-        t.shutdown().map_err(|e| e.to_string())?;
-        info.map(|i| i.payload)
-            .ok_or_else(|| "the callback was not stored".to_string())
-    })();
-    super::remove_store(&path);
-    let payload = got?;
-    if HttpCallback::from_payload(&payload).is_none() {
-        return Err("the stored payload does not read back as a callback".into());
-    }
-    Ok(payload)
+    HttpCallback::new(Method::Post, url)
+        .to_payload()
+        .map_err(|e| e.to_string())
 }
 
 /// One node of ours on `store`, sending callbacks, with `config`.

@@ -198,8 +198,25 @@ impl HttpCallback {
     }
 
     /// Checks the URL and the headers (the method is checked by its type),
-    /// then encodes the callback as a payload.
-    pub(crate) fn to_payload(&self) -> Result<Vec<u8>, DurableError> {
+    /// then encodes the callback as the payload
+    /// [`add_callback`](crate::durable::DurableTimers::add_callback)
+    /// stores: for adding many callbacks with
+    /// [`add_many`](crate::durable::DurableTimers::add_many).
+    ///
+    /// # Errors
+    ///
+    /// As for `add_callback`'s checks of the request.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel::durable::http::{HttpCallback, Method};
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
+    /// let payload = cb.to_payload()?;
+    /// assert_eq!(HttpCallback::from_payload(&payload), Some(cb));
+    /// # Ok::<(), wheel::durable::DurableError>(())
+    /// ```
+    pub fn to_payload(&self) -> Result<Vec<u8>, DurableError> {
         self.uri()?;
         for (name, value) in &self.headers {
             check_header(name, value)?;

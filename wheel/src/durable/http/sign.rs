@@ -41,8 +41,6 @@ const B64: GeneralPurpose = GeneralPurpose::new(
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
 /// The key bytes of a `whsec_<base64>` secret.
 pub(crate) fn parse_secret(secret: &str) -> Result<Vec<u8>, &'static str> {
     let Some(b64) = secret.strip_prefix(SECRET_PREFIX) else {
@@ -66,13 +64,8 @@ pub(crate) fn webhook_id(namespace: &str, key: &str, first_fence: u64) -> String
     }
     h.update(first_fence.to_le_bytes());
     let digest = h.finalize();
-    let mut out = String::with_capacity(4 + 32);
-    out.push_str("msg_");
-    for &b in &digest[..16] {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 15)]));
-    }
-    out
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("msg_{hex}")
 }
 
 /// The HMAC-SHA256 state after the signed text under `key`, `timestamp` as

@@ -64,7 +64,13 @@ fn run(shared: &NodeShared, started: Started) {
     let guard = RunGuard::new(shared, &fired.key, fired.fence);
     let outcome = catch_unwind(AssertUnwindSafe(|| (shared.config.handler)(&fired)))
         .unwrap_or_else(|panic| {
-            log_panic(shared, &fired, panic_message(&*panic));
+            log_panic(
+                shared,
+                &fired.key,
+                fired.attempt,
+                fired.fence,
+                panic_message(&*panic),
+            );
             Outcome::Retry
         });
     let finish = settle(shared, fired.attempt, outcome);
@@ -86,12 +92,12 @@ pub(super) fn fired_of(started: Started) -> Fired {
     }
 }
 
-pub(super) fn log_panic(shared: &NodeShared, fired: &Fired, panic: &str) {
+pub(super) fn log_panic(shared: &NodeShared, key: &str, attempt: u32, fence: u64, panic: &str) {
     tracing::error!(
         namespace = %shared.config.namespace,
-        key = %fired.key,
-        attempt = fired.attempt,
-        fence = fired.fence,
+        key = %key,
+        attempt,
+        fence,
         panic,
         "handler panicked; the run counts as a retry"
     );

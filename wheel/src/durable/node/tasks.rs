@@ -129,14 +129,20 @@ async fn run_task(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>, run: u64, starte
     let fired = fired_of(started);
     let (key, fence, attempt) = (fired.key.clone(), fired.fence, fired.attempt);
     let guard = RunGuard::new(shared, &key, fence);
-    let user = tasks.handle.spawn((tasks.config.handler)(fired.clone()));
+    let user = tasks.handle.spawn((tasks.config.handler)(fired));
     lock(&tasks.aborts).insert(run, user.abort_handle());
     let abort = user.abort_handle();
     let timed = shared.scheduler.timeout(tasks.config.run_timeout, user);
     let finish = match timed.await {
         Ok(Ok(outcome)) => settle(shared, attempt, outcome),
         Ok(Err(e)) if e.is_panic() => {
-            log_panic(shared, &fired, panic_message(&*e.into_panic()));
+            log_panic(
+                shared,
+                &key,
+                attempt,
+                fence,
+                panic_message(&*e.into_panic()),
+            );
             settle(shared, attempt, Outcome::Retry)
         }
         // Aborted at shutdown: back to the store, due at once.
