@@ -1,0 +1,92 @@
+//! The command line (each option also read from a `WHEEL_*` variable) and
+//! the checks made before anything starts.
+//!
+//! Without `--token` the API is open: the server allows that only on a
+//! loopback address (and logs a warning), and refuses to start on any
+//! other address, where anyone who reaches the port could add callbacks.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// The durable timers of `wheel` over HTTP: timers that call a URL.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "wheel-server", version, about)]
+pub(crate) struct Args {
+    /// The address to listen on.
+    #[arg(long, env = "WHEEL_LISTEN", default_value = "127.0.0.1:7070")]
+    pub(crate) listen: SocketAddr,
+    /// The embedded store's directory (when --redis is not given).
+    #[arg(long, env = "WHEEL_DATA", default_value = "./wheel-data")]
+    pub(crate) data: PathBuf,
+    /// A Redis URL: share one set of timers with every server on it.
+    #[arg(long, env = "WHEEL_REDIS")]
+    pub(crate) redis: Option<String>,
+    /// Keeps these timers apart from other namespaces in the same store.
+    #[arg(long, env = "WHEEL_NAMESPACE", default_value = "wheel")]
+    pub(crate) namespace: String,
+    /// The bearer token every /v1 request must carry. Required unless
+    /// listening on a loopback address.
+    #[arg(long, env = "WHEEL_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// A Standard Webhooks secret (`whsec_...`) that signs every callback;
+    /// repeat it to rotate keys (each signs).
+    #[arg(long = "signing-secret", env = "WHEEL_SIGNING_SECRET", value_delimiter = ',', hide_env_values = true)]
+    pub(crate) signing_secrets: Vec<String>,
+    /// Allows callbacks to loopback, private, link-local and other
+    /// non-public addresses.
+    #[arg(long, env = "WHEEL_ALLOW_PRIVATE_TARGETS")]
+    pub(crate) allow_private_targets: bool,
+    /// The largest request body, in bytes.
+    #[arg(long, env = "WHEEL_MAX_BODY", default_value_t = 1 << 20)]
+    pub(crate) max_body: usize,
+}
+
+impl Args {
+    /// Why these arguments cannot be used, if they cannot.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        match self.token.as_deref() {
+            Some("") => return Err("--token is empty".into()),
+            Some(t) if t.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+                return Err("--token may not contain spaces or control characters".into())
+            }
+            Some(_) => {}
+            None if !self.listen.ip().is_loopback() => {
+                return Err(format!(
+                    "refusing to listen on {} without --token (or WHEEL_TOKEN): only a loopback address may run without one",
+                    self.listen
+                ))
+            }
+            None => {}
+        }
+        if self.max_body < 1024 {
+            return Err("--max-body must be at least 1024 bytes".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("wheel-server").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn a_token_is_required_off_loopback_only() {
+        assert_eq!(parse(&[]).check(), Ok(()));
+        assert_eq!(parse(&["--listen", "[::1]:9000"]).check(), Ok(()));
+        assert!(parse(&["--listen", "0.0.0.0:7070"]).check().is_err());
+        assert_eq!(parse(&["--listen", "0.0.0.0:7070", "--token", "t0k"]).check(), Ok(()));
+        assert!(parse(&["--token", ""]).check().is_err());
+    }
+
+    #[test]
+    fn secrets_repeat() {
+        let a = parse(&["--signing-secret", "whsec_AA==", "--signing-secret", "whsec_AQ=="]);
+        assert_eq!(a.signing_secrets, ["whsec_AA==", "whsec_AQ=="]);
+    }
+}

@@ -1,0 +1,383 @@
+//! The JSON the API reads and writes, and the checks that turn a request
+//! into what the library stores.
+//!
+//! A request is read in two steps: serde takes the shape (unknown fields
+//! are refused, so a misspelt `dealy` is an error rather than a timer due
+//! at once), then [`NewTimer::check`] reads the values (a date, a delay, a
+//! method) and names the field at fault. Times go out as RFC 3339 in UTC
+//! with milliseconds, the store's precision; due times coming in are
+//! rounded up to the millisecond, as the store does, so that a timer read
+//! back compares equal to the request that made it.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use wheel::durable::http::{HttpCallback, Method};
+use wheel::durable::{DeadLetter, TimerInfo, TimerState};
+
+use crate::problem::Problem;
+
+/// A timer to add: `POST /v1/timers`, and each entry of a batch.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewTimer {
+    /// The key (1 to 1024 bytes); a random 128-bit hex id when absent.
+    pub(crate) key: Option<String>,
+    /// When to call, RFC 3339 (e.g. `2030-01-01T09:00:00Z`). Give this or `delay`.
+    pub(crate) due_at: Option<String>,
+    /// How long from now: `"90s"`, `"15m"`, `"2h"`, `"7d"`, `"250ms"`, or
+    /// an integer of milliseconds. Give this or `due_at`.
+    pub(crate) delay: Option<Delay>,
+    /// The request to send when the timer is due.
+    pub(crate) callback: CallbackIn,
+    /// How to retry a failed call.
+    pub(crate) retry: Option<RetryIn>,
+}
+
+/// A delay: an integer of milliseconds or a number with a unit.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub(crate) enum Delay {
+    /// Milliseconds.
+    Millis(u64),
+    /// A number followed by `ms`, `s`, `m`, `h` or `d`.
+    Text(String),
+}
+
+/// The request a timer sends.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CallbackIn {
+    /// An absolute `http://` or `https://` URL.
+    pub(crate) url: String,
+    /// GET, POST (the default), PUT, PATCH or DELETE.
+    pub(crate) method: Option<String>,
+    /// Extra request headers.
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, String>,
+    /// The body, as text. Give this or `json`, or neither.
+    pub(crate) body: Option<String>,
+    /// The body, as JSON (sent with `Content-Type: application/json`
+    /// unless `headers` sets one).
+    #[schema(value_type = Object)]
+    pub(crate) json: Option<serde_json::Value>,
+}
+
+/// How a callback that fails is retried.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RetryIn {
+    /// Attempts in all, the first one included (1 to 100).
+    pub(crate) max_attempts: Option<u32>,
+    /// The first back-off (doubling after each failure), as `delay`.
+    pub(crate) backoff: Option<Delay>,
+}
+
+/// A checked [`NewTimer`]: what the store is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Checked {
+    pub(crate) key: String,
+    pub(crate) due: SystemTime,
+    /// Whether `due` was given absolutely (and so takes part in the
+    /// idempotency comparison).
+    pub(crate) absolute: bool,
+    pub(crate) callback: HttpCallback,
+    pub(crate) retry: Option<(u32, Duration)>,
+}
+
+impl NewTimer {
+    /// Reads the values; `prefix` goes before every field name.
+    pub(crate) fn check(self, prefix: &str, now: SystemTime) -> Result<Checked, Problem> {
+        let f = |name: &str| format!("{prefix}{name}");
+        let (due, absolute) = match (&self.due_at, &self.delay) {
+            (Some(_), Some(_)) => {
+                return Err(Problem::invalid(f("delay"), "give due_at or delay, not both"))
+            }
+            (None, None) => return Err(Problem::invalid(f("due_at"), "give due_at or delay")),
+            (Some(at), None) => (parse_time(at).map_err(|d| Problem::invalid(f("due_at"), d))?, true),
+            (None, Some(d)) => {
+                let d = d.duration().map_err(|why| Problem::invalid(f("delay"), why))?;
+                let due = now
+                    .checked_add(d)
+                    .ok_or_else(|| Problem::invalid(f("delay"), "the delay is too long"))?;
+                (ceil_ms(due), false)
+            }
+        };
+        let key = match self.key {
+            Some(k) if k.is_empty() || k.len() > wheel::durable::MAX_KEY_LEN => {
+                return Err(Problem::invalid(f("key"), "a key is 1 to 1024 bytes"))
+            }
+            Some(k) => k,
+            None => crate::timers::random_key()?,
+        };
+        let callback = self.callback.check(&f("callback."))?;
+        let retry = match self.retry {
+            Some(r) => Some(r.check(&f("retry."))?),
+            None => None,
+        };
+        Ok(Checked {
+            key,
+            due,
+            absolute,
+            callback,
+            retry,
+        })
+    }
+}
+
+impl CallbackIn {
+    fn check(self, prefix: &str) -> Result<HttpCallback, Problem> {
+        let f = |name: &str| format!("{prefix}{name}");
+        let method = match self.method.as_deref() {
+            None => Method::Post,
+            Some(m) => m
+                .parse()
+                .map_err(|_| Problem::invalid(f("method"), format!("{m:?} is not one of GET, POST, PUT, PATCH and DELETE")))?,
+        };
+        let mut cb = HttpCallback::new(method, self.url);
+        let has_type = self.headers.keys().any(|k| k.eq_ignore_ascii_case("content-type"));
+        for (name, value) in self.headers {
+            cb = cb.header(name, value);
+        }
+        match (self.body, self.json) {
+            (Some(_), Some(_)) => {
+                return Err(Problem::invalid(f("json"), "give body or json, not both"))
+            }
+            (Some(text), None) => cb = cb.body(text.into_bytes()),
+            (None, Some(value)) => {
+                if !has_type {
+                    cb = cb.header("Content-Type", "application/json");
+                }
+                let bytes = serde_json::to_vec(&value)
+                    .map_err(|e| Problem::invalid(f("json"), e.to_string()))?;
+                cb = cb.body(bytes);
+            }
+            (None, None) => {}
+        }
+        // The library's own checks (URL, header names and values), so that
+        // each failure names its field here rather than at the store.
+        cb.to_payload().map_err(|e| Problem::durable(&e, &prefix[..prefix.len() - "callback.".len()]))?;
+        Ok(cb)
+    }
+}
+
+impl RetryIn {
+    fn check(self, prefix: &str) -> Result<(u32, Duration), Problem> {
+        let attempts = self.max_attempts.unwrap_or(10);
+        if !(1..=100).contains(&attempts) {
+            return Err(Problem::invalid(format!("{prefix}max_attempts"), "1 to 100"));
+        }
+        let backoff = match &self.backoff {
+            None => Duration::from_secs(1),
+            Some(d) => d
+                .duration()
+                .map_err(|why| Problem::invalid(format!("{prefix}backoff"), why))?,
+        };
+        Ok((attempts, backoff))
+    }
+}
+
+impl Delay {
+    /// The duration this delay stands for.
+    pub(crate) fn duration(&self) -> Result<Duration, String> {
+        match self {
+            Delay::Millis(ms) => Ok(Duration::from_millis(*ms)),
+            Delay::Text(text) => parse_delay(text),
+        }
+    }
+}
+
+/// The longest delay accepted: 100 years.
+const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Reads `"90s"`, `"15m"`, `"2h"`, `"7d"`, `"250ms"` or a bare number of
+/// milliseconds.
+pub(crate) fn parse_delay(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a delay: a whole number followed by ms, s, m, h or d (\"90s\"), or milliseconds");
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = text.split_at(digits);
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let unit_ms: u64 = match unit {
+        "" | "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(bad()),
+    };
+    let ms = n.checked_mul(unit_ms).ok_or_else(bad)?;
+    let d = Duration::from_millis(ms);
+    if d > MAX_DELAY {
+        return Err(format!("{text:?} is longer than 100 years"));
+    }
+    Ok(d)
+}
+
+/// Reads an RFC 3339 date-time, rounded up to the millisecond.
+pub(crate) fn parse_time(text: &str) -> Result<SystemTime, String> {
+    let at = OffsetDateTime::parse(text, &Rfc3339).map_err(|e| {
+        format!("{text:?} is not an RFC 3339 date-time (e.g. 2030-01-01T09:00:00Z): {e}")
+    })?;
+    let nanos = at.unix_timestamp_nanos();
+    let nanos = u128::try_from(nanos).map_err(|_| format!("{text:?} is before 1970"))?;
+    let secs = u64::try_from(nanos / 1_000_000_000).map_err(|_| format!("{text:?} is too late"))?;
+    let at = UNIX_EPOCH + Duration::new(secs, (nanos % 1_000_000_000) as u32);
+    Ok(ceil_ms(at))
+}
+
+/// `at` rounded up to the next whole millisecond, as the store rounds.
+fn ceil_ms(at: SystemTime) -> SystemTime {
+    let Ok(since) = at.duration_since(UNIX_EPOCH) else {
+        return at;
+    };
+    let ms = since.as_nanos().div_ceil(1_000_000);
+    let ms = u64::try_from(ms).unwrap_or(u64::MAX);
+    UNIX_EPOCH.checked_add(Duration::from_millis(ms)).unwrap_or(at)
+}
+
+/// A time as RFC 3339 in UTC, with milliseconds.
+pub(crate) fn format_time(at: SystemTime) -> String {
+    let nanos = match at.duration_since(UNIX_EPOCH) {
+        Ok(d) => i128::try_from(d.as_nanos()).unwrap_or(i128::MAX),
+        Err(e) => -i128::try_from(e.duration().as_nanos()).unwrap_or(i128::MAX),
+    };
+    let Ok(at) = OffsetDateTime::from_unix_timestamp_nanos(nanos) else {
+        return String::new();
+    };
+    let at = at.replace_nanosecond(at.millisecond() as u32 * 1_000_000).unwrap_or(at);
+    at.format(&Rfc3339).unwrap_or_default()
+}
+
+/// A timer as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct Timer {
+    /// The key.
+    pub(crate) key: String,
+    /// `pending`, `claimed`, `running` or `dead`.
+    pub(crate) state: &'static str,
+    /// When it is (or was) due, RFC 3339.
+    pub(crate) due_at: String,
+    /// When it was first due (a retry moves `due_at` but not this).
+    pub(crate) first_due_at: String,
+    /// Runs started so far.
+    pub(crate) attempts: u32,
+    /// The request it sends; null when the timer is not a callback (added
+    /// through the library with another payload).
+    pub(crate) callback: Option<CallbackOut>,
+    /// When it gave up (dead letters only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) failed_at: Option<String>,
+    /// Why it gave up (dead letters only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
+}
+
+/// A stored callback as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct CallbackOut {
+    /// The method.
+    pub(crate) method: &'static str,
+    /// The URL.
+    pub(crate) url: String,
+    /// The extra request headers.
+    pub(crate) headers: BTreeMap<String, String>,
+    /// The body as text (bytes that are not UTF-8 are replaced).
+    pub(crate) body: String,
+}
+
+/// The API's name of a state.
+pub(crate) fn state_name(state: TimerState) -> &'static str {
+    match state {
+        TimerState::Pending => "pending",
+        TimerState::Claimed => "claimed",
+        TimerState::Running => "running",
+        _ => "dead",
+    }
+}
+
+impl CallbackOut {
+    pub(crate) fn of_payload(payload: &[u8]) -> Option<CallbackOut> {
+        let cb = HttpCallback::from_payload(payload)?;
+        Some(CallbackOut {
+            method: cb.method.as_str(),
+            url: cb.url,
+            headers: cb.headers.into_iter().collect(),
+            body: String::from_utf8_lossy(&cb.body).into_owned(),
+        })
+    }
+}
+
+impl From<&TimerInfo> for Timer {
+    fn from(t: &TimerInfo) -> Timer {
+        Timer {
+            key: t.key.clone(),
+            state: state_name(t.state),
+            due_at: format_time(t.due),
+            first_due_at: format_time(t.first_due),
+            attempts: t.attempts,
+            callback: CallbackOut::of_payload(&t.payload),
+            failed_at: t.failed_at.map(format_time),
+            reason: t.reason.clone(),
+        }
+    }
+}
+
+/// A dead letter as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct DeadOut {
+    /// The key.
+    pub(crate) key: String,
+    /// Runs started.
+    pub(crate) attempts: u32,
+    /// Why it gave up.
+    pub(crate) reason: String,
+    /// When it gave up, RFC 3339.
+    pub(crate) failed_at: String,
+    /// The request it sent; null when it is not a callback.
+    pub(crate) callback: Option<CallbackOut>,
+}
+
+impl From<&DeadLetter> for DeadOut {
+    fn from(d: &DeadLetter) -> DeadOut {
+        DeadOut {
+            key: d.key.clone(),
+            attempts: d.attempts,
+            reason: d.reason.clone(),
+            failed_at: format_time(d.failed_at),
+            callback: CallbackOut::of_payload(&d.payload),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_take_each_unit_and_refuse_the_rest() {
+        assert_eq!(parse_delay("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_delay("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(parse_delay("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_delay("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_delay("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_delay("250"), Ok(Duration::from_millis(250)));
+        for bad in ["", "s", "1.5s", "-3s", "10y", "5 s", "99999999999999999999d", "40000d"] {
+            assert!(parse_delay(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn times_round_trip_at_millisecond_precision() {
+        let at = parse_time("2030-01-01T09:00:00.1234Z").unwrap();
+        assert_eq!(format_time(at), "2030-01-01T09:00:00.124Z");
+        let offset = parse_time("2030-01-01T10:00:00+01:00").unwrap();
+        assert_eq!(format_time(offset), "2030-01-01T09:00:00Z");
+        assert!(parse_time("1969-12-31T23:59:59Z").is_err());
+        assert!(parse_time("tomorrow").is_err());
+        assert!(parse_time("2030-13-01T00:00:00Z").is_err());
+    }
+}

@@ -1,0 +1,132 @@
+//! `GET /metrics`: the durable tier's counts and the server's own requests,
+//! in the Prometheus text format (version 0.0.4).
+//!
+//! The store's counts (pending, claimed, dead) are every node's; the
+//! counters (fired, retried, failed, ...) and the lateness are this
+//! process's, so a dashboard sums them across servers. Requests are
+//! counted by route template (`/v1/timers/{key}`, never the key itself, so
+//! the number of series stays bounded), method and status; requests that
+//! match no route count under the route `unmatched`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use wheel::durable::DurableStats;
+
+use crate::app::AppState;
+
+/// Requests served, by (route, method, status).
+#[derive(Debug, Default)]
+pub(crate) struct Requests {
+    counts: Mutex<BTreeMap<(String, String, u16), u64>>,
+}
+
+impl Requests {
+    fn count(&self, route: &str, method: &str, status: u16) {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        *counts
+            .entry((route.to_owned(), method.to_owned(), status))
+            .or_insert(0) += 1;
+    }
+
+    fn render(&self, out: &mut String) {
+        let counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        out.push_str("# HELP wheel_http_requests_total Requests this server answered, by route, method and status.\n");
+        out.push_str("# TYPE wheel_http_requests_total counter\n");
+        for ((route, method, status), n) in counts.iter() {
+            let _ = writeln!(
+                out,
+                "wheel_http_requests_total{{route=\"{}\",method=\"{method}\",status=\"{status}\"}} {n}",
+                escape(route)
+            );
+        }
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// The middleware that counts every request once answered.
+pub(crate) async fn count_requests(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
+    let method = request.method().as_str().to_owned();
+    let response = next.run(request).await;
+    state
+        .requests()
+        .count(&route, &method, response.status().as_u16());
+    response
+}
+
+/// Writes one metric with its help and type.
+fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+}
+
+/// The whole exposition.
+pub(crate) fn render(s: &DurableStats, requests: &Requests) -> String {
+    let mut out = String::new();
+    let g = "gauge";
+    let c = "counter";
+    metric(&mut out, "wheel_store_available", g, "1 when the store answers.", u8::from(s.store_available));
+    metric(&mut out, "wheel_timers_pending", g, "Timers waiting in the store (all nodes).", s.pending);
+    metric(&mut out, "wheel_timers_claimed", g, "Timers claimed or running (all nodes).", s.claimed);
+    metric(&mut out, "wheel_timers_dead", g, "Dead letters (all nodes).", s.dead);
+    metric(&mut out, "wheel_timers_held", g, "Timers this node holds in memory, not started.", s.held);
+    metric(&mut out, "wheel_oldest_overdue_seconds", g, "How long the earliest pending timer is overdue.", s.oldest_overdue.as_secs_f64());
+    metric(&mut out, "wheel_fired_total", c, "Runs this node started.", s.fired);
+    metric(&mut out, "wheel_retried_total", c, "Runs on this node that ended in a retry.", s.retried);
+    metric(&mut out, "wheel_failed_total", c, "Timers this node turned into dead letters.", s.failed);
+    metric(&mut out, "wheel_stale_total", c, "Runs not started: cancelled, rescheduled or claimed again.", s.stale);
+    metric(&mut out, "wheel_store_errors_total", c, "Store calls that failed and were retried.", s.store_errors);
+    metric(&mut out, "wheel_claims_total", c, "Claims this node made.", s.claims);
+    out.push_str("# HELP wheel_lateness_seconds Lateness of this node's runs (start minus due).\n# TYPE wheel_lateness_seconds summary\n");
+    for (q, d) in [("0.5", s.lateness_p50), ("0.99", s.lateness_p99), ("1", s.lateness_max)] {
+        let _ = writeln!(out, "wheel_lateness_seconds{{quantile=\"{q}\"}} {}", d.as_secs_f64());
+    }
+    requests.render(&mut out);
+    out
+}
+
+/// `GET /metrics`.
+pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
+    let stats = state.stats().await;
+    let body = render(&stats, state.requests());
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_rendered_by_route_method_and_status() {
+        let r = Requests::default();
+        r.count("/v1/timers/{key}", "GET", 404);
+        r.count("/v1/timers/{key}", "GET", 404);
+        r.count("/v1/timers", "POST", 201);
+        let text = render(&DurableStats::default(), &r);
+        assert!(text.contains(
+            "wheel_http_requests_total{route=\"/v1/timers/{key}\",method=\"GET\",status=\"404\"} 2\n"
+        ));
+        assert!(text.contains("wheel_timers_pending 0\n"));
+        assert!(text.contains("wheel_lateness_seconds{quantile=\"0.99\"} 0\n"));
+    }
+}

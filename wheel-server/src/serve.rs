@@ -1,0 +1,102 @@
+//! Starting and stopping: the runtime, the durable node on it, the
+//! listener, and the order things stop in.
+//!
+//! One multi-threaded tokio runtime carries both the HTTP server and the
+//! node's callbacks (`DurableTimersBuilder::runtime`). The node is built
+//! before the listener opens, so a store that cannot be opened (locked by
+//! another process, unreachable Redis) stops the start with its error. On
+//! a signal, axum stops accepting and finishes the requests in flight;
+//! only then is the node shut down, so no request in flight meets a
+//! closed store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing_subscriber::EnvFilter;
+use wheel::durable::http::HttpConfig;
+use wheel::durable::DurableTimers;
+
+use crate::app::{router, AppState};
+use crate::args::Args;
+
+/// Logs to stderr, the level from `RUST_LOG` (default `info`).
+pub(crate) fn init_logs() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The node's HTTP settings.
+fn http_config(args: &Args) -> HttpConfig {
+    args.signing_secrets
+        .iter()
+        .fold(HttpConfig::new(), |config, secret| config.signing_secret(secret))
+}
+
+/// Runs the server until a signal, then stops it.
+pub(crate) fn run(args: &Args) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let builder = DurableTimers::builder()
+        .namespace(&args.namespace)
+        .runtime(runtime.handle().clone())
+        .http(http_config(args));
+    let builder = match &args.redis {
+        Some(url) => builder.redis(url),
+        None => builder.embedded(&args.data),
+    };
+    let timers = Arc::new(builder.build().map_err(|e| format!("cannot open the store: {e}"))?);
+    match &args.redis {
+        Some(_) => tracing::info!(namespace = %args.namespace, "store: redis"),
+        None => tracing::info!(data = %args.data.display(), "store: embedded"),
+    }
+    if args.token.is_none() {
+        tracing::warn!(listen = %args.listen, "no --token: the API is open to anyone who can reach this loopback address");
+    }
+    if args.allow_private_targets {
+        tracing::warn!("--allow-private-targets: callbacks may target loopback and private addresses");
+    }
+    let state = AppState::new(timers.clone(), args.token.clone(), args.allow_private_targets);
+    let app = router(state, args.max_body);
+    let listen = args.listen;
+    let served = runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(listen = %local, "listening");
+        axum::serve(listener, app)
+            .with_graceful_shutdown(crate::shutdown::signal())
+            .await
+            .map_err(|e| format!("the server failed: {e}"))
+    });
+    tracing::info!("requests finished; handing claims back");
+    stop(timers);
+    drop(runtime);
+    served
+}
+
+/// Shuts the node down once nothing else holds it (a store call that a
+/// client gave up on may still be finishing on a blocking thread).
+fn stop(mut timers: Arc<DurableTimers>) {
+    for _ in 0..100 {
+        match Arc::try_unwrap(timers) {
+            Ok(t) => {
+                if let Err(e) = t.shutdown() {
+                    tracing::error!(error = %e, "the store failed to close");
+                }
+                tracing::info!("stopped");
+                return;
+            }
+            Err(shared) => {
+                timers = shared;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    tracing::warn!("a store call is still running; stopping without waiting for it");
+}

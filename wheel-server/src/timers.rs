@@ -1,0 +1,354 @@
+//! The timer routes: add (one or a batch), read, list, reschedule, cancel.
+//!
+//! Adding is idempotent on the key: the add is the library's atomic
+//! add-if-absent, so of concurrent requests for one key, on any servers,
+//! exactly one creates the timer (201). Every other request for that key
+//! then reads the timer back and compares: the same content answers 200
+//! with the existing timer, different content 409. The same content means
+//! the same callback (method, URL, headers, body) and, when the request
+//! gives `due_at`, the same first due time to the millisecond; a `delay`
+//! is relative to the moment of the request, so it is not compared. A key
+//! is free again once its timer has fired successfully or was cancelled.
+
+use std::time::SystemTime;
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use wheel::durable::http::HttpCallback;
+use wheel::durable::{AddMode, DurableError, DurableTimers, TimerInfo, TimerState};
+
+use crate::app::{AppState, JsonBody};
+use crate::guard::Guard;
+use crate::json::{format_time, CallbackOut, Checked, Delay, NewTimer, Timer};
+use crate::listing::{self, ListQuery, TimerPage};
+use crate::problem::Problem;
+
+/// The most timers in one batch.
+pub(crate) const MAX_BATCH: usize = 1_000;
+
+/// A random 128-bit key in hex.
+pub(crate) fn random_key() -> Result<String, Problem> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Problem::internal(&format!("no randomness for a key: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The callback as stored, with the request's retry settings applied.
+///
+/// The library keeps one retry policy per node; until it stores one per
+/// callback, a request's `retry` is checked but the node's policy applies.
+pub(crate) fn stored_callback(c: &Checked) -> HttpCallback {
+    let _ = c.retry;
+    c.callback.clone()
+}
+
+/// Whether the stored timer `info` has the content the request `c` asks for.
+fn same_content(info: &TimerInfo, c: &Checked) -> bool {
+    HttpCallback::from_payload(&info.payload).as_ref() == Some(&stored_callback(c))
+        && (!c.absolute || info.first_due == c.due)
+}
+
+/// The timer a successful add made, as the store now holds it.
+fn added(c: &Checked) -> Timer {
+    Timer {
+        key: c.key.clone(),
+        state: "pending",
+        due_at: format_time(c.due),
+        first_due_at: format_time(c.due),
+        attempts: 0,
+        callback: CallbackOut::of_payload(&stored_callback(c).to_payload().unwrap_or_default()),
+        failed_at: None,
+        reason: None,
+    }
+}
+
+/// What adding one timer came to.
+enum Added {
+    Created,
+    Same(TimerInfo),
+    Different,
+}
+
+/// Adds `c` unless its key exists, then compares. A timer that ends
+/// between the add and the read frees its key: the add is tried again.
+fn add_one(t: &DurableTimers, c: &Checked) -> Result<Added, DurableError> {
+    loop {
+        if t.add_callback_if_absent(&c.key, c.due, &stored_callback(c))? {
+            return Ok(Added::Created);
+        }
+        if let Some(info) = t.get(&c.key)? {
+            return Ok(if same_content(&info, c) {
+                Added::Same(info)
+            } else {
+                Added::Different
+            });
+        }
+    }
+}
+
+fn conflict(key: &str) -> Problem {
+    Problem::conflict(format!(
+        "a timer with the key {key:?} exists with a different callback or due time"
+    ))
+    .at("key")
+}
+
+/// Adds a timer.
+#[utoipa::path(post, path = "/v1/timers", tag = "timers", request_body = NewTimer,
+    responses(
+        (status = 201, description = "Added", body = Timer),
+        (status = 200, description = "A timer with this key and the same content exists", body = Timer),
+        (status = 409, description = "A timer with this key exists with other content", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field is invalid", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<NewTimer>,
+) -> Result<Response, Problem> {
+    let c = req.check("", SystemTime::now())?;
+    Guard::new(state.allow_private())
+        .check(&c.callback.url, "callback.url")
+        .await?;
+    let checked = c.clone();
+    let outcome = state
+        .run(move |t| add_one(t, &checked))
+        .await?
+        .map_err(|e| Problem::durable(&e, ""))?;
+    match outcome {
+        Added::Created => Ok((StatusCode::CREATED, Json(added(&c))).into_response()),
+        Added::Same(info) => Ok((StatusCode::OK, Json(Timer::from(&info))).into_response()),
+        Added::Different => Err(conflict(&c.key)),
+    }
+}
+
+/// A batch of timers to add.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewBatch {
+    /// 1 to 1000 timers, each as for `POST /v1/timers`.
+    pub(crate) timers: Vec<NewTimer>,
+}
+
+/// What became of one timer of a batch.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BatchItem {
+    /// The key.
+    pub(crate) key: String,
+    /// 201 added, 200 the same timer existed, 409 another timer has this key.
+    pub(crate) status: u16,
+    /// The timer (for 201 and 200).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) timer: Option<Timer>,
+}
+
+/// The answer to a batch: one item per timer, in order.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BatchResult {
+    /// One per timer of the request.
+    pub(crate) results: Vec<BatchItem>,
+}
+
+/// Adds up to 1000 timers; each is idempotent on its key as for one.
+#[utoipa::path(post, path = "/v1/timers:batch", tag = "timers", request_body = NewBatch,
+    responses(
+        (status = 200, description = "Every timer checked; each item says what became of it", body = BatchResult),
+        (status = 422, description = "A field is invalid (nothing was added)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn batch(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<NewBatch>,
+) -> Result<Json<BatchResult>, Problem> {
+    if req.timers.is_empty() || req.timers.len() > MAX_BATCH {
+        return Err(Problem::invalid("timers", format!("a batch holds 1 to {MAX_BATCH} timers")));
+    }
+    let now = SystemTime::now();
+    let mut guard = Guard::new(state.allow_private());
+    let mut checked = Vec::with_capacity(req.timers.len());
+    for (i, timer) in req.timers.into_iter().enumerate() {
+        let c = timer.check(&format!("timers[{i}]."), now)?;
+        guard.check(&c.callback.url, &format!("timers[{i}].callback.url")).await?;
+        checked.push(c);
+    }
+    let results = state
+        .run(move |t| add_batch(t, &checked))
+        .await?
+        .map_err(|(i, e)| Problem::durable(&e, &format!("timers[{i}].")))?;
+    Ok(Json(BatchResult { results }))
+}
+
+fn add_batch(t: &DurableTimers, checked: &[Checked]) -> Result<Vec<BatchItem>, (usize, DurableError)> {
+    let mut payloads = Vec::with_capacity(checked.len());
+    for (i, c) in checked.iter().enumerate() {
+        payloads.push(stored_callback(c).to_payload().map_err(|e| (i, e))?);
+    }
+    let entries: Vec<(&str, SystemTime, &[u8])> = checked
+        .iter()
+        .zip(&payloads)
+        .map(|(c, p)| (c.key.as_str(), c.due, p.as_slice()))
+        .collect();
+    let fresh = t.add_many_with(&entries, AddMode::IfAbsent).map_err(|e| (0, e))?;
+    let mut results = Vec::with_capacity(checked.len());
+    for (i, (c, was_added)) in checked.iter().zip(fresh).enumerate() {
+        let outcome = if was_added {
+            Added::Created
+        } else {
+            add_one(t, c).map_err(|e| (i, e))?
+        };
+        let (status, timer) = match outcome {
+            Added::Created => (201, Some(added(c))),
+            Added::Same(info) => (200, Some(Timer::from(&info))),
+            Added::Different => (409, None),
+        };
+        results.push(BatchItem { key: c.key.clone(), status, timer });
+    }
+    Ok(results)
+}
+
+/// Reads a timer, whatever its state.
+#[utoipa::path(get, path = "/v1/timers/{key}", tag = "timers",
+    params(("key" = String, Path, description = "The timer's key")),
+    responses(
+        (status = 200, description = "The timer", body = Timer),
+        (status = 404, description = "No timer with this key", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    key: Result<Path<String>, PathRejection>,
+) -> Result<Json<Timer>, Problem> {
+    let Path(key) = key.map_err(|e| Problem::path(&e))?;
+    let k = key.clone();
+    let info = state
+        .run(move |t| t.get(&k))
+        .await?
+        .map_err(|e| Problem::durable(&e, ""))?;
+    info.map(|i| Json(Timer::from(&i)))
+        .ok_or_else(|| Problem::no_timer(&key, "timer"))
+}
+
+/// Cancels (removes) a timer, whatever its state.
+#[utoipa::path(delete, path = "/v1/timers/{key}", tag = "timers",
+    params(("key" = String, Path, description = "The timer's key")),
+    responses(
+        (status = 204, description = "Cancelled: it will not start (a run already started finishes, its outcome ignored)"),
+        (status = 404, description = "No timer with this key", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn cancel(
+    State(state): State<AppState>,
+    key: Result<Path<String>, PathRejection>,
+) -> Result<StatusCode, Problem> {
+    let Path(key) = key.map_err(|e| Problem::path(&e))?;
+    let k = key.clone();
+    let existed = state
+        .run(move |t| -> Result<bool, DurableError> {
+            let existed = t.get(&k)?.is_some();
+            Ok(t.cancel(&k)? || existed)
+        })
+        .await?
+        .map_err(|e| Problem::durable(&e, ""))?;
+    if existed {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(Problem::no_timer(&key, "timer"))
+    }
+}
+
+/// A new due time.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Reschedule {
+    /// When to call, RFC 3339. Give this or `delay`.
+    pub(crate) due_at: Option<String>,
+    /// How long from now, as for adding. Give this or `due_at`.
+    pub(crate) delay: Option<Delay>,
+}
+
+impl Reschedule {
+    /// The due time asked for.
+    pub(crate) fn due(&self, now: SystemTime) -> Result<SystemTime, Problem> {
+        match (&self.due_at, &self.delay) {
+            (Some(_), Some(_)) => Err(Problem::invalid("delay", "give due_at or delay, not both")),
+            (None, None) => Err(Problem::invalid("due_at", "give due_at or delay")),
+            (Some(at), None) => crate::json::parse_time(at).map_err(|d| Problem::invalid("due_at", d)),
+            (None, Some(d)) => {
+                let d = d.duration().map_err(|why| Problem::invalid("delay", why))?;
+                now.checked_add(d)
+                    .ok_or_else(|| Problem::invalid("delay", "the delay is too long"))
+            }
+        }
+    }
+}
+
+/// Moves a timer that has not started to a new due time.
+#[utoipa::path(patch, path = "/v1/timers/{key}", tag = "timers", request_body = Reschedule,
+    params(("key" = String, Path, description = "The timer's key")),
+    responses(
+        (status = 200, description = "Rescheduled", body = Timer),
+        (status = 404, description = "No timer with this key", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "It has started, or is a dead letter", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn reschedule(
+    State(state): State<AppState>,
+    key: Result<Path<String>, PathRejection>,
+    JsonBody(req): JsonBody<Reschedule>,
+) -> Result<Json<Timer>, Problem> {
+    let Path(key) = key.map_err(|e| Problem::path(&e))?;
+    let due = req.due(SystemTime::now())?;
+    let k = key.clone();
+    let moved = state
+        .run(move |t| -> Result<Moved, DurableError> {
+            if t.reschedule(&k, due)? {
+                return Ok(Moved::Done(t.get(&k)?));
+            }
+            Ok(Moved::Not(t.get(&k)?.map(|i| i.state)))
+        })
+        .await?
+        .map_err(|e| Problem::durable(&e, ""))?;
+    match moved {
+        Moved::Done(Some(info)) => Ok(Json(Timer::from(&info))),
+        // Moved into the past, it fired and finished before the read.
+        Moved::Done(None) | Moved::Not(None) => Err(Problem::no_timer(&key, "timer")),
+        Moved::Not(Some(TimerState::Dead)) => Err(Problem::conflict(format!(
+            "{key:?} is a dead letter: revive it with POST /v1/dead-letters/{{key}}/retry"
+        ))
+        .at("key")),
+        Moved::Not(Some(_)) => Err(Problem::conflict(format!(
+            "{key:?} has started; it can no longer be moved"
+        ))
+        .at("key")),
+    }
+}
+
+/// What a reschedule came to.
+enum Moved {
+    /// Moved; the timer as read back (gone if it fired at once).
+    Done(Option<TimerInfo>),
+    /// Not moved: absent, or in this state.
+    Not(Option<TimerState>),
+}
+
+/// Lists timers of one state, by due time, a page at a time.
+#[utoipa::path(get, path = "/v1/timers", tag = "timers", params(ListQuery),
+    responses(
+        (status = 200, description = "One page", body = TimerPage),
+        (status = 400, description = "A parameter is invalid", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<TimerPage>, Problem> {
+    let Query(query) = query.map_err(|e| Problem::query(&e))?;
+    listing::timers(&state, query).await.map(Json)
+}
+
