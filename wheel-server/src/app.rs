@@ -245,6 +245,7 @@ mod tests {
             (422, Some("delay".into()))
         );
         assert_eq!(field_of("{\"delay\": 5,"), (400, None));
-        assert_eq!(field_of("{} {}"), (400, None));
+        let trailing = "{\"delay\": 5, \"callback\": {\"url\": \"http://a.example/\"}} {}";
+        assert_eq!(field_of(trailing), (400, None));
     }
 }

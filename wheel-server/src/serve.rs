@@ -9,6 +9,7 @@
 //! only then is the node shut down, so no request in flight meets a
 //! closed store.
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ pub(crate) fn init_logs() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 
