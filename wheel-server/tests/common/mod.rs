@@ -201,46 +201,55 @@ impl Got {
     }
 }
 
-/// A callback receiver on loopback: answers 200, except 400 on paths
-/// starting with `/fail` and 200 after 3 s on paths starting with `/slow`.
+/// A callback receiver on loopback (axum on a runtime of its own):
+/// answers 200, except 400 on paths starting with `/fail` and 200 after
+/// 3 s on paths starting with `/slow`.
 pub struct Receiver {
     pub base: String,
     got: Arc<Mutex<Vec<Got>>>,
-    server: Arc<tiny_http::Server>,
+    _runtime: tokio::runtime::Runtime,
 }
 
 impl Receiver {
     pub fn start() -> Receiver {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let base = format!("http://{}", server.server_addr().to_ip().unwrap());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         let got = Arc::new(Mutex::new(Vec::new()));
-        let (s, g) = (server.clone(), got.clone());
-        std::thread::spawn(move || {
-            for mut request in s.incoming_requests() {
-                let mut body = Vec::new();
-                let _ = request.as_reader().read_to_end(&mut body);
-                let path = request.url().to_owned();
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let g = got.clone();
+        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let g = g.clone();
+            async move {
+                let (parts, body) = req.into_parts();
+                let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+                let path = parts.uri.path().to_owned();
                 g.lock().unwrap().push(Got {
-                    method: request.method().to_string(),
+                    method: parts.method.to_string(),
                     path: path.clone(),
-                    headers: request
-                        .headers()
+                    headers: parts
+                        .headers
                         .iter()
-                        .map(|h| (h.field.to_string(), h.value.to_string()))
+                        .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or_default().to_owned()))
                         .collect(),
-                    body,
+                    body: body.to_vec(),
                     at: SystemTime::now(),
                 });
-                std::thread::spawn(move || {
-                    let status = if path.starts_with("/fail") { 400 } else { 200 };
-                    if path.starts_with("/slow") {
-                        std::thread::sleep(Duration::from_secs(3));
-                    }
-                    let _ = request.respond(tiny_http::Response::empty(status));
-                });
+                if path.starts_with("/slow") {
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                }
+                if path.starts_with("/fail") {
+                    axum::http::StatusCode::BAD_REQUEST
+                } else {
+                    axum::http::StatusCode::OK
+                }
             }
         });
-        Receiver { base, got, server }
+        runtime.spawn(async move { axum::serve(listener, app).await });
+        Receiver { base, got, _runtime: runtime }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -249,12 +258,6 @@ impl Receiver {
 
     pub fn got(&self) -> Vec<Got> {
         self.got.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.server.unblock();
     }
 }
 
