@@ -44,7 +44,11 @@ struct Shared {
 
 impl AppState {
     /// The state of a server over `timers`.
-    pub(crate) fn new(timers: Arc<DurableTimers>, token: Option<String>, allow_private: bool) -> AppState {
+    pub(crate) fn new(
+        timers: Arc<DurableTimers>,
+        token: Option<String>,
+        allow_private: bool,
+    ) -> AppState {
         AppState(Arc::new(Shared {
             timers,
             token: token.map(String::into_bytes),
@@ -93,7 +97,9 @@ pub(crate) fn router(state: AppState, max_body: usize) -> Router {
         .route("/v1/timers:batch", post(timers::batch))
         .route(
             "/v1/timers/{key}",
-            get(timers::get).delete(timers::cancel).patch(timers::reschedule),
+            get(timers::get)
+                .delete(timers::cancel)
+                .patch(timers::reschedule),
         )
         .route("/v1/dead-letters", get(dead::list))
         .route("/v1/dead-letters/{key}", delete(dead::remove))
@@ -139,7 +145,10 @@ async fn no_route(method: Method, uri: axum::http::Uri) -> Problem {
         StatusCode::NOT_FOUND,
         "no-route",
         "No such route",
-        format!("{method} {} is not a route of this server; /v1/openapi.json lists them", uri.path()),
+        format!(
+            "{method} {} is not a route of this server; /v1/openapi.json lists them",
+            uri.path()
+        ),
     )
 }
 
@@ -201,13 +210,17 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem
     }
     let message = inner.to_string();
     // A missing field is reported at its parent: name the field itself.
-    let field = match message.strip_prefix("missing field `").and_then(|m| m.split('`').next()) {
+    let field = match message
+        .strip_prefix("missing field `")
+        .and_then(|m| m.split('`').next())
+    {
         Some(name) if path == "." => name.to_owned(),
         Some(name) => format!("{path}.{name}"),
         None => path,
     };
     let detail = if message.contains("untagged enum Delay") {
-        "a delay is an integer of milliseconds or a string like \"90s\", \"15m\", \"2h\" or \"7d\"".to_owned()
+        "a delay is an integer of milliseconds or a string like \"90s\", \"15m\", \"2h\" or \"7d\""
+            .to_owned()
     } else {
         message
     };

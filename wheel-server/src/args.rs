@@ -32,7 +32,12 @@ pub(crate) struct Args {
     pub(crate) token: Option<String>,
     /// A Standard Webhooks secret (`whsec_...`) that signs every callback;
     /// repeat it to rotate keys (each signs).
-    #[arg(long = "signing-secret", env = "WHEEL_SIGNING_SECRET", value_delimiter = ',', hide_env_values = true)]
+    #[arg(
+        long = "signing-secret",
+        env = "WHEEL_SIGNING_SECRET",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
     pub(crate) signing_secrets: Vec<String>,
     /// Allows callbacks to loopback, private, link-local and other
     /// non-public addresses.
@@ -80,13 +85,21 @@ mod tests {
         assert_eq!(parse(&[]).check(), Ok(()));
         assert_eq!(parse(&["--listen", "[::1]:9000"]).check(), Ok(()));
         assert!(parse(&["--listen", "0.0.0.0:7070"]).check().is_err());
-        assert_eq!(parse(&["--listen", "0.0.0.0:7070", "--token", "t0k"]).check(), Ok(()));
+        assert_eq!(
+            parse(&["--listen", "0.0.0.0:7070", "--token", "t0k"]).check(),
+            Ok(())
+        );
         assert!(parse(&["--token", ""]).check().is_err());
     }
 
     #[test]
     fn secrets_repeat() {
-        let a = parse(&["--signing-secret", "whsec_AA==", "--signing-secret", "whsec_AQ=="]);
+        let a = parse(&[
+            "--signing-secret",
+            "whsec_AA==",
+            "--signing-secret",
+            "whsec_AQ==",
+        ]);
         assert_eq!(a.signing_secrets, ["whsec_AA==", "whsec_AQ=="]);
     }
 }

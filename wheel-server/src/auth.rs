@@ -45,9 +45,10 @@ pub(crate) async fn require_token(
                 "send the server's token as `Authorization: Bearer <token>`",
             );
             let mut response = problem.into_response();
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("a valid header value"));
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                "Bearer".parse().expect("a valid header value"),
+            );
             response
         }
         _ => next.run(request).await,

@@ -94,8 +94,13 @@ impl Guard {
             .parse()
             .map_err(|e| Problem::invalid(field, format!("{url:?}: {e}")))?;
         let host = uri.host().unwrap_or_default();
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
-        let https = uri.scheme_str().is_some_and(|s| s.eq_ignore_ascii_case("https"));
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let https = uri
+            .scheme_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("https"));
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let key = (host.to_ascii_lowercase(), port);
         if !self.seen.contains_key(&key) {
@@ -155,12 +160,34 @@ mod tests {
     #[test]
     fn private_and_special_addresses_are_not_public() {
         for ip in [
-            "127.0.0.1", "127.9.9.9", "10.1.2.3", "172.16.0.1", "172.31.255.255",
-            "192.168.1.1", "169.254.169.254", "100.64.0.1", "100.127.255.254",
-            "0.0.0.0", "0.1.2.3", "255.255.255.255", "224.0.0.1", "240.0.0.1",
-            "192.0.0.8", "198.18.0.1", "192.0.2.1", "::1", "::", "fd00:ec2::254",
-            "fc00::1", "fe80::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
-            "64:ff9b::a9fe:a9fe", "::127.0.0.1", "2001:db8::1",
+            "127.0.0.1",
+            "127.9.9.9",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "100.127.255.254",
+            "0.0.0.0",
+            "0.1.2.3",
+            "255.255.255.255",
+            "224.0.0.1",
+            "240.0.0.1",
+            "192.0.0.8",
+            "198.18.0.1",
+            "192.0.2.1",
+            "::1",
+            "::",
+            "fd00:ec2::254",
+            "fc00::1",
+            "fe80::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "::127.0.0.1",
+            "2001:db8::1",
         ] {
             assert!(!public(ip), "{ip} counted as public");
         }
@@ -169,8 +196,14 @@ mod tests {
     #[test]
     fn ordinary_addresses_are_public() {
         for ip in [
-            "8.8.8.8", "1.1.1.1", "93.184.216.34", "172.32.0.1", "100.128.0.1",
-            "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808",
+            "8.8.8.8",
+            "1.1.1.1",
+            "93.184.216.34",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
         ] {
             assert!(public(ip), "{ip} counted as private");
         }

@@ -95,12 +95,20 @@ impl NewTimer {
         let f = |name: &str| format!("{prefix}{name}");
         let (due, absolute) = match (&self.due_at, &self.delay) {
             (Some(_), Some(_)) => {
-                return Err(Problem::invalid(f("delay"), "give due_at or delay, not both"))
+                return Err(Problem::invalid(
+                    f("delay"),
+                    "give due_at or delay, not both",
+                ))
             }
             (None, None) => return Err(Problem::invalid(f("due_at"), "give due_at or delay")),
-            (Some(at), None) => (parse_time(at).map_err(|d| Problem::invalid(f("due_at"), d))?, true),
+            (Some(at), None) => (
+                parse_time(at).map_err(|d| Problem::invalid(f("due_at"), d))?,
+                true,
+            ),
             (None, Some(d)) => {
-                let d = d.duration().map_err(|why| Problem::invalid(f("delay"), why))?;
+                let d = d
+                    .duration()
+                    .map_err(|why| Problem::invalid(f("delay"), why))?;
                 let due = now
                     .checked_add(d)
                     .ok_or_else(|| Problem::invalid(f("delay"), "the delay is too long"))?;
@@ -134,12 +142,18 @@ impl CallbackIn {
         let f = |name: &str| format!("{prefix}{name}");
         let method = match self.method.as_deref() {
             None => Method::Post,
-            Some(m) => m
-                .parse()
-                .map_err(|_| Problem::invalid(f("method"), format!("{m:?} is not one of GET, POST, PUT, PATCH and DELETE")))?,
+            Some(m) => m.parse().map_err(|_| {
+                Problem::invalid(
+                    f("method"),
+                    format!("{m:?} is not one of GET, POST, PUT, PATCH and DELETE"),
+                )
+            })?,
         };
         let mut cb = HttpCallback::new(method, self.url);
-        let has_type = self.headers.keys().any(|k| k.eq_ignore_ascii_case("content-type"));
+        let has_type = self
+            .headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("content-type"));
         for (name, value) in self.headers {
             cb = cb.header(name, value);
         }
@@ -160,7 +174,8 @@ impl CallbackIn {
         }
         // The library's own checks (URL, header names and values), so that
         // each failure names its field here rather than at the store.
-        cb.to_payload().map_err(|e| Problem::durable(&e, &prefix[..prefix.len() - "callback.".len()]))?;
+        cb.to_payload()
+            .map_err(|e| Problem::durable(&e, &prefix[..prefix.len() - "callback.".len()]))?;
         Ok(cb)
     }
 }
@@ -169,7 +184,10 @@ impl RetryIn {
     fn check(self, prefix: &str) -> Result<(u32, Duration), Problem> {
         let attempts = self.max_attempts.unwrap_or(10);
         if !(1..=100).contains(&attempts) {
-            return Err(Problem::invalid(format!("{prefix}max_attempts"), "1 to 100"));
+            return Err(Problem::invalid(
+                format!("{prefix}max_attempts"),
+                "1 to 100",
+            ));
         }
         let backoff = match &self.backoff {
             None => Duration::from_secs(1),
@@ -197,7 +215,9 @@ const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// Reads `"90s"`, `"15m"`, `"2h"`, `"7d"`, `"250ms"` or a bare number of
 /// milliseconds.
 pub(crate) fn parse_delay(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?} is not a delay: a whole number followed by ms, s, m, h or d (\"90s\"), or milliseconds");
+    let bad = || {
+        format!("{text:?} is not a delay: a whole number followed by ms, s, m, h or d (\"90s\"), or milliseconds")
+    };
     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
     let (number, unit) = text.split_at(digits);
     let n: u64 = number.parse().map_err(|_| bad())?;
@@ -236,7 +256,9 @@ fn ceil_ms(at: SystemTime) -> SystemTime {
     };
     let ms = since.as_nanos().div_ceil(1_000_000);
     let ms = u64::try_from(ms).unwrap_or(u64::MAX);
-    UNIX_EPOCH.checked_add(Duration::from_millis(ms)).unwrap_or(at)
+    UNIX_EPOCH
+        .checked_add(Duration::from_millis(ms))
+        .unwrap_or(at)
 }
 
 /// A time as RFC 3339 in UTC, with milliseconds.
@@ -248,7 +270,9 @@ pub(crate) fn format_time(at: SystemTime) -> String {
     let Ok(at) = OffsetDateTime::from_unix_timestamp_nanos(nanos) else {
         return String::new();
     };
-    let at = at.replace_nanosecond(at.millisecond() as u32 * 1_000_000).unwrap_or(at);
+    let at = at
+        .replace_nanosecond(at.millisecond() as u32 * 1_000_000)
+        .unwrap_or(at);
     at.format(&Rfc3339).unwrap_or_default()
 }
 
@@ -365,7 +389,16 @@ mod tests {
         assert_eq!(parse_delay("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert_eq!(parse_delay("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_delay("250"), Ok(Duration::from_millis(250)));
-        for bad in ["", "s", "1.5s", "-3s", "10y", "5 s", "99999999999999999999d", "40000d"] {
+        for bad in [
+            "",
+            "s",
+            "1.5s",
+            "-3s",
+            "10y",
+            "5 s",
+            "99999999999999999999d",
+            "40000d",
+        ] {
             assert!(parse_delay(bad).is_err(), "{bad:?}");
         }
     }

@@ -74,7 +74,10 @@ fn limit(text: Option<&str>) -> Result<usize, Problem> {
     };
     match text.parse::<usize>() {
         Ok(n) if (1..=1000).contains(&n) => Ok(n),
-        _ => Err(Problem::bad_parameter("limit", format!("{text:?} is not a whole number from 1 to 1000"))),
+        _ => Err(Problem::bad_parameter(
+            "limit",
+            format!("{text:?} is not a whole number from 1 to 1000"),
+        )),
     }
 }
 
@@ -86,13 +89,21 @@ fn cursor(text: Option<&str>, listing: Listing) -> Result<Option<Cursor>, Proble
         .parse()
         .map_err(|e| Problem::bad_parameter("cursor", format!("{e}")))?;
     if c.listing() != listing {
-        return Err(Problem::bad_parameter("cursor", "this cursor belongs to another listing"));
+        return Err(Problem::bad_parameter(
+            "cursor",
+            "this cursor belongs to another listing",
+        ));
     }
     Ok(Some(c))
 }
 
 /// Reads one page of `listing`, from its start or after `cursor`.
-async fn page(state: &AppState, listing: Listing, cursor: Option<Cursor>, limit: usize) -> Result<Page, Problem> {
+async fn page(
+    state: &AppState,
+    listing: Listing,
+    cursor: Option<Cursor>,
+    limit: usize,
+) -> Result<Page, Problem> {
     state
         .run(move |t| -> Result<Page, DurableError> {
             match &cursor {
@@ -121,7 +132,11 @@ pub(crate) async fn timers(state: &AppState, q: ListQuery) -> Result<TimerPage, 
         Some(text) => Some(parse_time(text).map_err(|d| Problem::bad_parameter("due_before", d))?),
         None => None,
     };
-    let listing = if wanted == TimerState::Pending { Listing::Pending } else { Listing::Claimed };
+    let listing = if wanted == TimerState::Pending {
+        Listing::Pending
+    } else {
+        Listing::Claimed
+    };
     let limit = limit(q.limit.as_deref())?;
     let cursor = cursor(q.cursor.as_deref(), listing)?;
     let page = page(state, listing, cursor, limit).await?;
@@ -138,7 +153,10 @@ pub(crate) async fn timers(state: &AppState, q: ListQuery) -> Result<TimerPage, 
             timers.push(Timer::from(t));
         }
     }
-    Ok(TimerPage { timers, next_cursor: next })
+    Ok(TimerPage {
+        timers,
+        next_cursor: next,
+    })
 }
 
 /// `GET /v1/dead-letters`.
@@ -153,7 +171,10 @@ pub(crate) async fn dead(state: &AppState, q: DeadQuery) -> Result<DeadPage, Pro
             key: t.key.clone(),
             attempts: t.attempts,
             reason: t.reason.clone().unwrap_or_default(),
-            failed_at: t.failed_at.map(crate::json::format_time).unwrap_or_default(),
+            failed_at: t
+                .failed_at
+                .map(crate::json::format_time)
+                .unwrap_or_default(),
             callback: crate::json::CallbackOut::of_payload(&t.payload),
         })
         .collect();
@@ -172,7 +193,10 @@ mod tests {
         assert_eq!(limit(None).unwrap(), 100);
         assert_eq!(limit(Some("1000")).unwrap(), 1000);
         for bad in ["0", "1001", "-1", "ten", ""] {
-            assert_eq!(limit(Some(bad)).unwrap_err().field.as_deref(), Some("limit"));
+            assert_eq!(
+                limit(Some(bad)).unwrap_err().field.as_deref(),
+                Some("limit")
+            );
         }
         assert!(cursor(Some("p.17.6b"), Listing::Pending).unwrap().is_some());
         assert!(cursor(Some("p.17.6b"), Listing::Dead).is_err());

@@ -50,7 +50,9 @@ impl Requests {
 
 /// A label value with `\`, `"` and newlines escaped.
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// The middleware that counts every request once answered.
@@ -73,7 +75,10 @@ pub(crate) async fn count_requests(
 
 /// Writes one metric with its help and type.
 fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+    );
 }
 
 /// The whole exposition.
@@ -81,21 +86,101 @@ pub(crate) fn render(s: &DurableStats, requests: &Requests) -> String {
     let mut out = String::new();
     let g = "gauge";
     let c = "counter";
-    metric(&mut out, "wheel_store_available", g, "1 when the store answers.", u8::from(s.store_available));
-    metric(&mut out, "wheel_timers_pending", g, "Timers waiting in the store (all nodes).", s.pending);
-    metric(&mut out, "wheel_timers_claimed", g, "Timers claimed or running (all nodes).", s.claimed);
-    metric(&mut out, "wheel_timers_dead", g, "Dead letters (all nodes).", s.dead);
-    metric(&mut out, "wheel_timers_held", g, "Timers this node holds in memory, not started.", s.held);
-    metric(&mut out, "wheel_oldest_overdue_seconds", g, "How long the earliest pending timer is overdue.", s.oldest_overdue.as_secs_f64());
-    metric(&mut out, "wheel_fired_total", c, "Runs this node started.", s.fired);
-    metric(&mut out, "wheel_retried_total", c, "Runs on this node that ended in a retry.", s.retried);
-    metric(&mut out, "wheel_failed_total", c, "Timers this node turned into dead letters.", s.failed);
-    metric(&mut out, "wheel_stale_total", c, "Runs not started: cancelled, rescheduled or claimed again.", s.stale);
-    metric(&mut out, "wheel_store_errors_total", c, "Store calls that failed and were retried.", s.store_errors);
-    metric(&mut out, "wheel_claims_total", c, "Claims this node made.", s.claims);
+    metric(
+        &mut out,
+        "wheel_store_available",
+        g,
+        "1 when the store answers.",
+        u8::from(s.store_available),
+    );
+    metric(
+        &mut out,
+        "wheel_timers_pending",
+        g,
+        "Timers waiting in the store (all nodes).",
+        s.pending,
+    );
+    metric(
+        &mut out,
+        "wheel_timers_claimed",
+        g,
+        "Timers claimed or running (all nodes).",
+        s.claimed,
+    );
+    metric(
+        &mut out,
+        "wheel_timers_dead",
+        g,
+        "Dead letters (all nodes).",
+        s.dead,
+    );
+    metric(
+        &mut out,
+        "wheel_timers_held",
+        g,
+        "Timers this node holds in memory, not started.",
+        s.held,
+    );
+    metric(
+        &mut out,
+        "wheel_oldest_overdue_seconds",
+        g,
+        "How long the earliest pending timer is overdue.",
+        s.oldest_overdue.as_secs_f64(),
+    );
+    metric(
+        &mut out,
+        "wheel_fired_total",
+        c,
+        "Runs this node started.",
+        s.fired,
+    );
+    metric(
+        &mut out,
+        "wheel_retried_total",
+        c,
+        "Runs on this node that ended in a retry.",
+        s.retried,
+    );
+    metric(
+        &mut out,
+        "wheel_failed_total",
+        c,
+        "Timers this node turned into dead letters.",
+        s.failed,
+    );
+    metric(
+        &mut out,
+        "wheel_stale_total",
+        c,
+        "Runs not started: cancelled, rescheduled or claimed again.",
+        s.stale,
+    );
+    metric(
+        &mut out,
+        "wheel_store_errors_total",
+        c,
+        "Store calls that failed and were retried.",
+        s.store_errors,
+    );
+    metric(
+        &mut out,
+        "wheel_claims_total",
+        c,
+        "Claims this node made.",
+        s.claims,
+    );
     out.push_str("# HELP wheel_lateness_seconds Lateness of this node's runs (start minus due).\n# TYPE wheel_lateness_seconds summary\n");
-    for (q, d) in [("0.5", s.lateness_p50), ("0.99", s.lateness_p99), ("1", s.lateness_max)] {
-        let _ = writeln!(out, "wheel_lateness_seconds{{quantile=\"{q}\"}} {}", d.as_secs_f64());
+    for (q, d) in [
+        ("0.5", s.lateness_p50),
+        ("0.99", s.lateness_p99),
+        ("1", s.lateness_max),
+    ] {
+        let _ = writeln!(
+            out,
+            "wheel_lateness_seconds{{quantile=\"{q}\"}} {}",
+            d.as_secs_f64()
+        );
     }
     requests.render(&mut out);
     out
@@ -106,7 +191,10 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     let stats = state.stats().await;
     let body = render(&stats, state.requests());
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         body,
     )
         .into_response()

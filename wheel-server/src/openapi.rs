@@ -32,7 +32,10 @@ struct Bearer;
 impl Modify for Bearer {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
     }
 }
 
@@ -53,7 +56,15 @@ mod tests {
         let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
         assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
         let paths = doc["paths"].as_object().unwrap();
-        for p in ["/v1/timers", "/v1/timers:batch", "/v1/timers/{key}", "/v1/dead-letters", "/v1/dead-letters/{key}", "/v1/dead-letters/{key}/retry", "/v1/openapi.json"] {
+        for p in [
+            "/v1/timers",
+            "/v1/timers:batch",
+            "/v1/timers/{key}",
+            "/v1/dead-letters",
+            "/v1/dead-letters/{key}",
+            "/v1/dead-letters/{key}/retry",
+            "/v1/openapi.json",
+        ] {
             assert!(paths.contains_key(p), "{p} is missing");
         }
         assert!(doc["components"]["securitySchemes"]["bearer"].is_object());

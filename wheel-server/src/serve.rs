@@ -34,7 +34,9 @@ pub(crate) fn init_logs() {
 fn http_config(args: &Args) -> HttpConfig {
     args.signing_secrets
         .iter()
-        .fold(HttpConfig::new(), |config, secret| config.signing_secret(secret))
+        .fold(HttpConfig::new(), |config, secret| {
+            config.signing_secret(secret)
+        })
 }
 
 /// Runs the server until a signal, then stops it.
@@ -51,7 +53,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         Some(url) => builder.redis(url),
         None => builder.embedded(&args.data),
     };
-    let timers = Arc::new(builder.build().map_err(|e| format!("cannot open the store: {e}"))?);
+    let timers = Arc::new(
+        builder
+            .build()
+            .map_err(|e| format!("cannot open the store: {e}"))?,
+    );
     match &args.redis {
         Some(_) => tracing::info!(namespace = %args.namespace, "store: redis"),
         None => tracing::info!(data = %args.data.display(), "store: embedded"),
@@ -60,9 +66,15 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         tracing::warn!(listen = %args.listen, "no --token: the API is open to anyone who can reach this loopback address");
     }
     if args.allow_private_targets {
-        tracing::warn!("--allow-private-targets: callbacks may target loopback and private addresses");
+        tracing::warn!(
+            "--allow-private-targets: callbacks may target loopback and private addresses"
+        );
     }
-    let state = AppState::new(timers.clone(), args.token.clone(), args.allow_private_targets);
+    let state = AppState::new(
+        timers.clone(),
+        args.token.clone(),
+        args.allow_private_targets,
+    );
     let app = router(state, args.max_body);
     let listen = args.listen;
     let served = runtime.block_on(async move {

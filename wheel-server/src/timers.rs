@@ -167,14 +167,19 @@ pub(crate) async fn batch(
     JsonBody(req): JsonBody<NewBatch>,
 ) -> Result<Json<BatchResult>, Problem> {
     if req.timers.is_empty() || req.timers.len() > MAX_BATCH {
-        return Err(Problem::invalid("timers", format!("a batch holds 1 to {MAX_BATCH} timers")));
+        return Err(Problem::invalid(
+            "timers",
+            format!("a batch holds 1 to {MAX_BATCH} timers"),
+        ));
     }
     let now = SystemTime::now();
     let mut guard = Guard::new(state.allow_private());
     let mut checked = Vec::with_capacity(req.timers.len());
     for (i, timer) in req.timers.into_iter().enumerate() {
         let c = timer.check(&format!("timers[{i}]."), now)?;
-        guard.check(&c.callback.url, &format!("timers[{i}].callback.url")).await?;
+        guard
+            .check(&c.callback.url, &format!("timers[{i}].callback.url"))
+            .await?;
         checked.push(c);
     }
     let results = state
@@ -184,7 +189,10 @@ pub(crate) async fn batch(
     Ok(Json(BatchResult { results }))
 }
 
-fn add_batch(t: &DurableTimers, checked: &[Checked]) -> Result<Vec<BatchItem>, (usize, DurableError)> {
+fn add_batch(
+    t: &DurableTimers,
+    checked: &[Checked],
+) -> Result<Vec<BatchItem>, (usize, DurableError)> {
     let mut payloads = Vec::with_capacity(checked.len());
     for (i, c) in checked.iter().enumerate() {
         payloads.push(stored_callback(c).to_payload().map_err(|e| (i, e))?);
@@ -194,7 +202,9 @@ fn add_batch(t: &DurableTimers, checked: &[Checked]) -> Result<Vec<BatchItem>, (
         .zip(&payloads)
         .map(|(c, p)| (c.key.as_str(), c.due, p.as_slice()))
         .collect();
-    let fresh = t.add_many_with(&entries, AddMode::IfAbsent).map_err(|e| (0, e))?;
+    let fresh = t
+        .add_many_with(&entries, AddMode::IfAbsent)
+        .map_err(|e| (0, e))?;
     let mut results = Vec::with_capacity(checked.len());
     for (i, (c, was_added)) in checked.iter().zip(fresh).enumerate() {
         let outcome = if was_added {
@@ -207,7 +217,11 @@ fn add_batch(t: &DurableTimers, checked: &[Checked]) -> Result<Vec<BatchItem>, (
             Added::Same(info) => (200, Some(Timer::from(&info))),
             Added::Different => (409, None),
         };
-        results.push(BatchItem { key: c.key.clone(), status, timer });
+        results.push(BatchItem {
+            key: c.key.clone(),
+            status,
+            timer,
+        });
     }
     Ok(results)
 }
@@ -278,7 +292,9 @@ impl Reschedule {
         match (&self.due_at, &self.delay) {
             (Some(_), Some(_)) => Err(Problem::invalid("delay", "give due_at or delay, not both")),
             (None, None) => Err(Problem::invalid("due_at", "give due_at or delay")),
-            (Some(at), None) => crate::json::parse_time(at).map_err(|d| Problem::invalid("due_at", d)),
+            (Some(at), None) => {
+                crate::json::parse_time(at).map_err(|d| Problem::invalid("due_at", d))
+            }
             (None, Some(d)) => {
                 let d = d.duration().map_err(|why| Problem::invalid("delay", why))?;
                 now.checked_add(d)
@@ -351,4 +367,3 @@ pub(crate) async fn list(
     let Query(query) = query.map_err(|e| Problem::query(&e))?;
     listing::timers(&state, query).await.map(Json)
 }
-

@@ -15,7 +15,13 @@ const NEW: &str = "whsec_c2VydmVyLXRlc3RzLW5ldy1zZWNyZXQ=";
 #[test]
 fn a_callback_arrives_signed_with_each_secret() {
     let rx = Receiver::start();
-    let s = Server::start(&["--allow-private-targets", "--signing-secret", OLD, "--signing-secret", NEW]);
+    let s = Server::start(&[
+        "--allow-private-targets",
+        "--signing-secret",
+        OLD,
+        "--signing-secret",
+        NEW,
+    ]);
     let timer = json!({
         "key": "order:17:close",
         "delay": "200ms",
@@ -37,23 +43,46 @@ fn a_callback_arrives_signed_with_each_secret() {
     assert_eq!(got.header("Content-Type"), Some("application/json"));
     assert_eq!(got.header("Wheel-Timer-Key"), Some("order:17:close"));
     let h = |name| got.header(name).unwrap_or_else(|| panic!("no {name}"));
-    let (id, ts, sig) = (h("webhook-id"), h("webhook-timestamp"), h("webhook-signature"));
+    let (id, ts, sig) = (
+        h("webhook-id"),
+        h("webhook-timestamp"),
+        h("webhook-signature"),
+    );
     assert_eq!(sig.split(' ').count(), 2, "one signature per secret: {sig}");
     for secret in [OLD, NEW] {
-        assert_eq!(verify_signature(secret, id, ts, sig, &got.body, SystemTime::now()), Ok(()));
+        assert_eq!(
+            verify_signature(secret, id, ts, sig, &got.body, SystemTime::now()),
+            Ok(())
+        );
     }
     let other = "whsec_bm90LXRoZS1zZXJ2ZXJzLXNlY3JldA==";
     assert!(verify_signature(other, id, ts, sig, &got.body, SystemTime::now()).is_err());
-    eventually("the timer to be done", || s.get("/v1/timers/order:17:close").0 == 404);
+    eventually("the timer to be done", || {
+        s.get("/v1/timers/order:17:close").0 == 404
+    });
 }
 
 #[test]
 fn a_secret_that_does_not_parse_stops_the_start() {
-    let args: Vec<String> = ["--listen", "127.0.0.1:0", "--signing-secret", "hunter2", "--data"]
-        .into_iter()
-        .map(String::from)
-        .chain([tempfile::tempdir().unwrap().path().join("d").display().to_string()])
-        .collect();
-    let err = common::spawn(&args).err().expect("refused to start");
-    assert!(err.contains("cannot open the store") || err.contains("secret"), "{err}");
+    let args: Vec<String> = [
+        "--listen",
+        "127.0.0.1:0",
+        "--signing-secret",
+        "hunter2",
+        "--data",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain([tempfile::tempdir()
+        .unwrap()
+        .path()
+        .join("d")
+        .display()
+        .to_string()])
+    .collect();
+    let err = common::spawn(&args).expect_err("refused to start");
+    assert!(
+        err.contains("cannot open the store") || err.contains("secret"),
+        "{err}"
+    );
 }

@@ -30,7 +30,11 @@ fn every_timer_answered_201_fires_after_a_sigkill_and_a_restart() {
             }
             let key = format!("k{i}");
             let body = json!({ "key": key, "delay": "1500ms", "callback": { "url": url } });
-            let sent = client.post(format!("{base}/v1/timers")).bearer_auth(common::TOKEN).json(&body).send();
+            let sent = client
+                .post(format!("{base}/v1/timers"))
+                .bearer_auth(common::TOKEN)
+                .json(&body)
+                .send();
             match sent {
                 Ok(r) if r.status().as_u16() == 201 => acked.lock().unwrap().push(key),
                 Ok(r) => panic!("{key}: {}", r.status()),
@@ -44,11 +48,18 @@ fn every_timer_answered_201_fires_after_a_sigkill_and_a_restart() {
     let answered: Vec<String> = answered.lock().unwrap().clone();
     let again = Server::start_on(&data, &["--allow-private-targets"]);
     let fired = || -> HashSet<String> {
-        rx.got().iter().filter_map(|g| g.header("Wheel-Timer-Key").map(str::to_owned)).collect()
+        rx.got()
+            .iter()
+            .filter_map(|g| g.header("Wheel-Timer-Key").map(str::to_owned))
+            .collect()
     };
     let missing = || -> Vec<String> {
         let fired = fired();
-        answered.iter().filter(|k| !fired.contains(*k)).cloned().collect()
+        answered
+            .iter()
+            .filter(|k| !fired.contains(*k))
+            .cloned()
+            .collect()
     };
     let end = Instant::now() + Duration::from_secs(30);
     while !missing().is_empty() && Instant::now() < end {
@@ -59,8 +70,18 @@ fn every_timer_answered_201_fires_after_a_sigkill_and_a_restart() {
         .map(|k| format!("{k}: {}", again.get(&format!("/v1/timers/{k}")).1))
         .collect();
     if !missing.is_empty() {
-        let metrics = again.client.get(format!("{}/metrics", again.base)).send().unwrap().text().unwrap();
-        panic!("{} of {} answered 201 never fired: {missing:#?}\n{metrics}", missing.len(), answered.len());
+        let metrics = again
+            .client
+            .get(format!("{}/metrics", again.base))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap();
+        panic!(
+            "{} of {} answered 201 never fired: {missing:#?}\n{metrics}",
+            missing.len(),
+            answered.len()
+        );
     }
     assert!(answered.len() >= 100);
 }

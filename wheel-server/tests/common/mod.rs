@@ -45,16 +45,25 @@ impl Server {
         } else {
             token = None;
         }
-        args.extend(extra.iter().filter(|a| **a != "--no-token").map(|a| a.to_string()));
+        args.extend(
+            extra
+                .iter()
+                .filter(|a| **a != "--no-token")
+                .map(|a| a.to_string()),
+        );
         if !extra.contains(&"--listen") {
             args.extend(["--listen".into(), "127.0.0.1:0".into()]);
         }
-        let (child, addr) = spawn(&args).unwrap_or_else(|why| panic!("the server did not start: {why}"));
+        let (child, addr) =
+            spawn(&args).unwrap_or_else(|why| panic!("the server did not start: {why}"));
         let _ = rustls::crypto::ring::default_provider().install_default();
         Server {
             child,
             base: format!("http://{addr}"),
-            client: Client::builder().timeout(Duration::from_secs(30)).build().unwrap(),
+            client: Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
             token,
             _dir: None,
         }
@@ -126,7 +135,11 @@ pub fn spawn(args: &[String]) -> Result<(Child, String), String> {
         let mut log = String::new();
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if !sent {
-                if let Some(addr) = line.split("listen=").nth(1).filter(|_| line.contains("listening")) {
+                if let Some(addr) = line
+                    .split("listen=")
+                    .nth(1)
+                    .filter(|_| line.contains("listening"))
+                {
                     let _ = tx.send(Ok(addr.trim().to_owned()));
                     sent = true;
                 } else {
@@ -156,7 +169,11 @@ pub fn spawn(args: &[String]) -> Result<(Child, String), String> {
 pub fn read(r: Response) -> (u16, Value) {
     let status = r.status().as_u16();
     let text = r.text().unwrap();
-    let body = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
     (status, body)
 }
 
@@ -165,8 +182,16 @@ pub fn assert_problem(got: &(u16, Value), status: u16, field: Option<&str>) {
     let (s, body) = got;
     assert_eq!(*s, status, "{body}");
     assert_eq!(body["status"], status, "{body}");
-    assert!(body["type"].as_str().is_some_and(|t| t.starts_with("urn:wheel:problem:")), "{body}");
-    assert!(body["title"].is_string() && body["detail"].is_string(), "{body}");
+    assert!(
+        body["type"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("urn:wheel:problem:")),
+        "{body}"
+    );
+    assert!(
+        body["title"].is_string() && body["detail"].is_string(),
+        "{body}"
+    );
     assert_eq!(body["field"].as_str(), field, "{body}");
 }
 
@@ -218,14 +243,18 @@ impl Receiver {
             .build()
             .unwrap();
         let got = Arc::new(Mutex::new(Vec::new()));
-        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let g = got.clone();
         let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
             let g = g.clone();
             async move {
                 let (parts, body) = req.into_parts();
-                let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+                let body = axum::body::to_bytes(body, usize::MAX)
+                    .await
+                    .unwrap_or_default();
                 let path = parts.uri.path().to_owned();
                 g.lock().unwrap().push(Got {
                     method: parts.method.to_string(),
@@ -249,7 +278,11 @@ impl Receiver {
             }
         });
         runtime.spawn(async move { axum::serve(listener, app).await });
-        Receiver { base, got, _runtime: runtime }
+        Receiver {
+            base,
+            got,
+            _runtime: runtime,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
