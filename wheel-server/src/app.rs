@@ -240,6 +240,32 @@ fn malformed(e: &serde_json::Error) -> Problem {
 mod tests {
     use super::*;
     use crate::json::NewTimer;
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn a_panic_answers_500_with_a_problem_document() {
+        let app: Router = Router::new()
+            .route("/boom", get(|| async { panic!("a bug") as &'static str }))
+            .layer(CatchPanicLayer::custom(panicked));
+        let request = Request::get("/boom")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            crate::problem::PROBLEM_JSON
+        );
+        let body = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(doc["type"], "urn:wheel:problem:internal");
+        assert!(
+            !doc["detail"].as_str().unwrap().contains("a bug"),
+            "the panic stays in the log"
+        );
+    }
 
     fn field_of(body: &str) -> (u16, Option<String>) {
         let p = parse_json::<NewTimer>(body.as_bytes()).unwrap_err();
