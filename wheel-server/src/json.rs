@@ -122,7 +122,7 @@ impl NewTimer {
             Some(k) => k,
             None => crate::timers::random_key()?,
         };
-        let callback = self.callback.check(&f("callback."))?;
+        let callback = self.callback.check(prefix)?;
         let retry = match self.retry {
             Some(r) => Some(r.check(&f("retry."))?),
             None => None,
@@ -138,8 +138,9 @@ impl NewTimer {
 }
 
 impl CallbackIn {
+    /// Reads the callback of the timer whose fields start at `prefix`.
     fn check(self, prefix: &str) -> Result<HttpCallback, Problem> {
-        let f = |name: &str| format!("{prefix}{name}");
+        let f = |name: &str| format!("{prefix}callback.{name}");
         let method = match self.method.as_deref() {
             None => Method::Post,
             Some(m) => m.parse().map_err(|_| {
@@ -174,8 +175,7 @@ impl CallbackIn {
         }
         // The library's own checks (URL, header names and values), so that
         // each failure names its field here rather than at the store.
-        cb.to_payload()
-            .map_err(|e| Problem::durable(&e, &prefix[..prefix.len() - "callback.".len()]))?;
+        cb.to_payload().map_err(|e| Problem::durable(&e, prefix))?;
         Ok(cb)
     }
 }

@@ -73,12 +73,14 @@ enum Added {
     Created,
     Same(TimerInfo),
     Different,
+    /// Timers under this key kept ending between the add and the read.
+    Churning,
 }
 
 /// Adds `c` unless its key exists, then compares. A timer that ends
 /// between the add and the read frees its key: the add is tried again.
 fn add_one(t: &DurableTimers, c: &Checked) -> Result<Added, DurableError> {
-    loop {
+    for _ in 0..ADD_TRIES {
         if t.add_callback_if_absent(&c.key, c.due, &stored_callback(c))? {
             return Ok(Added::Created);
         }
@@ -90,6 +92,18 @@ fn add_one(t: &DurableTimers, c: &Checked) -> Result<Added, DurableError> {
             });
         }
     }
+    Ok(Added::Churning)
+}
+
+/// How often [`add_one`] tries while the key's timers keep ending between
+/// its add and its read (bounded, so that churn cannot hold a request).
+const ADD_TRIES: usize = 4;
+
+fn churning(key: &str) -> Problem {
+    Problem::conflict(format!(
+        "timers with the key {key:?} keep being added and ending; send the request again"
+    ))
+    .at("key")
 }
 
 fn conflict(key: &str) -> Problem {
@@ -125,6 +139,7 @@ pub(crate) async fn create(
         Added::Created => Ok((StatusCode::CREATED, Json(added(&c))).into_response()),
         Added::Same(info) => Ok((StatusCode::OK, Json(Timer::from(&info))).into_response()),
         Added::Different => Err(conflict(&c.key)),
+        Added::Churning => Err(churning(&c.key)),
     }
 }
 
@@ -182,20 +197,22 @@ pub(crate) async fn batch(
             .await?;
         checked.push(c);
     }
-    let results = state
-        .run(move |t| add_batch(t, &checked))
-        .await?
-        .map_err(|(i, e)| Problem::durable(&e, &format!("timers[{i}].")))?;
+    let results = state.run(move |t| add_batch(t, &checked)).await?.map_err(
+        |(i, e): (Option<usize>, _)| {
+            let prefix = i.map_or_else(String::new, |i| format!("timers[{i}]."));
+            Problem::durable(&e, &prefix)
+        },
+    )?;
     Ok(Json(BatchResult { results }))
 }
 
 fn add_batch(
     t: &DurableTimers,
     checked: &[Checked],
-) -> Result<Vec<BatchItem>, (usize, DurableError)> {
+) -> Result<Vec<BatchItem>, (Option<usize>, DurableError)> {
     let mut payloads = Vec::with_capacity(checked.len());
     for (i, c) in checked.iter().enumerate() {
-        payloads.push(stored_callback(c).to_payload().map_err(|e| (i, e))?);
+        payloads.push(stored_callback(c).to_payload().map_err(|e| (Some(i), e))?);
     }
     let entries: Vec<(&str, SystemTime, &[u8])> = checked
         .iter()
@@ -204,18 +221,18 @@ fn add_batch(
         .collect();
     let fresh = t
         .add_many_with(&entries, AddMode::IfAbsent)
-        .map_err(|e| (0, e))?;
+        .map_err(|e| (None, e))?;
     let mut results = Vec::with_capacity(checked.len());
     for (i, (c, was_added)) in checked.iter().zip(fresh).enumerate() {
         let outcome = if was_added {
             Added::Created
         } else {
-            add_one(t, c).map_err(|e| (i, e))?
+            add_one(t, c).map_err(|e| (Some(i), e))?
         };
         let (status, timer) = match outcome {
             Added::Created => (201, Some(added(c))),
             Added::Same(info) => (200, Some(Timer::from(&info))),
-            Added::Different => (409, None),
+            Added::Different | Added::Churning => (409, None),
         };
         results.push(BatchItem {
             key: c.key.clone(),
