@@ -57,7 +57,7 @@ impl Server {
         let (child, addr) =
             spawn(&args).unwrap_or_else(|why| panic!("the server did not start: {why}"));
         let _ = rustls::crypto::ring::default_provider().install_default();
-        Server {
+        let server = Server {
             child,
             base: format!("http://{addr}"),
             client: Client::builder()
@@ -66,7 +66,10 @@ impl Server {
                 .unwrap(),
             token,
             _dir: None,
-        }
+        };
+        // Ready once the store has answered its first read of the counts.
+        eventually("the server to be ready", || server.get("/readyz").0 == 200);
+        server
     }
 
     /// A request to `path` with the token.
