@@ -55,7 +55,8 @@ fn escape(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// The middleware that counts every request once answered.
+/// The middleware that counts (and logs, at debug; at warn for 5xx) every
+/// request once answered.
 pub(crate) async fn count_requests(
     State(state): State<AppState>,
     request: Request,
@@ -66,10 +67,16 @@ pub(crate) async fn count_requests(
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
     let method = request.method().as_str().to_owned();
+    let started = std::time::Instant::now();
     let response = next.run(request).await;
-    state
-        .requests()
-        .count(&route, &method, response.status().as_u16());
+    let status = response.status().as_u16();
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+    if status >= 500 {
+        tracing::warn!(%method, %route, status, elapsed_ms, "request failed");
+    } else {
+        tracing::debug!(%method, %route, status, elapsed_ms, "request");
+    }
+    state.requests().count(&route, &method, status);
     response
 }
 
