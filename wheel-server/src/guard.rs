@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
 
 use axum::http::Uri;
 
@@ -120,13 +121,19 @@ impl Guard {
     }
 }
 
+/// How long resolving one host may take (a resolver that hangs must not
+/// hold the request).
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Ok when every address of `host` is public.
 async fn resolve_public(host: &str, port: u16) -> Result<(), String> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return check_addr(host, ip);
     }
-    let addrs = tokio::net::lookup_host((host, port))
+    let lookup = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port)));
+    let addrs = lookup
         .await
+        .map_err(|_| format!("the host {host:?} did not resolve within {RESOLVE_TIMEOUT:?}"))?
         .map_err(|e| format!("the host {host:?} does not resolve: {e}"))?;
     let mut any = false;
     for addr in addrs {

@@ -79,6 +79,10 @@ fn timers_are_added_read_moved_listed_and_cancelled() {
         Some("key"),
     );
     assert_problem(&s.get(&format!("/v1/timers/{key}")), 404, Some("key"));
+    // A key with a slash travels percent-encoded.
+    assert_eq!(s.post("/v1/timers", later("shop/17")).0, 201);
+    assert_eq!(s.get("/v1/timers/shop%2F17").1["key"], "shop/17");
+    assert_eq!(s.send(Method::DELETE, "/v1/timers/shop%2F17", None).0, 204);
     assert_problem(
         &s.send(
             Method::PATCH,
