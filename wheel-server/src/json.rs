@@ -324,14 +324,19 @@ pub(crate) fn state_name(state: TimerState) -> &'static str {
 }
 
 impl CallbackOut {
+    /// The callback stored in `payload`, if it holds one.
     pub(crate) fn of_payload(payload: &[u8]) -> Option<CallbackOut> {
-        let cb = HttpCallback::from_payload(payload)?;
-        Some(CallbackOut {
+        HttpCallback::from_payload(payload).map(CallbackOut::of)
+    }
+
+    /// How the API shows `cb`.
+    pub(crate) fn of(cb: HttpCallback) -> CallbackOut {
+        CallbackOut {
             method: cb.method.as_str(),
             url: cb.url,
             headers: cb.headers.into_iter().collect(),
             body: String::from_utf8_lossy(&cb.body).into_owned(),
-        })
+        }
     }
 }
 

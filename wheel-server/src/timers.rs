@@ -62,7 +62,7 @@ fn added(c: &Checked) -> Timer {
         due_at: format_time(c.due),
         first_due_at: format_time(c.due),
         attempts: 0,
-        callback: CallbackOut::of_payload(&stored_callback(c).to_payload().unwrap_or_default()),
+        callback: Some(CallbackOut::of(stored_callback(c))),
         failed_at: None,
         reason: None,
     }
