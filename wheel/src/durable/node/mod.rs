@@ -70,6 +70,11 @@ const STORE_BATCH: usize = 256;
 /// and their fixed cost in Redis made every timer later.
 const START_CALLS: usize = 1;
 
+/// Started runs that wait for a handler at most (see `starter`): enough
+/// for the next few store calls' worth while the handlers are busy, few
+/// enough that their lease renewals stay a call or two.
+const RUN_AHEAD: usize = STORE_BATCH;
+
 /// A claimed timer held in memory until its instant.
 struct Held {
     fence: u64,
@@ -316,8 +321,10 @@ impl NodeShared {
         (h.quantile(0.5), h.quantile(0.99), h.max())
     }
 
+    /// Claims this node holds: scheduled, or at their instant and waiting
+    /// to start. What `max_claimed` bounds.
     pub(crate) fn held_count(&self) -> usize {
-        lock(&self.held).len()
+        lock(&self.held).len() + self.to_start.len()
     }
 
     /// Hands claims back to the store, in batches. After a batch fails the
