@@ -86,7 +86,8 @@ impl Sender {
 
     /// Sends `cb` for the run `fired` and says how the run ended.
     pub(crate) async fn fire(&self, fired: &Fired, cb: &HttpCallback) -> Outcome {
-        reply::outcome(self.send(fired, cb).await, fired.attempt, &self.policy)
+        let verdict = self.send(fired, cb).await;
+        reply::outcome(verdict, fired.attempt, &self.policy, cb.retry.as_ref())
     }
 
     async fn send(&self, fired: &Fired, cb: &HttpCallback) -> Verdict {
