@@ -59,6 +59,7 @@
 
 mod callback;
 mod config;
+mod guard;
 mod headers;
 mod hosts;
 mod http_date;
@@ -71,6 +72,7 @@ use std::sync::Arc;
 
 pub use self::callback::{HttpCallback, Method};
 pub use self::config::HttpConfig;
+pub use self::guard::is_public_address;
 use self::send::Sender;
 pub use self::sign::{verify_signature, SignatureError};
 use super::node::tasks::{AsyncHandler, HandlerFuture};

@@ -8,6 +8,7 @@
 //! | any other status (other 4xx, 1xx) | a dead letter at once |
 //! | no reply: timeout, refused or reset connection, DNS, TLS | retry with the policy's back-off |
 //! | a request that cannot be built | a dead letter at once |
+//! | a target the private-target guard refuses | a dead letter at once |
 //!
 //! The back-off and the attempts are the callback's own retry policy's
 //! when it has one, else the node's; the node's attempts are the ceiling
@@ -19,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::StatusCode;
 
-use super::http_date;
+use super::{guard, http_date};
 use crate::durable::retry::gave_up;
 use crate::durable::{Outcome, RetryPolicy};
 
@@ -84,9 +85,14 @@ pub(crate) fn of_status(
 }
 
 /// The verdict on a request that got no reply: a request the client
-/// refused to build is dead; a timeout, a refused or reset connection, a
+/// refused to build is dead, and so is a target the private-target guard
+/// refused; a timeout, a refused or reset connection, a
 /// DNS or TLS failure is worth another try.
 pub(crate) fn of_error(e: &reqwest::Error) -> Verdict {
+    // Resolving again finds the same private addresses: no retry.
+    if let Some(refused) = guard::refusal(e) {
+        return Verdict::Dead(refused.to_string());
+    }
     if e.is_builder() {
         return Verdict::Dead(format!("the request cannot be built: {e}"));
     }

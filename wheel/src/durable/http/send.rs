@@ -15,7 +15,7 @@ use http::Uri;
 
 use super::hosts::{Hosts, HOST_BUSY_RETRY, HOST_WAIT};
 use super::reply::{self, Verdict, REASON_BODY};
-use super::{headers, sign, HttpCallback, HttpConfig};
+use super::{guard, headers, is_public_address, sign, HttpCallback, HttpConfig};
 use crate::durable::retry::unit_random;
 use crate::durable::{DurableError, Fired, Outcome, RetryPolicy};
 
@@ -35,6 +35,8 @@ pub(crate) struct Sender {
     /// The signing keys; none: requests go unsigned.
     keys: Vec<Vec<u8>>,
     policy: RetryPolicy,
+    /// Off: only public addresses are called (see [`guard`]).
+    allow_private: bool,
 }
 
 /// TLS for the client: rustls with the `ring` provider (no C toolchain
@@ -60,7 +62,11 @@ impl Sender {
         namespace: &str,
         policy: RetryPolicy,
     ) -> Result<Sender, DurableError> {
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if !config.allow_private {
+            builder = builder.dns_resolver(guard::PublicOnly);
+        }
+        let client = builder
             .tls_backend_preconfigured(tls()?)
             // A redirect is the endpoint's configuration going wrong: it is
             // a failed attempt, not followed.
@@ -81,6 +87,7 @@ impl Sender {
             namespace: namespace.into(),
             keys: config.keys(),
             policy,
+            allow_private: config.allow_private,
         })
     }
 
@@ -95,6 +102,18 @@ impl Sender {
             Ok(uri) => uri,
             Err(e) => return Verdict::Dead(e.to_string()),
         };
+        if !self.allow_private {
+            // The client connects to a literal without resolving it, so
+            // the resolver's check never sees it: check it here.
+            let host = uri.host().unwrap_or_default();
+            if let Some(ip) = guard::literal(host).filter(|ip| !is_public_address(*ip)) {
+                let refused = guard::RefusedTarget {
+                    host: host.to_owned(),
+                    addrs: vec![ip],
+                };
+                return Verdict::Dead(refused.to_string());
+            }
+        }
         let host = host_key(&uri);
         let Some(_slot) = self.hosts.acquire(&host, HOST_WAIT).await else {
             return Verdict::Retry {
