@@ -494,6 +494,7 @@ impl DurableTimers {
             s.store_errors = c.store_errors.load(Ordering::Relaxed);
             s.claims = c.claims.load(Ordering::Relaxed);
             (s.lateness_p50, s.lateness_p99, s.lateness_max) = n.lateness();
+            s.lateness_buckets = n.lateness_buckets();
         }
         s
     }
