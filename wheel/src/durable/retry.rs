@@ -182,6 +182,7 @@ impl Eq for RetryPolicy {}
 /// A policy's settings as plain values, in the order of the builder's
 /// methods: initial, multiplier, max delay, jitter, max attempts. Stored
 /// callbacks carry their policy in this form.
+#[cfg(feature = "http")]
 pub(crate) type PolicyParts = (Duration, f64, Duration, f64, u32);
 
 impl RetryPolicy {
@@ -191,6 +192,7 @@ impl RetryPolicy {
     }
 
     /// The settings, for storing.
+    #[cfg(feature = "http")]
     pub(crate) fn parts(&self) -> PolicyParts {
         (
             self.initial,
@@ -203,6 +205,7 @@ impl RetryPolicy {
 
     /// A policy from stored settings, clamped as the builder clamps, so a
     /// damaged value still makes a policy that works.
+    #[cfg(feature = "http")]
     pub(crate) fn from_parts(parts: PolicyParts) -> RetryPolicy {
         let (initial, multiplier, max_delay, jitter, attempts) = parts;
         RetryPolicy::new()
@@ -287,6 +290,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "http")]
     fn parts_round_trip_and_damaged_parts_are_clamped() {
         let p = RetryPolicy::new()
             .initial(Duration::from_millis(250))
