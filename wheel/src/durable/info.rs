@@ -1,6 +1,6 @@
 //! What the durable tier reports: one timer ([`TimerInfo`]), a dead letter
 //! ([`DeadLetter`]) and a node's counters ([`DurableStats`], with
-//! [`LatenessBuckets`]).
+//! [`LatenessBuckets`] and [`HttpCounts`]).
 
 use std::time::{Duration, SystemTime};
 
@@ -166,6 +166,51 @@ pub struct DurableStats {
     /// The same as cumulative counts at fixed bounds, for a Prometheus
     /// histogram.
     pub lateness_buckets: LatenessBuckets,
+    /// This node's HTTP callback attempts by result (all zero on a node
+    /// without [`http`](crate::durable::DurableTimersBuilder::http)).
+    pub http: HttpCounts,
+}
+
+/// A node's HTTP callback attempts by result, counted since it started:
+/// each request sent counts once, under its reply's status class or why
+/// it got no reply, and each target the private-target guard refused
+/// counts once. Not counted: a run that found its host at the per-host
+/// limit and sent nothing, and a callback whose request could not be
+/// built. Read with [`DurableTimers::stats`](crate::durable::DurableTimers::stats);
+/// each count only grows, as a Prometheus counter does.
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::HttpCounts;
+///
+/// let c = HttpCounts::default();
+/// let failed = c.status_4xx + c.status_5xx + c.timeout + c.connection_error;
+/// println!("wheel_http_attempts_total{{result=\"2xx\"}} {}", c.status_2xx);
+/// assert_eq!(failed, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpCounts {
+    /// Replies with a 2xx status.
+    pub status_2xx: u64,
+    /// Replies with a 3xx status (redirects are not followed).
+    pub status_3xx: u64,
+    /// Replies with a 4xx status.
+    pub status_4xx: u64,
+    /// Replies with a 5xx status.
+    pub status_5xx: u64,
+    /// Replies with a status outside 200 to 599.
+    pub other_status: u64,
+    /// Requests that ran out of the connect timeout or the request timeout.
+    pub timeout: u64,
+    /// Requests that got no reply for another reason: a refused or reset
+    /// connection, a failed DNS lookup or TLS handshake, a reply that did
+    /// not parse.
+    pub connection_error: u64,
+    /// Targets refused by the private-target guard
+    /// ([`HttpConfig::allow_private_targets`](crate::durable::http::HttpConfig::allow_private_targets)).
+    pub refused_target: u64,
 }
 
 /// The number of bounds in [`LatenessBuckets::BOUNDS`].

@@ -77,6 +77,7 @@ use self::send::Sender;
 pub use self::sign::{verify_signature, SignatureError};
 use super::node::tasks::{AsyncHandler, HandlerFuture};
 use super::node::Handler;
+use super::stats::HttpCounters;
 #[cfg(doc)]
 use super::DurableTimersBuilder;
 use super::{DurableError, Fired, Outcome, RetryPolicy};
@@ -95,15 +96,16 @@ pub(crate) enum Others {
 }
 
 /// The node's handler when it is built with `http`: callbacks by HTTP on
-/// the node's runtime, the rest to the user's handler (a blocking one on
-/// the runtime's blocking threads).
+/// the node's runtime, counted in `counts`, the rest to the user's
+/// handler (a blocking one on the runtime's blocking threads).
 pub(crate) fn handler(
     config: &HttpConfig,
     namespace: &str,
     others: Others,
     policy: &RetryPolicy,
+    counts: Arc<HttpCounters>,
 ) -> Result<AsyncHandler, DurableError> {
-    let sender = Arc::new(Sender::new(config, namespace, policy.clone())?);
+    let sender = Arc::new(Sender::new(config, namespace, policy.clone(), counts)?);
     Ok(Arc::new(move |fired: Fired| -> HandlerFuture {
         let (sender, others) = (sender.clone(), others.clone());
         Box::pin(async move {

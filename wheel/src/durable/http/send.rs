@@ -8,6 +8,7 @@
 //! ([`Hosts`]). A request runs as part of its timer's task, holding a slot
 //! of its host for its whole length.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -17,6 +18,7 @@ use super::hosts::{Hosts, HOST_BUSY_RETRY, HOST_WAIT};
 use super::reply::{self, Verdict, REASON_BODY};
 use super::{guard, headers, is_public_address, sign, HttpCallback, HttpConfig};
 use crate::durable::retry::unit_random;
+use crate::durable::stats::HttpCounters;
 use crate::durable::{DurableError, Fired, Outcome, RetryPolicy};
 
 /// How much of a reply's body is read at most: reading a short body to
@@ -37,6 +39,8 @@ pub(crate) struct Sender {
     policy: RetryPolicy,
     /// Off: only public addresses are called (see [`guard`]).
     allow_private: bool,
+    /// Attempts by result, for `stats`.
+    counts: Arc<HttpCounters>,
 }
 
 /// TLS for the client: rustls with the `ring` provider (no C toolchain
@@ -61,6 +65,7 @@ impl Sender {
         config: &HttpConfig,
         namespace: &str,
         policy: RetryPolicy,
+        counts: Arc<HttpCounters>,
     ) -> Result<Sender, DurableError> {
         let mut builder = reqwest::Client::builder();
         if !config.allow_private {
@@ -88,6 +93,7 @@ impl Sender {
             keys: config.keys(),
             policy,
             allow_private: config.allow_private,
+            counts,
         })
     }
 
@@ -111,6 +117,7 @@ impl Sender {
                     host: host.to_owned(),
                     addrs: vec![ip],
                 };
+                self.counts.refused_target.fetch_add(1, Ordering::Relaxed);
                 return Verdict::Dead(refused.to_string());
             }
         }
@@ -126,9 +133,13 @@ impl Sender {
             Err(why) => return Verdict::Dead(format!("the request cannot be built: {why}")),
         };
         match self.client.execute(request).await {
-            Err(e) => reply::of_error(&e),
+            Err(e) => {
+                self.count_error(&e);
+                reply::of_error(&e)
+            }
             Ok(response) => {
                 let status = response.status().as_u16();
+                self.counts.status(status);
                 let retry_after = response
                     .headers()
                     .get(http::header::RETRY_AFTER)
@@ -138,6 +149,21 @@ impl Sender {
                 reply::of_status(status, retry_after.as_deref(), &body, SystemTime::now())
             }
         }
+    }
+
+    /// Counts a request that got no reply under why; one the client
+    /// would not build was never sent and is not counted.
+    fn count_error(&self, e: &reqwest::Error) {
+        let counter = if guard::refusal(e).is_some() {
+            &self.counts.refused_target
+        } else if e.is_timeout() {
+            &self.counts.timeout
+        } else if e.is_builder() {
+            return;
+        } else {
+            &self.counts.connection_error
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The request: the callback's line, headers and body, then ours. A
