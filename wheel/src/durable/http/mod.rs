@@ -12,6 +12,11 @@
 //! are not followed), timeouts and connection errors are retried with
 //! back-off, honouring `Retry-After`; any other status is a dead letter at
 //! once, its reason the status and the start of the reply's body.
+//! The back-off and the attempts are the node's [`RetryPolicy`], or the
+//! callback's own ([`HttpCallback::retry`]) within the node's attempts.
+//! With [`HttpConfig::allow_private_targets`] off, the node calls public
+//! addresses only ([`is_public_address`]), and a callback to any other is
+//! a dead letter at once.
 //!
 //! Every request carries `Wheel-Timer-Key`, `Wheel-Attempt`, `Wheel-Fence`,
 //! `Wheel-Due` (the timer's original due time, the same on every attempt)
