@@ -42,17 +42,19 @@ const V4_NOT_PUBLIC: [([u8; 4], u32); 15] = [
 
 /// IPv6 ranges that are not public, apart from those that embed an IPv4
 /// address (see [`embedded_v4`]): (first address, prefix length).
-const V6_NOT_PUBLIC: [(u128, u32); 10] = [
-    (0, 96),                      // ::/96: ::, ::1, IPv4-compatible (deprecated)
-    (0x0064_ff9b_0001 << 80, 48), // NAT64 for local use
-    (0x0100 << 112, 64),          // discard-only
-    (0x2001 << 112, 32),          // Teredo: a tunnel whose far end is hidden
-    (0x2001_0db8 << 96, 32),      // documentation
-    (0x3fff << 112, 20),          // documentation
-    (0xfc00 << 112, 7),           // unique local, fd00:ec2::254 (cloud metadata) included
-    (0xfe80 << 112, 10),          // link-local
-    (0xfec0 << 112, 10),          // site-local, deprecated
-    (0xff00 << 112, 8),           // multicast
+const V6_NOT_PUBLIC: [(u128, u32); 9] = [
+    // Reserved by the IETF: `::`, `::1`, the IPv4-compatible and
+    // IPv4-translated forms, local-use NAT64 (the mapped and NAT64 forms
+    // are read for their IPv4 address before this table).
+    (0, 8),
+    (0x0100 << 112, 64),     // discard-only
+    (0x2001 << 112, 32),     // Teredo: a tunnel whose far end is hidden
+    (0x2001_0db8 << 96, 32), // documentation
+    (0x3fff << 112, 20),     // documentation
+    (0xfc00 << 112, 7),      // unique local, fd00:ec2::254 (cloud metadata) included
+    (0xfe80 << 112, 10),     // link-local
+    (0xfec0 << 112, 10),     // site-local, deprecated
+    (0xff00 << 112, 8),      // multicast
 ];
 
 fn in_v4(ip: u32, (first, len): ([u8; 4], u32)) -> bool {
@@ -91,12 +93,12 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
 /// holds the IPv6 metadata address `fd00:ec2::254`), multicast (224/4,
 /// `ff00::/8`), broadcast and reserved (240/4), documentation (192.0.2/24,
 /// 198.51.100/24, 203.0.113/24, `2001:db8::/32`, `3fff::/20`),
-/// benchmarking (198.18/15), IETF protocol assignments (192.0.0/24), the
-/// deprecated IPv4-compatible (`::/96`) and site-local (`fec0::/10`)
-/// ranges, discard-only (`100::/64`), Teredo (`2001::/32`) and local-use
-/// NAT64 (`64:ff9b:1::/48`); and an IPv4-mapped (`::ffff:a.b.c.d`), NAT64
-/// (`64:ff9b::a.b.c.d`) or 6to4 (`2002:aabb:ccdd::`) address whose IPv4
-/// address is not public.
+/// benchmarking (198.18/15), IETF protocol assignments (192.0.0/24),
+/// IPv6 reserved by the IETF (`::/8`: the IPv4-compatible and
+/// IPv4-translated forms, local-use NAT64 `64:ff9b:1::/48`), site-local
+/// (`fec0::/10`), discard-only (`100::/64`) and Teredo (`2001::/32`); and
+/// an IPv4-mapped (`::ffff:a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) or 6to4
+/// (`2002:aabb:ccdd::`) address whose IPv4 address is not public.
 ///
 /// # Examples
 ///
@@ -306,6 +308,9 @@ mod tests {
             "::",
             "::1",
             "::127.0.0.1",
+            "::8.8.8.8",
+            "::ffff:0:8.8.8.8",
+            "::ffff:0:127.0.0.1",
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
             "::ffff:10.1.2.3",
@@ -335,6 +340,8 @@ mod tests {
             "64:ff9b::808:808",
             "2002:808:808::1",
             "fbff:ffff::1",
+            "100:0:0:1::1",
+            "200::1",
             "2001:1::1",
             "2001:db9::1",
             "3fff:1000::1",
