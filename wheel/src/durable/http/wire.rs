@@ -263,6 +263,31 @@ mod tests {
         assert_eq!(encode(&cb), old, "no policy: still written as version 1");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_policy_round_trips_and_any_bytes_decode_without_a_panic(
+            ms in proptest::prelude::any::<u64>(),
+            multiplier in proptest::prelude::any::<f64>(),
+            jitter in proptest::prelude::any::<f64>(),
+            attempts in proptest::prelude::any::<u32>(),
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            let policy = RetryPolicy::new()
+                .initial(Duration::from_millis(ms))
+                .multiplier(multiplier)
+                .max_delay(Duration::from_nanos(ms))
+                .jitter(jitter)
+                .max_attempts(attempts);
+            let cb = HttpCallback::new(Method::Put, "http://a.example/").retry(policy);
+            proptest::prop_assert_eq!(decode(&encode(&cb)), Some(cb));
+            for magic in [MAGIC, MAGIC_V2] {
+                let mut bytes = magic.to_vec();
+                bytes.extend_from_slice(&tail);
+                let _ = decode(&bytes);
+            }
+        }
+    }
+
     #[test]
     fn a_damaged_policy_is_refused() {
         let bytes = encode(&with_policy());
