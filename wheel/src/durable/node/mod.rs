@@ -50,6 +50,7 @@ use self::queue::Queue;
 use self::signal::Signal;
 use super::lateness::Histogram;
 use super::store::{Claimed, Fenced, Finish, Millis, Store};
+use super::LatenessBuckets;
 use super::{DurableError, ErrorDetail, Fired, Outcome, RetryPolicy};
 use crate::sync::lock;
 use crate::{Scheduler, TimerHandle};
@@ -319,6 +320,13 @@ impl NodeShared {
     pub(crate) fn lateness(&self) -> (Duration, Duration, Duration) {
         let h = lock(&self.lateness);
         (h.quantile(0.5), h.quantile(0.99), h.max())
+    }
+
+    /// Lateness as cumulative counts, for stats.
+    pub(crate) fn lateness_buckets(&self) -> LatenessBuckets {
+        let h = lock(&self.lateness);
+        let (count, sum) = h.count_and_sum();
+        LatenessBuckets::new(h.cumulative(LatenessBuckets::BOUNDS), count, sum)
     }
 
     /// Claims this node holds: scheduled, or at their instant and waiting
