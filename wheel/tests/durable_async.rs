@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use durable_common::{eventually, Recorder};
-use wheel::durable::{DurableTimers, DurableTimersBuilder, Outcome, RetryPolicy, TimerState};
+use wheel::durable::{
+    DurableTimers, DurableTimersBuilder, Listing, Outcome, RetryPolicy, TimerState,
+};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -74,6 +76,13 @@ fn runs_in_flight_are_bounded_by_max_in_flight_not_by_threads() {
     // More are due, but none starts past the bound.
     std::thread::sleep(ms(200));
     assert_eq!(peak.load(Ordering::SeqCst), 600);
+    // Nor does the node start, in the store, more than it can run soon:
+    // runs waiting for a slot are at most a store batch (256) deep, and
+    // the rest stay claimed (a started run waiting would need its lease
+    // renewed, and a lease that lapses means the timer runs twice).
+    let (running, claimed) = store_states(&timers);
+    assert!(running <= 600 + 257, "{running} started for 600 slots");
+    assert_eq!(running + claimed, 1000);
     release.store(true, Ordering::SeqCst);
     eventually("all 1000 done", || done.load(Ordering::SeqCst) == 1000);
     assert_eq!(peak.load(Ordering::SeqCst), 600);
@@ -82,6 +91,25 @@ fn runs_in_flight_are_bounded_by_max_in_flight_not_by_threads() {
         s.pending == 0 && s.claimed == 0
     });
     timers.shutdown().unwrap();
+}
+
+/// Timers started and timers claimed (not started), as the store lists them.
+fn store_states(timers: &DurableTimers) -> (usize, usize) {
+    let mut page = timers.list(Listing::Claimed, 1000).unwrap();
+    let (mut running, mut claimed) = (0, 0);
+    loop {
+        for t in &page.timers {
+            match t.state {
+                TimerState::Running => running += 1,
+                TimerState::Claimed => claimed += 1,
+                other => panic!("{} listed as claimed is {other:?}", t.key),
+            }
+        }
+        match &page.next {
+            Some(c) => page = timers.list_after(c, 1000).unwrap(),
+            None => return (running, claimed),
+        }
+    }
 }
 
 #[test]
@@ -187,6 +215,46 @@ fn shutdown_cancels_runs_past_the_grace_period_and_hands_them_back() {
     assert_eq!(info.state, TimerState::Pending);
     assert_eq!(info.attempts, 1);
     assert!(info.due <= SystemTime::now());
+    client.shutdown().unwrap();
+}
+
+#[test]
+fn shutdown_hands_back_runs_still_waiting_for_a_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let going = Arc::new(AtomicUsize::new(0));
+    let g = going.clone();
+    let timers = node(&dir)
+        .max_in_flight(2)
+        .shutdown_grace(ms(200))
+        .handler_async(move |_| {
+            let g = g.clone();
+            async move {
+                g.fetch_add(1, Ordering::SeqCst);
+                std::future::pending::<Outcome>().await
+            }
+        })
+        .build()
+        .unwrap();
+    let due = SystemTime::now() + ms(50);
+    let keys: Vec<String> = (0..10).map(|i| format!("k{i}")).collect();
+    let batch: Vec<(&str, SystemTime, &[u8])> =
+        keys.iter().map(|k| (k.as_str(), due, &b""[..])).collect();
+    timers.add_many(&batch).unwrap();
+    eventually("both slots taken", || going.load(Ordering::SeqCst) == 2);
+    eventually("the rest started and waiting", || {
+        store_states(&timers) == (10, 0)
+    });
+    // The slots never free: shutdown ends anyway, after its grace period.
+    timers.shutdown().unwrap();
+    assert_eq!(going.load(Ordering::SeqCst), 2, "no run past the bound");
+    let client = DurableTimers::builder()
+        .embedded(dir.path().join("t"))
+        .build()
+        .unwrap();
+    for k in &keys {
+        let info = client.get(k).unwrap().expect("still stored");
+        assert_eq!(info.state, TimerState::Pending, "{k} handed back");
+    }
     client.shutdown().unwrap();
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::node::{notify_window, Handler, NodeConfig};
+use super::stats::HttpCounters;
 use super::store::{Store, StoreClock};
 use super::timers::DurableTimers;
 use super::{DurableError, Fired, Outcome, RetryPolicy, DEFAULT_MAX_PAYLOAD};
@@ -374,12 +375,18 @@ impl DurableTimersBuilder {
     pub fn build(self) -> Result<DurableTimers, DurableError> {
         self.check()?;
         let store = self.open_store()?;
-        let node = self.node_config()?;
-        DurableTimers::start(store, node, self.max_payload)
+        let http_counts = Arc::new(HttpCounters::default());
+        let node = self.node_config(&http_counts)?;
+        DurableTimers::start(store, node, self.max_payload, http_counts)
     }
 
-    /// How the node fires, or `None` for a client that fires nothing.
-    fn node_config(&self) -> Result<Option<NodeConfig>, DurableError> {
+    /// How the node fires, or `None` for a client that fires nothing; an
+    /// HTTP node counts its attempts in `http_counts`.
+    #[cfg_attr(not(feature = "http"), allow(unused_variables))]
+    fn node_config(
+        &self,
+        http_counts: &Arc<HttpCounters>,
+    ) -> Result<Option<NodeConfig>, DurableError> {
         let mut config = self.node.clone();
         config.namespace = self.namespace.as_str().into();
         #[cfg(feature = "http")]
@@ -390,7 +397,13 @@ impl DurableTimersBuilder {
                 (None, Some(h)) => Others::Blocking(h),
                 (None, None) => Others::None,
             };
-            let handler = super::http::handler(http, &config.namespace, others, &config.retry)?;
+            let handler = super::http::handler(
+                http,
+                &config.namespace,
+                others,
+                &config.retry,
+                http_counts.clone(),
+            )?;
             config.tasks = Some(self.tasks.config_with(handler));
             return Ok(Some(config));
         }

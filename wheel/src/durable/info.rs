@@ -1,5 +1,6 @@
 //! What the durable tier reports: one timer ([`TimerInfo`]), a dead letter
-//! ([`DeadLetter`]) and a node's counters ([`DurableStats`]).
+//! ([`DeadLetter`]) and a node's counters ([`DurableStats`], with
+//! [`LatenessBuckets`] and [`HttpCounts`]).
 
 use std::time::{Duration, SystemTime};
 
@@ -162,4 +163,148 @@ pub struct DurableStats {
     pub lateness_p99: Duration,
     /// The largest of the same.
     pub lateness_max: Duration,
+    /// The same as cumulative counts at fixed bounds, for a Prometheus
+    /// histogram.
+    pub lateness_buckets: LatenessBuckets,
+    /// This node's HTTP callback attempts by result (all zero on a node
+    /// without [`http`](crate::durable::DurableTimersBuilder::http)).
+    pub http: HttpCounts,
+}
+
+/// A node's HTTP callback attempts by result, counted since it started:
+/// each request sent counts once, under its reply's status class or why
+/// it got no reply, and each target the private-target guard refused
+/// counts once. Not counted: a run that found its host at the per-host
+/// limit and sent nothing, and a callback whose request could not be
+/// built. Read with [`DurableTimers::stats`](crate::durable::DurableTimers::stats);
+/// each count only grows, as a Prometheus counter does.
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::HttpCounts;
+///
+/// let c = HttpCounts::default();
+/// let failed = c.status_4xx + c.status_5xx + c.timeout + c.connection_error;
+/// println!("wheel_http_attempts_total{{result=\"2xx\"}} {}", c.status_2xx);
+/// assert_eq!(failed, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpCounts {
+    /// Replies with a 2xx status.
+    pub status_2xx: u64,
+    /// Replies with a 3xx status (redirects are not followed).
+    pub status_3xx: u64,
+    /// Replies with a 4xx status.
+    pub status_4xx: u64,
+    /// Replies with a 5xx status.
+    pub status_5xx: u64,
+    /// Replies with a status outside 200 to 599.
+    pub other_status: u64,
+    /// Requests that ran out of the connect timeout or the request timeout.
+    pub timeout: u64,
+    /// Requests that got no reply for another reason: a refused or reset
+    /// connection, a failed DNS lookup or TLS handshake, a reply that did
+    /// not parse.
+    pub connection_error: u64,
+    /// Targets refused by the private-target guard
+    /// ([`HttpConfig::allow_private_targets`](crate::durable::http::HttpConfig::allow_private_targets)).
+    pub refused_target: u64,
+}
+
+/// The number of bounds in [`LatenessBuckets::BOUNDS`].
+const BOUND_COUNT: usize = 13;
+
+/// The lateness of a node's runs (start minus due, store clock) as
+/// cumulative counts at fixed bounds, ready for a Prometheus histogram:
+/// `le` is each bound, `+Inf` is [`count`](Self::count), and the sum is
+/// [`sum`](Self::sum). Counted since the node started.
+///
+/// How exact: the node keeps lateness in a log-linear histogram whose
+/// buckets each span at most 1/16 of their values, and a bound counts
+/// every bucket that starts at or below it. So a count never misses a run
+/// at or below its bound, and may include runs up to 1/16 (6.25 %) later
+/// than it. Lateness is measured in whole milliseconds, which makes the
+/// counts at the bounds up to 25 ms exact. `count` and `sum` are exact.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use wheel::durable::LatenessBuckets;
+///
+/// let b = LatenessBuckets::default();
+/// assert_eq!(b.cumulative[0], (Duration::from_millis(1), 0));
+/// assert_eq!(b.cumulative.last().unwrap().0, Duration::from_secs(10));
+/// // As Prometheus text:
+/// for (le, n) in b.cumulative {
+///     println!("wheel_lateness_seconds_bucket{{le=\"{}\"}} {n}", le.as_secs_f64());
+/// }
+/// println!("wheel_lateness_seconds_bucket{{le=\"+Inf\"}} {}", b.count);
+/// println!("wheel_lateness_seconds_sum {}", b.sum.as_secs_f64());
+/// println!("wheel_lateness_seconds_count {}", b.count);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LatenessBuckets {
+    /// Each bound of [`BOUNDS`](Self::BOUNDS), in order, with the runs
+    /// whose lateness was at most it (see the type's docs for how exact).
+    pub cumulative: [(Duration, u64); BOUND_COUNT],
+    /// All runs counted.
+    pub count: u64,
+    /// The sum of their lateness.
+    pub sum: Duration,
+}
+
+impl LatenessBuckets {
+    /// The bounds: 1, 2, 5, 10, 25, 50, 100, 250 and 500 ms, 1, 2.5, 5
+    /// and 10 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use wheel::durable::LatenessBuckets;
+    /// assert_eq!(LatenessBuckets::BOUNDS[10], Duration::from_millis(2500));
+    /// ```
+    pub const BOUNDS: [Duration; BOUND_COUNT] = [
+        Duration::from_millis(1),
+        Duration::from_millis(2),
+        Duration::from_millis(5),
+        Duration::from_millis(10),
+        Duration::from_millis(25),
+        Duration::from_millis(50),
+        Duration::from_millis(100),
+        Duration::from_millis(250),
+        Duration::from_millis(500),
+        Duration::from_secs(1),
+        Duration::from_millis(2500),
+        Duration::from_secs(5),
+        Duration::from_secs(10),
+    ];
+
+    /// The buckets of `counts` (one per bound), `count` runs and their
+    /// `sum`.
+    pub(crate) fn new(counts: [u64; BOUND_COUNT], count: u64, sum: Duration) -> LatenessBuckets {
+        let mut cumulative = [(Duration::ZERO, 0); BOUND_COUNT];
+        for (slot, (bound, n)) in cumulative
+            .iter_mut()
+            .zip(Self::BOUNDS.into_iter().zip(counts))
+        {
+            *slot = (bound, n);
+        }
+        LatenessBuckets {
+            cumulative,
+            count,
+            sum,
+        }
+    }
+}
+
+/// Every bound with a zero count.
+impl Default for LatenessBuckets {
+    fn default() -> Self {
+        LatenessBuckets::new([0; BOUND_COUNT], 0, Duration::ZERO)
+    }
 }

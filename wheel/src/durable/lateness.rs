@@ -4,6 +4,11 @@
 //! [`SUB_BITS`] bits below it, so every bucket spans at most 1/16 of its
 //! values: a percentile read back is at most about 6 % above the true one,
 //! never below it (buckets report their upper edge).
+//!
+//! Cumulative counts at fixed bounds, for Prometheus, count a bucket under
+//! a bound when the bucket's lowest value is at or below the bound: a
+//! count never misses a value at or below its bound, and may include
+//! values up to 1/16 above it (those sharing the bound's bucket).
 
 use std::time::Duration;
 
@@ -18,6 +23,8 @@ pub(crate) struct Histogram {
     counts: Vec<u64>,
     total: u64,
     max: u64,
+    /// The sum of the values, saturating.
+    sum: u64,
 }
 
 /// The bucket of `v`: values below `SUBS` have one each; above, the
@@ -29,6 +36,15 @@ fn bucket_of(v: u64) -> usize {
     let exp = 63 - v.leading_zeros(); // >= SUB_BITS
     let sub = (v >> (exp - SUB_BITS)) as usize & (SUBS - 1);
     (exp - SUB_BITS + 1) as usize * SUBS + sub
+}
+
+/// The smallest value in bucket `b`.
+fn lower_of(b: usize) -> u64 {
+    if b < SUBS {
+        return b as u64;
+    }
+    let exp = (b / SUBS) as u32 + SUB_BITS - 1;
+    (1u64 << exp) | (((b % SUBS) as u64) << (exp - SUB_BITS))
 }
 
 /// The largest value in bucket `b`.
@@ -48,6 +64,7 @@ impl Histogram {
             counts: vec![0; BUCKETS],
             total: 0,
             max: 0,
+            sum: 0,
         }
     }
 
@@ -56,6 +73,7 @@ impl Histogram {
         self.counts[bucket_of(us)] += 1;
         self.total += 1;
         self.max = self.max.max(us);
+        self.sum = self.sum.saturating_add(us);
     }
 
     /// The smallest bucket edge at or above a share `q` (0..=1) of the
@@ -77,6 +95,29 @@ impl Histogram {
 
     pub(crate) fn max(&self) -> Duration {
         Duration::from_micros(self.max)
+    }
+
+    /// How many values were recorded, and their sum.
+    pub(crate) fn count_and_sum(&self) -> (u64, Duration) {
+        (self.total, Duration::from_micros(self.sum))
+    }
+
+    /// For each of `bounds` (ascending), the values at or below it, as
+    /// the module's docs say: never fewer, at most those within 1/16
+    /// above it more.
+    pub(crate) fn cumulative<const N: usize>(&self, bounds: [Duration; N]) -> [u64; N] {
+        let mut out = [0; N];
+        let mut seen = 0;
+        let mut b = 0;
+        for (i, bound) in bounds.into_iter().enumerate() {
+            let bound = u64::try_from(bound.as_micros()).unwrap_or(u64::MAX);
+            while b < BUCKETS && lower_of(b) <= bound {
+                seen += self.counts[b];
+                b += 1;
+            }
+            out[i] = seen;
+        }
+        out
     }
 }
 
@@ -112,6 +153,53 @@ mod tests {
             assert!(upper_of(b) > upper_of(b - 1));
         }
         assert_eq!(upper_of(BUCKETS - 1), u64::MAX);
+        for b in 1..BUCKETS {
+            assert_eq!(
+                lower_of(b),
+                upper_of(b - 1) + 1,
+                "bucket {b} starts after the last"
+            );
+            assert_eq!(bucket_of(lower_of(b)), b);
+        }
+        assert_eq!(lower_of(0), 0);
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn cumulative_counts_are_exact_at_the_small_bounds_for_whole_milliseconds() {
+        let bounds = [ms(1), ms(2), ms(5), ms(10), ms(25)];
+        let mut h = Histogram::new();
+        assert_eq!(h.cumulative(bounds), [0; 5]);
+        // Each bound, the millisecond before it and the one after it.
+        for b in [0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 24, 25, 26] {
+            h.record(ms(b));
+        }
+        assert_eq!(h.cumulative(bounds), [2, 3, 6, 9, 12]);
+        let (count, sum) = h.count_and_sum();
+        assert_eq!(count, 13);
+        assert_eq!(sum, ms(126));
+    }
+
+    #[test]
+    fn cumulative_counts_never_miss_and_overshoot_by_at_most_a_sixteenth() {
+        let mut h = Histogram::new();
+        let bound = ms(10_000);
+        let values = [9_000, 9_999, 10_000, 10_001, 10_300, 10_625, 10_700, 20_000];
+        for v in values {
+            h.record(ms(v));
+        }
+        let [under] = h.cumulative([bound]);
+        let exact = values.iter().filter(|&&v| v <= 10_000).count() as u64;
+        let loose = values.iter().filter(|&&v| v * 16 <= 10_000 * 17).count() as u64;
+        assert!(
+            (exact..=loose).contains(&under),
+            "{under} not in {exact}..={loose}"
+        );
+        assert_eq!(h.cumulative([Duration::MAX]), [values.len() as u64]);
+        assert_eq!(h.cumulative([Duration::ZERO]), [0]);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! | [`Fired`], [`Outcome`] | what a handler gets and answers |
 //! | [`DurableTimersBuilder::handler_async`] (feature `tokio`) | async handlers: runs as tasks, thousands in flight |
 //! | [`RetryPolicy`] | back-off and attempts for handlers that ask to retry |
-//! | [`TimerInfo`], [`TimerState`], [`DeadLetter`], [`DurableStats`] | what the store and the node report |
+//! | [`TimerInfo`], [`TimerState`], [`DeadLetter`], [`DurableStats`], [`LatenessBuckets`], [`HttpCounts`] | what the store and the node report |
 //! | [`Listing`], [`Page`], [`Cursor`] | paging through pending, claimed and dead timers |
 //! | [`AddMode`] | replace a timer with the same key, or keep it |
 //! | [`DurableError`], [`ErrorDetail`] | every failure, typed, with its cause |
@@ -79,7 +79,9 @@ pub use self::add::AddMode;
 pub use self::builder::DurableTimersBuilder;
 pub use self::error::{DurableError, ErrorDetail};
 pub use self::fired::{Fired, Outcome};
-pub use self::info::{DeadLetter, DurableStats, TimerInfo, TimerState};
+pub use self::info::{
+    DeadLetter, DurableStats, HttpCounts, LatenessBuckets, TimerInfo, TimerState,
+};
 pub use self::listing::{Cursor, Listing, Page, ParseCursorError};
 pub use self::retry::RetryPolicy;
 pub use self::timers::DurableTimers;

@@ -174,10 +174,46 @@ impl RetryPolicy {
     }
 }
 
+// The builder keeps both floats finite-or-clamped and never NaN (a NaN
+// multiplier counts as 1, a NaN jitter as 0), so equality is an
+// equivalence relation.
+impl Eq for RetryPolicy {}
+
+/// A policy's settings as plain values, in the order of the builder's
+/// methods: initial, multiplier, max delay, jitter, max attempts. Stored
+/// callbacks carry their policy in this form.
+#[cfg(feature = "http")]
+pub(crate) type PolicyParts = (Duration, f64, Duration, f64, u32);
+
 impl RetryPolicy {
     /// Whether run number `attempt` was the last one allowed.
     pub(crate) fn is_last(&self, attempt: u32) -> bool {
         attempt >= self.max_attempts
+    }
+
+    /// The settings, for storing.
+    #[cfg(feature = "http")]
+    pub(crate) fn parts(&self) -> PolicyParts {
+        (
+            self.initial,
+            self.multiplier,
+            self.max_delay,
+            self.jitter,
+            self.max_attempts,
+        )
+    }
+
+    /// A policy from stored settings, clamped as the builder clamps, so a
+    /// damaged value still makes a policy that works.
+    #[cfg(feature = "http")]
+    pub(crate) fn from_parts(parts: PolicyParts) -> RetryPolicy {
+        let (initial, multiplier, max_delay, jitter, attempts) = parts;
+        RetryPolicy::new()
+            .initial(initial)
+            .multiplier(multiplier)
+            .max_delay(max_delay)
+            .jitter(jitter)
+            .max_attempts(attempts)
     }
 }
 
@@ -251,5 +287,19 @@ mod tests {
         let p = p.max_attempts(5);
         assert_eq!(p.delay(4), Some(Duration::from_secs(1)));
         assert_eq!(RetryPolicy::new().jitter(7.0).jitter, 1.0);
+    }
+
+    #[test]
+    #[cfg(feature = "http")]
+    fn parts_round_trip_and_damaged_parts_are_clamped() {
+        let p = RetryPolicy::new()
+            .initial(Duration::from_millis(250))
+            .multiplier(1.5)
+            .max_delay(Duration::from_secs(90))
+            .jitter(0.1)
+            .max_attempts(7);
+        assert_eq!(RetryPolicy::from_parts(p.parts()), p);
+        let odd = RetryPolicy::from_parts((Duration::ZERO, f64::NAN, Duration::ZERO, -3.0, 0));
+        assert_eq!(odd.parts(), (Duration::ZERO, 1.0, Duration::ZERO, 0.0, 1));
     }
 }

@@ -1,5 +1,6 @@
 //! The store's counts for [`stats`](super::DurableTimers::stats), read off
-//! the caller's thread.
+//! the caller's thread; and [`HttpCounters`], the node's counts of HTTP
+//! callback attempts.
 //!
 //! `stats` feeds metrics endpoints that poll it every few seconds, so it
 //! must answer quickly even while the store is down (a Redis store keeps
@@ -14,15 +15,55 @@
 //! after each read. `done` only grows, so a caller whose ask number is at
 //! most `done` knows a read that began after its ask has finished.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::store::{Counts, Store};
 use super::time::wait_until;
+use super::HttpCounts;
 use crate::sync::lock;
 
 /// The longest `stats` waits for a fresh read of a reachable store.
 pub(crate) const STATS_WAIT: Duration = Duration::from_millis(25);
+
+/// A node's HTTP callback attempts by result, bumped by the sender with
+/// relaxed atomics (each count is independent; `stats` reads each on its
+/// own) and read into [`HttpCounts`]. A node without HTTP keeps all zero.
+#[derive(Default)]
+pub(crate) struct HttpCounters {
+    by_class: [AtomicU64; 5],
+    pub(crate) timeout: AtomicU64,
+    pub(crate) connection_error: AtomicU64,
+    pub(crate) refused_target: AtomicU64,
+}
+
+impl HttpCounters {
+    /// Counts a reply with `status`.
+    #[cfg(feature = "http")]
+    pub(crate) fn status(&self, status: u16) {
+        let class = match status {
+            200..=599 => usize::from(status / 100 - 2),
+            _ => 4,
+        };
+        self.by_class[class].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> HttpCounts {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let [s2, s3, s4, s5, other] = &self.by_class;
+        HttpCounts {
+            status_2xx: get(s2),
+            status_3xx: get(s3),
+            status_4xx: get(s4),
+            status_5xx: get(s5),
+            other_status: get(other),
+            timeout: get(&self.timeout),
+            connection_error: get(&self.connection_error),
+            refused_target: get(&self.refused_target),
+        }
+    }
+}
 
 /// What the reader has read, for one `stats` call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +190,31 @@ fn read_loop(me: &Weak<CountsReader>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(feature = "http")]
+    fn statuses_are_counted_by_class_at_the_edges() {
+        let c = HttpCounters::default();
+        for s in [100, 199, 200, 299, 300, 399, 400, 499, 500, 599, 600, 999] {
+            c.status(s);
+        }
+        c.timeout.fetch_add(1, Ordering::Relaxed);
+        let got = c.snapshot();
+        assert_eq!(
+            (
+                got.status_2xx,
+                got.status_3xx,
+                got.status_4xx,
+                got.status_5xx
+            ),
+            (2, 2, 2, 2)
+        );
+        assert_eq!(got.other_status, 4);
+        assert_eq!(
+            (got.timeout, got.connection_error, got.refused_target),
+            (1, 0, 0)
+        );
+    }
     use crate::durable::store::model::Model;
     use crate::durable::store::{Due, NewTimer, StoreClock};
     use crate::durable::AddMode;

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use super::add::add_bounded;
 use super::node::{Node, NodeConfig};
-use super::stats::{CountsReader, STATS_WAIT};
+use super::stats::{CountsReader, HttpCounters, STATS_WAIT};
 use super::store::{Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
 use super::{
@@ -54,6 +54,8 @@ pub struct DurableTimers {
     max_payload: usize,
     /// Reads the store's counts for `stats` on its own thread.
     counts: Arc<CountsReader>,
+    /// The node's HTTP callback attempts (shared with its sender).
+    http_counts: Arc<HttpCounters>,
 }
 
 impl std::fmt::Debug for DurableTimers {
@@ -81,6 +83,7 @@ impl DurableTimers {
         store: Arc<dyn Store>,
         node: Option<NodeConfig>,
         max_payload: usize,
+        http_counts: Arc<HttpCounters>,
     ) -> Result<DurableTimers, DurableError> {
         let node = match node {
             Some(config) => Some(Node::start(store.clone(), config)?),
@@ -91,6 +94,7 @@ impl DurableTimers {
             store,
             node,
             max_payload,
+            http_counts,
         })
     }
 
@@ -494,7 +498,9 @@ impl DurableTimers {
             s.store_errors = c.store_errors.load(Ordering::Relaxed);
             s.claims = c.claims.load(Ordering::Relaxed);
             (s.lateness_p50, s.lateness_p99, s.lateness_max) = n.lateness();
+            s.lateness_buckets = n.lateness_buckets();
         }
+        s.http = self.http_counts.snapshot();
         s
     }
 

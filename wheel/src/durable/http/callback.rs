@@ -12,7 +12,7 @@ use std::str::FromStr;
 use http::{HeaderName, HeaderValue, Uri};
 
 use super::wire;
-use crate::durable::DurableError;
+use crate::durable::{DurableError, RetryPolicy};
 
 /// The HTTP method of a callback.
 ///
@@ -122,6 +122,9 @@ pub struct HttpCallback {
     pub headers: Vec<(String, String)>,
     /// The request body (counted against the store's payload limit).
     pub body: Vec<u8>,
+    /// This callback's own retry policy, or `None` for the node's (see
+    /// [`retry`](HttpCallback::retry)).
+    pub retry: Option<RetryPolicy>,
 }
 
 /// Header names the client or the node sets: a callback may not.
@@ -151,6 +154,7 @@ impl HttpCallback {
             url: url.into(),
             headers: Vec::new(),
             body: Vec::new(),
+            retry: None,
         }
     }
 
@@ -181,6 +185,39 @@ impl HttpCallback {
     #[must_use]
     pub fn body(mut self, body: Vec<u8>) -> HttpCallback {
         self.body = body;
+        self
+    }
+
+    /// Gives this callback its own retry policy: its back-off and its
+    /// attempts decide the retries of this callback instead of the node's
+    /// [`RetryPolicy`] (a `Retry-After` in a reply still wins over the
+    /// back-off). The node's policy stays the ceiling on attempts: a
+    /// callback gets at most as many runs as the node's
+    /// [`attempts`](RetryPolicy::attempts), because the node ends every
+    /// timer's runs there. The policy is stored with the callback (44 bytes
+    /// more of payload), so it holds on every node that sends it.
+    ///
+    /// A callback with a policy is stored in a newer payload layout, which
+    /// only nodes that know policies read as a callback; one without is
+    /// stored as before.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use wheel::durable::http::{HttpCallback, Method};
+    /// use wheel::durable::RetryPolicy;
+    ///
+    /// let cb = HttpCallback::new(Method::Post, "https://shop.example/orders/17/close")
+    ///     .retry(RetryPolicy::new().initial(Duration::from_secs(5)).max_attempts(3));
+    /// assert_eq!(cb.retry.as_ref().map(RetryPolicy::attempts), Some(3));
+    /// let payload = cb.to_payload()?;
+    /// assert_eq!(HttpCallback::from_payload(&payload), Some(cb));
+    /// # Ok::<(), wheel::durable::DurableError>(())
+    /// ```
+    #[must_use]
+    pub fn retry(mut self, policy: RetryPolicy) -> HttpCallback {
+        self.retry = Some(policy);
         self
     }
 

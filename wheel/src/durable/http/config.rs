@@ -11,7 +11,8 @@ const MAX_PER_HOST: usize = 65_536;
 ///
 /// Defaults: a 2 s connect timeout, a 30 s timeout for the whole request
 /// (connecting, sending, the reply and its body), at most 1024 requests in
-/// flight to one host, and no signing secrets. The node's
+/// flight to one host, no signing secrets, and private targets allowed.
+/// The node's
 /// [`max_in_flight`](crate::durable::DurableTimersBuilder::max_in_flight)
 /// bounds the requests in flight to all hosts together.
 ///
@@ -37,6 +38,8 @@ pub struct HttpConfig {
     /// The key bytes of each secret given, in order, or why it is not
     /// one (reported by the builder).
     pub(crate) signing_keys: Vec<Result<Vec<u8>, &'static str>>,
+    /// Whether callbacks may target addresses that are not public.
+    pub(crate) allow_private: bool,
 }
 
 impl Default for HttpConfig {
@@ -46,6 +49,7 @@ impl Default for HttpConfig {
             timeout: Duration::from_secs(30),
             per_host_limit: 1024,
             signing_keys: Vec::new(),
+            allow_private: true,
         }
     }
 }
@@ -57,6 +61,7 @@ impl fmt::Debug for HttpConfig {
             .field("timeout", &self.timeout)
             .field("per_host_limit", &self.per_host_limit)
             .field("signing_secrets", &self.signing_keys.len())
+            .field("allow_private_targets", &self.allow_private)
             .finish()
     }
 }
@@ -166,6 +171,35 @@ impl HttpConfig {
     #[must_use]
     pub fn signing_secret(mut self, secret: &str) -> Self {
         self.signing_keys.push(super::sign::parse_secret(secret));
+        self
+    }
+
+    /// Whether callbacks may call addresses that are not public (default:
+    /// true, they may). Off, the node refuses a callback whose URL names
+    /// an IP address that is not public (see
+    /// [`is_public_address`](super::is_public_address): loopback, private,
+    /// link-local and cloud metadata addresses, and the rest), and resolves
+    /// names itself, keeping only their public addresses, so a name that
+    /// resolves to `127.0.0.1` is refused too. Turn it off on a node whose
+    /// callbacks come from users who must not reach the node's own network.
+    ///
+    /// A refused callback is a dead letter at once, its reason starting
+    /// `refused target:`: the same target is refused on every attempt, so
+    /// retrying would only delay the news. If a name was refused while its
+    /// DNS pointed somewhere private for a while,
+    /// [`retry_dead`](crate::durable::DurableTimers::retry_dead) sends it
+    /// again. The check is made when a request is sent, not by
+    /// `add_callback`: a name's addresses are only known then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = wheel::durable::http::HttpConfig::new().allow_private_targets(false);
+    /// assert!(format!("{config:?}").contains("allow_private_targets: false"));
+    /// ```
+    #[must_use]
+    pub fn allow_private_targets(mut self, allow: bool) -> Self {
+        self.allow_private = allow;
         self
     }
 

@@ -12,6 +12,11 @@
 //! are not followed), timeouts and connection errors are retried with
 //! back-off, honouring `Retry-After`; any other status is a dead letter at
 //! once, its reason the status and the start of the reply's body.
+//! The back-off and the attempts are the node's [`RetryPolicy`], or the
+//! callback's own ([`HttpCallback::retry`]) within the node's attempts.
+//! With [`HttpConfig::allow_private_targets`] off, the node calls public
+//! addresses only ([`is_public_address`]), and a callback to any other is
+//! a dead letter at once.
 //!
 //! Every request carries `Wheel-Timer-Key`, `Wheel-Attempt`, `Wheel-Fence`,
 //! `Wheel-Due` (the timer's original due time, the same on every attempt)
@@ -59,6 +64,7 @@
 
 mod callback;
 mod config;
+mod guard;
 mod headers;
 mod hosts;
 mod http_date;
@@ -71,10 +77,12 @@ use std::sync::Arc;
 
 pub use self::callback::{HttpCallback, Method};
 pub use self::config::HttpConfig;
+pub use self::guard::is_public_address;
 use self::send::Sender;
 pub use self::sign::{verify_signature, SignatureError};
 use super::node::tasks::{AsyncHandler, HandlerFuture};
 use super::node::Handler;
+use super::stats::HttpCounters;
 #[cfg(doc)]
 use super::DurableTimersBuilder;
 use super::{DurableError, Fired, Outcome, RetryPolicy};
@@ -93,15 +101,16 @@ pub(crate) enum Others {
 }
 
 /// The node's handler when it is built with `http`: callbacks by HTTP on
-/// the node's runtime, the rest to the user's handler (a blocking one on
-/// the runtime's blocking threads).
+/// the node's runtime, counted in `counts`, the rest to the user's
+/// handler (a blocking one on the runtime's blocking threads).
 pub(crate) fn handler(
     config: &HttpConfig,
     namespace: &str,
     others: Others,
     policy: &RetryPolicy,
+    counts: Arc<HttpCounters>,
 ) -> Result<AsyncHandler, DurableError> {
-    let sender = Arc::new(Sender::new(config, namespace, policy.clone())?);
+    let sender = Arc::new(Sender::new(config, namespace, policy.clone(), counts)?);
     Ok(Arc::new(move |fired: Fired| -> HandlerFuture {
         let (sender, others) = (sender.clone(), others.clone());
         Box::pin(async move {

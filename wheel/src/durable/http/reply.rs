@@ -8,8 +8,11 @@
 //! | any other status (other 4xx, 1xx) | a dead letter at once |
 //! | no reply: timeout, refused or reset connection, DNS, TLS | retry with the policy's back-off |
 //! | a request that cannot be built | a dead letter at once |
+//! | a target the private-target guard refuses | a dead letter at once |
 //!
-//! A retry on the last attempt the policy allows becomes a dead letter
+//! The back-off and the attempts are the callback's own retry policy's
+//! when it has one, else the node's; the node's attempts are the ceiling
+//! either way. A retry on the last attempt allowed becomes a dead letter
 //! whose reason is the last failure; a dead letter's reason holds the
 //! status and the first [`REASON_BODY`] bytes of the reply's body.
 
@@ -17,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::StatusCode;
 
-use super::http_date;
+use super::{guard, http_date};
 use crate::durable::retry::gave_up;
 use crate::durable::{Outcome, RetryPolicy};
 
@@ -82,9 +85,14 @@ pub(crate) fn of_status(
 }
 
 /// The verdict on a request that got no reply: a request the client
-/// refused to build is dead; a timeout, a refused or reset connection, a
+/// refused to build is dead, and so is a target the private-target guard
+/// refused; a timeout, a refused or reset connection, a
 /// DNS or TLS failure is worth another try.
 pub(crate) fn of_error(e: &reqwest::Error) -> Verdict {
+    // Resolving again finds the same private addresses: no retry.
+    if let Some(refused) = guard::refusal(e) {
+        return Verdict::Dead(refused.to_string());
+    }
     if e.is_builder() {
         return Verdict::Dead(format!("the request cannot be built: {e}"));
     }
@@ -120,18 +128,28 @@ pub(crate) fn wait_of(value: &str, now: SystemTime) -> Option<Duration> {
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// The outcome the node records for `verdict` on run number `attempt`.
-pub(crate) fn outcome(verdict: Verdict, attempt: u32, policy: &RetryPolicy) -> Outcome {
+/// The outcome the node records for `verdict` on run number `attempt`,
+/// under the node's policy and the callback's own, if it has one. The
+/// callback's policy sets the back-off and the attempts; the node's
+/// attempts stay the ceiling, as the node ends every timer's runs there.
+pub(crate) fn outcome(
+    verdict: Verdict,
+    attempt: u32,
+    node: &RetryPolicy,
+    own: Option<&RetryPolicy>,
+) -> Outcome {
+    let last = node.is_last(attempt) || own.is_some_and(|p| p.is_last(attempt));
     match verdict {
         Verdict::Done => Outcome::Done,
         Verdict::Dead(reason) => Outcome::Fail(reason),
         // The node would give up too, but with a reason that does not say
         // what went wrong: give up here, with the failure as the reason.
-        Verdict::Retry { why, .. } if policy.is_last(attempt) => {
-            Outcome::Fail(gave_up(attempt, &why))
-        }
+        Verdict::Retry { why, .. } if last => Outcome::Fail(gave_up(attempt, &why)),
         Verdict::Retry { after: Some(d), .. } => Outcome::RetryAfter(d),
-        Verdict::Retry { after: None, .. } => Outcome::Retry,
+        Verdict::Retry { after: None, .. } => match own.and_then(|p| p.delay(attempt)) {
+            Some(d) => Outcome::RetryAfter(d),
+            None => Outcome::Retry,
+        },
     }
 }
 
@@ -216,19 +234,62 @@ mod tests {
     #[test]
     fn the_policy_decides_between_a_retry_and_giving_up() {
         let policy = RetryPolicy::new().max_attempts(3);
-        assert_eq!(outcome(Verdict::Done, 3, &policy), Outcome::Done);
+        assert_eq!(outcome(Verdict::Done, 3, &policy, None), Outcome::Done);
         assert_eq!(
-            outcome(Verdict::Dead("HTTP 404".into()), 1, &policy),
+            outcome(Verdict::Dead("HTTP 404".into()), 1, &policy, None),
             Outcome::Fail("HTTP 404".into())
         );
-        assert_eq!(outcome(retry(None, "x"), 2, &policy), Outcome::Retry);
+        assert_eq!(outcome(retry(None, "x"), 2, &policy, None), Outcome::Retry);
         assert_eq!(
-            outcome(retry(Some(Duration::from_secs(1)), "x"), 2, &policy),
+            outcome(retry(Some(Duration::from_secs(1)), "x"), 2, &policy, None),
             Outcome::RetryAfter(Duration::from_secs(1))
         );
         assert_eq!(
-            outcome(retry(Some(Duration::from_secs(1)), "HTTP 503"), 3, &policy),
+            outcome(
+                retry(Some(Duration::from_secs(1)), "HTTP 503"),
+                3,
+                &policy,
+                None
+            ),
             Outcome::Fail("gave up after 3 attempts: HTTP 503".into())
+        );
+    }
+
+    #[test]
+    fn a_callbacks_policy_sets_the_back_off_and_attempts_under_the_nodes_ceiling() {
+        let node = RetryPolicy::new().max_attempts(5);
+        let own = RetryPolicy::new()
+            .initial(Duration::from_secs(1))
+            .multiplier(3.0)
+            .jitter(0.0)
+            .max_attempts(2);
+        assert_eq!(
+            outcome(retry(None, "HTTP 500"), 1, &node, Some(&own)),
+            Outcome::RetryAfter(Duration::from_secs(1))
+        );
+        assert_eq!(
+            outcome(
+                retry(Some(Duration::from_secs(9)), "HTTP 503"),
+                1,
+                &node,
+                Some(&own)
+            ),
+            Outcome::RetryAfter(Duration::from_secs(9)),
+            "Retry-After wins over the callback's back-off"
+        );
+        assert_eq!(
+            outcome(retry(None, "HTTP 500"), 2, &node, Some(&own)),
+            Outcome::Fail("gave up after 2 attempts: HTTP 500".into())
+        );
+        let generous = own.max_attempts(50);
+        assert_eq!(
+            outcome(retry(None, "HTTP 500"), 4, &node, Some(&generous)),
+            Outcome::RetryAfter(Duration::from_secs(27))
+        );
+        assert_eq!(
+            outcome(retry(None, "HTTP 500"), 5, &node, Some(&generous)),
+            Outcome::Fail("gave up after 5 attempts: HTTP 500".into()),
+            "the node's attempts are the ceiling"
         );
     }
 

@@ -8,6 +8,7 @@
 //! ([`Hosts`]). A request runs as part of its timer's task, holding a slot
 //! of its host for its whole length.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,8 +16,9 @@ use http::Uri;
 
 use super::hosts::{Hosts, HOST_BUSY_RETRY, HOST_WAIT};
 use super::reply::{self, Verdict, REASON_BODY};
-use super::{headers, sign, HttpCallback, HttpConfig};
+use super::{guard, headers, is_public_address, sign, HttpCallback, HttpConfig};
 use crate::durable::retry::unit_random;
+use crate::durable::stats::HttpCounters;
 use crate::durable::{DurableError, Fired, Outcome, RetryPolicy};
 
 /// How much of a reply's body is read at most: reading a short body to
@@ -35,6 +37,10 @@ pub(crate) struct Sender {
     /// The signing keys; none: requests go unsigned.
     keys: Vec<Vec<u8>>,
     policy: RetryPolicy,
+    /// Off: only public addresses are called (see [`guard`]).
+    allow_private: bool,
+    /// Attempts by result, for `stats`.
+    counts: Arc<HttpCounters>,
 }
 
 /// TLS for the client: rustls with the `ring` provider (no C toolchain
@@ -59,8 +65,13 @@ impl Sender {
         config: &HttpConfig,
         namespace: &str,
         policy: RetryPolicy,
+        counts: Arc<HttpCounters>,
     ) -> Result<Sender, DurableError> {
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if !config.allow_private {
+            builder = builder.dns_resolver(guard::PublicOnly);
+        }
+        let client = builder
             .tls_backend_preconfigured(tls()?)
             // A redirect is the endpoint's configuration going wrong: it is
             // a failed attempt, not followed.
@@ -81,12 +92,15 @@ impl Sender {
             namespace: namespace.into(),
             keys: config.keys(),
             policy,
+            allow_private: config.allow_private,
+            counts,
         })
     }
 
     /// Sends `cb` for the run `fired` and says how the run ended.
     pub(crate) async fn fire(&self, fired: &Fired, cb: &HttpCallback) -> Outcome {
-        reply::outcome(self.send(fired, cb).await, fired.attempt, &self.policy)
+        let verdict = self.send(fired, cb).await;
+        reply::outcome(verdict, fired.attempt, &self.policy, cb.retry.as_ref())
     }
 
     async fn send(&self, fired: &Fired, cb: &HttpCallback) -> Verdict {
@@ -94,6 +108,19 @@ impl Sender {
             Ok(uri) => uri,
             Err(e) => return Verdict::Dead(e.to_string()),
         };
+        if !self.allow_private {
+            // The client connects to a literal without resolving it, so
+            // the resolver's check never sees it: check it here.
+            let host = uri.host().unwrap_or_default();
+            if let Some(ip) = guard::literal(host).filter(|ip| !is_public_address(*ip)) {
+                let refused = guard::RefusedTarget {
+                    host: host.to_owned(),
+                    addrs: vec![ip],
+                };
+                self.counts.refused_target.fetch_add(1, Ordering::Relaxed);
+                return Verdict::Dead(refused.to_string());
+            }
+        }
         let host = host_key(&uri);
         let Some(_slot) = self.hosts.acquire(&host, HOST_WAIT).await else {
             return Verdict::Retry {
@@ -106,9 +133,13 @@ impl Sender {
             Err(why) => return Verdict::Dead(format!("the request cannot be built: {why}")),
         };
         match self.client.execute(request).await {
-            Err(e) => reply::of_error(&e),
+            Err(e) => {
+                self.count_error(&e);
+                reply::of_error(&e)
+            }
             Ok(response) => {
                 let status = response.status().as_u16();
+                self.counts.status(status);
                 let retry_after = response
                     .headers()
                     .get(http::header::RETRY_AFTER)
@@ -118,6 +149,21 @@ impl Sender {
                 reply::of_status(status, retry_after.as_deref(), &body, SystemTime::now())
             }
         }
+    }
+
+    /// Counts a request that got no reply under why; one the client
+    /// would not build was never sent and is not counted.
+    fn count_error(&self, e: &reqwest::Error) {
+        let counter = if guard::refusal(e).is_some() {
+            &self.counts.refused_target
+        } else if e.is_timeout() {
+            &self.counts.timeout
+        } else if e.is_builder() {
+            return;
+        } else {
+            &self.counts.connection_error
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The request: the callback's line, headers and body, then ours. A

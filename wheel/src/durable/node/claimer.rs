@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use super::clock::Reading;
 use super::hold::hold;
 use super::signal::Woken;
-use super::{NodeShared, STORE_BATCH};
+use super::{starter, NodeShared, STORE_BATCH};
 use crate::durable::store::{ClaimBatch, ClaimRequest, Fenced};
 use crate::durable::time::Backoff;
 use crate::sync::lock;
@@ -78,6 +78,10 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
             }
         };
         renew(shared);
+        // A safety net: runs taken for handlers resume the starts that
+        // waited for room, but a wake-up lost in a race waits no longer
+        // than this.
+        starter::resume(shared);
         // Fold notifications into the plan until it is time to claim.
         loop {
             match shared.signal.wait_until(plan.min(renew_due(shared))) {

@@ -50,6 +50,7 @@ use self::queue::Queue;
 use self::signal::Signal;
 use super::lateness::Histogram;
 use super::store::{Claimed, Fenced, Finish, Millis, Store};
+use super::LatenessBuckets;
 use super::{DurableError, ErrorDetail, Fired, Outcome, RetryPolicy};
 use crate::sync::lock;
 use crate::{Scheduler, TimerHandle};
@@ -69,6 +70,11 @@ const STORE_BATCH: usize = 256;
 /// were measured to carry one timer each at 10 000 timers/s on 3 nodes,
 /// and their fixed cost in Redis made every timer later.
 const START_CALLS: usize = 1;
+
+/// Started runs that wait for a handler at most (see `starter`): enough
+/// for the next few store calls' worth while the handlers are busy, few
+/// enough that their lease renewals stay a call or two.
+const RUN_AHEAD: usize = STORE_BATCH;
 
 /// A claimed timer held in memory until its instant.
 struct Held {
@@ -316,8 +322,17 @@ impl NodeShared {
         (h.quantile(0.5), h.quantile(0.99), h.max())
     }
 
+    /// Lateness as cumulative counts, for stats.
+    pub(crate) fn lateness_buckets(&self) -> LatenessBuckets {
+        let h = lock(&self.lateness);
+        let (count, sum) = h.count_and_sum();
+        LatenessBuckets::new(h.cumulative(LatenessBuckets::BOUNDS), count, sum)
+    }
+
+    /// Claims this node holds: scheduled, or at their instant and waiting
+    /// to start. What `max_claimed` bounds.
     pub(crate) fn held_count(&self) -> usize {
-        lock(&self.held).len()
+        lock(&self.held).len() + self.to_start.len()
     }
 
     /// Hands claims back to the store, in batches. After a batch fails the

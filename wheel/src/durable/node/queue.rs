@@ -67,6 +67,11 @@ impl<T> Queue<T> {
         s.items.drain(..n).collect()
     }
 
+    /// How many items are waiting.
+    pub(super) fn len(&self) -> usize {
+        lock(&self.state).items.len()
+    }
+
     /// Whether nothing is waiting.
     pub(super) fn is_empty(&self) -> bool {
         lock(&self.state).items.is_empty()

@@ -10,17 +10,19 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Ending, NodeShared, Started};
+use super::{starter, Ending, NodeShared, Started};
 use crate::durable::retry::gave_up;
 use crate::durable::store::Finish;
 use crate::durable::time::{millis_ceil, system_time_of};
 use crate::durable::{Fired, Outcome};
 use crate::sync::lock;
 
-pub(super) fn work(shared: &NodeShared) {
+pub(super) fn work(shared: &Arc<NodeShared>) {
     while let Some(started) = shared.to_run.take_one() {
+        starter::resume(shared);
         // The guard inside has already cleaned up after a panic.
         let _ = catch_unwind(AssertUnwindSafe(|| run(shared, started)));
     }

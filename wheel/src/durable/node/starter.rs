@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::hold::hold;
-use super::{NodeShared, Running, Started, START_CALLS, STORE_BATCH};
+use super::{NodeShared, Running, Started, RUN_AHEAD, START_CALLS, STORE_BATCH};
 use crate::durable::store::{Claimed, Fenced, Start};
 use crate::sync::lock;
 
@@ -40,7 +40,14 @@ pub(super) fn offer(shared: &Arc<NodeShared>, c: Claimed) {
         lock(&shared.hand_back).push(c);
         return;
     }
-    while !shared.to_start.is_empty() {
+    drain(shared);
+}
+
+/// Starts what waits, as long as the handlers have room for it: a claim
+/// left in `to_start` stays claimed (its start is fenced, so a claim the
+/// store took back meanwhile is only refused, never run twice).
+fn drain(shared: &Arc<NodeShared>) {
+    while !shared.to_start.is_empty() && run_room(shared) > 0 {
         if shared.starting.fetch_add(1, Ordering::SeqCst) >= START_CALLS {
             // Every call is taken: one of them takes this claim when it
             // is done (it looks at the queue again after it stops).
@@ -48,10 +55,12 @@ pub(super) fn offer(shared: &Arc<NodeShared>, c: Claimed) {
             return;
         }
         loop {
-            let batch = shared.to_start.try_take_up_to(STORE_BATCH);
+            let room = run_room(shared).min(STORE_BATCH);
+            let batch = shared.to_start.try_take_up_to(room);
             if batch.is_empty() {
                 break;
             }
+            wake_claimer_below_half(shared, batch.len());
             if shared.stopping.load(Ordering::SeqCst) {
                 lock(&shared.hand_back).extend(batch);
             } else {
@@ -59,6 +68,41 @@ pub(super) fn offer(shared: &Arc<NodeShared>, c: Claimed) {
             }
         }
         shared.starting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Called by whoever takes a started run for a handler: once there is
+/// room again, starts what waits, on a scheduler worker (the caller is a
+/// handler worker or the dispatcher, which must not wait on the store).
+pub(super) fn resume(shared: &Arc<NodeShared>) {
+    if shared.starting.load(Ordering::SeqCst) > 0
+        || shared.to_start.is_empty()
+        || run_room(shared) < RUN_AHEAD / 2
+    {
+        return;
+    }
+    let s = shared.clone();
+    // An error means the scheduler stops: shutdown hands `to_start` back.
+    let _ = shared.scheduler.schedule(Duration::ZERO, move || drain(&s));
+}
+
+/// How many more runs may be started now: started runs wait for a handler
+/// at most [`RUN_AHEAD`] deep. Past that the node is behind; starting
+/// more would only pile up runs whose leases must be renewed while they
+/// wait (and, when the renewals fall behind, runs the store gives to
+/// another run while this one still holds them).
+fn run_room(shared: &NodeShared) -> usize {
+    RUN_AHEAD.saturating_sub(shared.to_run.len())
+}
+
+/// Wakes the claimer when this take brings the claims the node holds
+/// (scheduled or waiting to start) to half of `max_claimed`: the claimer
+/// stops claiming while the node is full.
+fn wake_claimer_below_half(shared: &NodeShared, taken: usize) {
+    let half = shared.config.max_held / 2;
+    let after = shared.held_count();
+    if after + taken > half && after <= half {
+        shared.signal.notify();
     }
 }
 

@@ -18,11 +18,15 @@
 //! handle of the user's future. At shutdown the dispatcher waits up to the
 //! grace period for `in_flight` to reach zero, then aborts every future
 //! left: each such run is handed back as a retry due at once (another node
-//! runs it), and the dispatcher waits for those hand-overs too.
+//! runs it), and the dispatcher waits for those hand-overs too. A started
+//! run still waiting for a slot when the grace period ends is handed back
+//! the same way without running (the dispatcher's wait for a slot checks
+//! for the stop, so a node whose slots never free still stops).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,7 +34,7 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
 
 use super::run::{fired_of, hand_over, log_panic, panic_message, settle, RunGuard};
-use super::{NodeShared, Started};
+use super::{starter, NodeShared, Started};
 use crate::durable::store::Finish;
 use crate::durable::time::wait_until;
 use crate::durable::{DurableError, Fired, Outcome};
@@ -106,14 +110,18 @@ impl Tasks {
 /// `max_in_flight` at once, until the queue closes; then drains.
 pub(super) fn dispatch(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>) {
     let mut next_run = 0u64;
+    let mut stop_by = None;
+    let mut handed_back = 0usize;
     while let Some(started) = shared.to_run.take_one() {
-        // Wait for room: the queue keeps the rest meanwhile.
-        let mut n = lock(&tasks.in_flight);
-        while *n >= tasks.config.max_in_flight {
-            n = wait_until(&tasks.fell, n, Instant::now() + Duration::from_secs(1)).0;
+        starter::resume(shared);
+        if !wait_for_room(shared, tasks, &mut stop_by) {
+            // The node stops and no slot freed within the grace period:
+            // back to the store, due at once, as for a cancelled run.
+            let c = started.claim;
+            hand_over(shared, c.key, c.fence, Finish::Retry { delay: 0 });
+            handed_back += 1;
+            continue;
         }
-        *n += 1;
-        drop(n);
         next_run += 1;
         let (s, t) = (shared.clone(), tasks.clone());
         let run = next_run;
@@ -121,7 +129,36 @@ pub(super) fn dispatch(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>) {
             .handle
             .spawn(async move { run_task(&s, &t, run, started).await });
     }
-    drain(tasks);
+    if handed_back > 0 {
+        tracing::warn!(
+            namespace = %shared.config.namespace,
+            runs = handed_back,
+            "started runs still waiting for a slot after the shutdown grace period: handed back"
+        );
+    }
+    let stop_by = stop_by.unwrap_or_else(|| Instant::now() + tasks.config.grace);
+    drain(tasks, stop_by);
+}
+
+/// Waits for a free slot and takes it. False if the node stops and none
+/// frees by the end of the grace period (counted from when the wait first
+/// saw the node stopping).
+fn wait_for_room(shared: &NodeShared, tasks: &Tasks, stop_by: &mut Option<Instant>) -> bool {
+    let mut n = lock(&tasks.in_flight);
+    while *n >= tasks.config.max_in_flight {
+        // A short wait: shutdown does not signal `fell`.
+        let mut until = Instant::now() + Duration::from_millis(100);
+        if shared.stopping.load(Ordering::SeqCst) {
+            let by = *stop_by.get_or_insert(Instant::now() + tasks.config.grace);
+            if Instant::now() >= by {
+                return false;
+            }
+            until = until.min(by);
+        }
+        n = wait_until(&tasks.fell, n, until).0;
+    }
+    *n += 1;
+    true
 }
 
 /// One run: the user's future as a task of its own, under the run timeout.
@@ -167,14 +204,13 @@ async fn run_task(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>, run: u64, starte
     tasks.fell.notify_all();
 }
 
-/// Waits up to the grace period for the runs in flight, aborts the rest
-/// (each hands its timer back), waits for those hand-overs, and shuts an
-/// owned runtime down.
-fn drain(tasks: &Tasks) {
-    let deadline = Instant::now() + tasks.config.grace;
+/// Waits until `stop_by` (the end of the grace period) for the runs in
+/// flight, aborts the rest (each hands its timer back), waits for those
+/// hand-overs, and shuts an owned runtime down.
+fn drain(tasks: &Tasks, stop_by: Instant) {
     let mut n = lock(&tasks.in_flight);
     while *n > 0 {
-        let (guard, late) = wait_until(&tasks.fell, n, deadline);
+        let (guard, late) = wait_until(&tasks.fell, n, stop_by);
         n = guard;
         if late {
             break;
