@@ -3,71 +3,25 @@
 //! (`--allow-private-targets`).
 //!
 //! A callback's host is resolved when the timer is added, and every
-//! address it resolves to must be public (see [`is_public`]): a name that
+//! address it resolves to must be public (the library's
+//! `is_public_address`: not loopback, private, link-local with the cloud
+//! metadata addresses, carrier-grade NAT, unspecified, ...): a name that
 //! resolves to one private address among public ones is refused, since the
 //! sender may pick any of them. An IP literal is checked as it is. A name
 //! that does not resolve is refused too: the timer could never be sent.
 //! DNS can change between adding and sending, so the check at add time is
-//! a first line; the sending node checks again where the library offers it.
+//! a first line: the node checks again when it sends
+//! (`HttpConfig::allow_private_targets(false)`), and a callback refused
+//! then becomes a dead letter.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
 use axum::http::Uri;
+use wheel::durable::http::is_public_address;
 
 use crate::problem::Problem;
-
-/// Whether `ip` is a public unicast address: not loopback, private,
-/// link-local (with the cloud metadata address 169.254.169.254),
-/// carrier-grade NAT, unspecified, broadcast, multicast, documentation,
-/// benchmarking or reserved, and not an IPv6 form of one of those
-/// (mapped, NAT64, unique-local `fc00::/7` with `fd00:ec2::254`).
-pub(crate) fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => is_public_v6(v6),
-    }
-}
-
-fn is_public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
-    let special = ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || a == 0 // "this network"
-        || (a == 100 && (64..128).contains(&b)) // CGNAT 100.64/10
-        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
-        || (a == 198 && (18..20).contains(&b)) // benchmarking 198.18/15
-        || a >= 240; // reserved
-    !special
-}
-
-fn is_public_v6(ip: Ipv6Addr) -> bool {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return is_public_v4(v4);
-    }
-    let seg = ip.segments();
-    // NAT64 (64:ff9b::/96) reaches the embedded IPv4 address.
-    if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        let [a, b] = seg[6].to_be_bytes();
-        let [c, d] = seg[7].to_be_bytes();
-        return is_public_v4(Ipv4Addr::new(a, b, c, d));
-    }
-    let special = ip.is_loopback()
-        || ip.is_unspecified()
-        || ip.is_multicast()
-        || (seg[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
-        || (seg[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
-        || (seg[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
-        || (seg[0] == 0x2001 && seg[1] == 0x0db8) // documentation
-        || seg[..5] == [0, 0, 0, 0, 0]; // IPv4-compatible and other ::/80
-    !special
-}
 
 /// Resolves hosts for the checks of one request, once per host and port.
 #[derive(Default)]
@@ -147,7 +101,7 @@ async fn resolve_public(host: &str, port: u16) -> Result<(), String> {
 }
 
 fn check_addr(host: &str, ip: IpAddr) -> Result<(), String> {
-    if is_public(ip) {
+    if is_public_address(ip) {
         Ok(())
     } else {
         Err(format!(
@@ -160,59 +114,29 @@ fn check_addr(host: &str, ip: IpAddr) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn public(s: &str) -> bool {
-        is_public(s.parse().unwrap())
-    }
-
-    #[test]
-    fn private_and_special_addresses_are_not_public() {
-        for ip in [
-            "127.0.0.1",
-            "127.9.9.9",
-            "10.1.2.3",
-            "172.16.0.1",
-            "172.31.255.255",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "100.127.255.254",
-            "0.0.0.0",
-            "0.1.2.3",
-            "255.255.255.255",
-            "224.0.0.1",
-            "240.0.0.1",
-            "192.0.0.8",
-            "198.18.0.1",
-            "192.0.2.1",
-            "::1",
-            "::",
-            "fd00:ec2::254",
-            "fc00::1",
-            "fe80::1",
-            "ff02::1",
-            "::ffff:127.0.0.1",
-            "::ffff:10.0.0.1",
-            "64:ff9b::a9fe:a9fe",
-            "::127.0.0.1",
-            "2001:db8::1",
+    #[tokio::test]
+    async fn literals_and_names_of_the_own_network_are_refused() {
+        for url in [
+            "http://127.0.0.1:8080/x",
+            "http://169.254.169.254/latest",
+            "http://[fd00:ec2::254]/x",
+            "http://[::ffff:10.0.0.1]/x",
+            "http://localhost/x",
         ] {
-            assert!(!public(ip), "{ip} counted as public");
+            let p = Guard::new(false)
+                .check(url, "callback.url")
+                .await
+                .unwrap_err();
+            assert_eq!(p.field.as_deref(), Some("callback.url"), "{url}");
+            assert_eq!(p.status, 422);
         }
-    }
-
-    #[test]
-    fn ordinary_addresses_are_public() {
-        for ip in [
-            "8.8.8.8",
-            "1.1.1.1",
-            "93.184.216.34",
-            "172.32.0.1",
-            "100.128.0.1",
-            "2606:4700::1111",
-            "::ffff:8.8.8.8",
-            "64:ff9b::808:808",
-        ] {
-            assert!(public(ip), "{ip} counted as private");
-        }
+        assert!(Guard::new(true)
+            .check("http://127.0.0.1/", "u")
+            .await
+            .is_ok());
+        assert!(Guard::new(false)
+            .check("http://8.8.8.8/", "u")
+            .await
+            .is_ok());
     }
 }

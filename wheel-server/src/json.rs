@@ -17,7 +17,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use wheel::durable::http::{HttpCallback, Method};
-use wheel::durable::{DeadLetter, TimerInfo, TimerState};
+use wheel::durable::{DeadLetter, RetryPolicy, TimerInfo, TimerState};
 
 use crate::problem::Problem;
 
@@ -71,22 +71,23 @@ pub(crate) struct CallbackIn {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RetryIn {
-    /// Attempts in all, the first one included (1 to 100).
+    /// Attempts in all, the first one included (1 to 25; default 10).
     pub(crate) max_attempts: Option<u32>,
-    /// The first back-off (doubling after each failure), as `delay`.
+    /// The first back-off (doubling after each failure, up to an hour, with
+    /// 20 % jitter), as `delay`; default 1 s.
     pub(crate) backoff: Option<Delay>,
 }
 
 /// A checked [`NewTimer`]: what the store is given.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Checked {
     pub(crate) key: String,
     pub(crate) due: SystemTime,
     /// Whether `due` was given absolutely (and so takes part in the
     /// idempotency comparison).
     pub(crate) absolute: bool,
+    /// The callback, with its retry policy.
     pub(crate) callback: HttpCallback,
-    pub(crate) retry: Option<(u32, Duration)>,
 }
 
 impl NewTimer {
@@ -122,17 +123,18 @@ impl NewTimer {
             Some(k) => k,
             None => crate::timers::random_key()?,
         };
-        let callback = self.callback.check(prefix)?;
         let retry = match self.retry {
-            Some(r) => Some(r.check(&f("retry."))?),
-            None => None,
+            Some(r) => r.check(&f("retry."))?,
+            None => RetryPolicy::new(),
         };
+        // Every callback carries its policy, so that each is sent as it
+        // was added whatever the node's own policy.
+        let callback = self.callback.check(prefix)?.retry(retry);
         Ok(Checked {
             key,
             due,
             absolute,
             callback,
-            retry,
         })
     }
 }
@@ -180,24 +182,41 @@ impl CallbackIn {
     }
 }
 
+/// The most attempts a callback may ask for; the node's own policy allows
+/// as many (it is the ceiling of every callback's attempts).
+pub(crate) const MAX_ATTEMPTS: u32 = 25;
+
 impl RetryIn {
-    fn check(self, prefix: &str) -> Result<(u32, Duration), Problem> {
-        let attempts = self.max_attempts.unwrap_or(10);
-        if !(1..=100).contains(&attempts) {
-            return Err(Problem::invalid(
-                format!("{prefix}max_attempts"),
-                "1 to 100",
-            ));
+    /// The policy asked for, from the library's defaults.
+    fn check(self, prefix: &str) -> Result<RetryPolicy, Problem> {
+        let mut policy = RetryPolicy::new();
+        if let Some(n) = self.max_attempts {
+            if !(1..=MAX_ATTEMPTS).contains(&n) {
+                return Err(Problem::invalid(
+                    format!("{prefix}max_attempts"),
+                    format!("{n} is not 1 to {MAX_ATTEMPTS}"),
+                ));
+            }
+            policy = policy.max_attempts(n);
         }
-        let backoff = match &self.backoff {
-            None => Duration::from_secs(1),
-            Some(d) => d
+        if let Some(backoff) = &self.backoff {
+            let field = format!("{prefix}backoff");
+            let d = backoff
                 .duration()
-                .map_err(|why| Problem::invalid(format!("{prefix}backoff"), why))?,
-        };
-        Ok((attempts, backoff))
+                .map_err(|why| Problem::invalid(field.clone(), why))?;
+            if d.is_zero() || d > MAX_BACKOFF {
+                return Err(Problem::invalid(field, "the back-off is 1 ms to 1 day"));
+            }
+            policy = policy
+                .initial(d)
+                .max_delay(d.max(Duration::from_secs(3600)));
+        }
+        Ok(policy)
     }
 }
+
+/// The longest first back-off.
+const MAX_BACKOFF: Duration = Duration::from_secs(24 * 3600);
 
 impl Delay {
     /// The duration this delay stands for.
@@ -311,6 +330,9 @@ pub(crate) struct CallbackOut {
     pub(crate) headers: BTreeMap<String, String>,
     /// The body as text (bytes that are not UTF-8 are replaced).
     pub(crate) body: String,
+    /// Attempts in all this callback gets (absent: the node's policy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_attempts: Option<u32>,
 }
 
 /// The API's name of a state.
@@ -336,6 +358,7 @@ impl CallbackOut {
             url: cb.url,
             headers: cb.headers.into_iter().collect(),
             body: String::from_utf8_lossy(&cb.body).into_owned(),
+            max_attempts: cb.retry.as_ref().map(RetryPolicy::attempts),
         }
     }
 }

@@ -177,20 +177,61 @@ pub(crate) fn render(s: &DurableStats, requests: &Requests) -> String {
         "Claims this node made.",
         s.claims,
     );
-    out.push_str("# HELP wheel_lateness_seconds Lateness of this node's runs (start minus due).\n# TYPE wheel_lateness_seconds summary\n");
-    for (q, d) in [
-        ("0.5", s.lateness_p50),
-        ("0.99", s.lateness_p99),
-        ("1", s.lateness_max),
+    lateness(&mut out, s);
+    callbacks(&mut out, s);
+    requests.render(&mut out);
+    out
+}
+
+/// Lateness (start minus due, store clock) as a histogram, and its
+/// largest value.
+fn lateness(out: &mut String, s: &DurableStats) {
+    let b = &s.lateness_buckets;
+    out.push_str("# HELP wheel_lateness_seconds Lateness of this node's runs (start minus due).\n");
+    out.push_str("# TYPE wheel_lateness_seconds histogram\n");
+    for (le, n) in b.cumulative {
+        let _ = writeln!(
+            out,
+            "wheel_lateness_seconds_bucket{{le=\"{}\"}} {n}",
+            le.as_secs_f64()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "wheel_lateness_seconds_bucket{{le=\"+Inf\"}} {}",
+        b.count
+    );
+    let _ = writeln!(out, "wheel_lateness_seconds_sum {}", b.sum.as_secs_f64());
+    let _ = writeln!(out, "wheel_lateness_seconds_count {}", b.count);
+    metric(
+        out,
+        "wheel_lateness_max_seconds",
+        "gauge",
+        "The largest lateness of this node's runs.",
+        s.lateness_max.as_secs_f64(),
+    );
+}
+
+/// The node's callback attempts by result.
+fn callbacks(out: &mut String, s: &DurableStats) {
+    let h = &s.http;
+    out.push_str("# HELP wheel_callback_attempts_total Callback requests this node sent, by result, and targets it refused.\n");
+    out.push_str("# TYPE wheel_callback_attempts_total counter\n");
+    for (result, n) in [
+        ("2xx", h.status_2xx),
+        ("3xx", h.status_3xx),
+        ("4xx", h.status_4xx),
+        ("5xx", h.status_5xx),
+        ("other_status", h.other_status),
+        ("timeout", h.timeout),
+        ("connection_error", h.connection_error),
+        ("refused_target", h.refused_target),
     ] {
         let _ = writeln!(
             out,
-            "wheel_lateness_seconds{{quantile=\"{q}\"}} {}",
-            d.as_secs_f64()
+            "wheel_callback_attempts_total{{result=\"{result}\"}} {n}"
         );
     }
-    requests.render(&mut out);
-    out
 }
 
 /// `GET /metrics`.
@@ -222,6 +263,8 @@ mod tests {
             "wheel_http_requests_total{route=\"/v1/timers/{key}\",method=\"GET\",status=\"404\"} 2\n"
         ));
         assert!(text.contains("wheel_timers_pending 0\n"));
-        assert!(text.contains("wheel_lateness_seconds{quantile=\"0.99\"} 0\n"));
+        assert!(text.contains("wheel_lateness_seconds_bucket{le=\"0.001\"} 0\n"));
+        assert!(text.contains("wheel_lateness_seconds_bucket{le=\"+Inf\"} 0\n"));
+        assert!(text.contains("wheel_callback_attempts_total{result=\"2xx\"} 0\n"));
     }
 }

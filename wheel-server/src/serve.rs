@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
 use wheel::durable::http::HttpConfig;
-use wheel::durable::DurableTimers;
+use wheel::durable::{DurableTimers, RetryPolicy};
 
 use crate::app::{router, AppState};
 use crate::args::Args;
+use crate::json::MAX_ATTEMPTS;
 
 /// Logs to stderr, the level from `RUST_LOG` (default `info`).
 pub(crate) fn init_logs() {
@@ -48,6 +49,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let builder = DurableTimers::builder()
         .namespace(&args.namespace)
         .runtime(runtime.handle().clone())
+        // The ceiling of every callback's own policy (each carries one).
+        .retry(RetryPolicy::new().max_attempts(MAX_ATTEMPTS))
         .http(http_config(args));
     let builder = match &args.redis {
         Some(url) => builder.redis(url),

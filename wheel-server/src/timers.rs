@@ -39,18 +39,9 @@ pub(crate) fn random_key() -> Result<String, Problem> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The callback as stored, with the request's retry settings applied.
-///
-/// The library keeps one retry policy per node; until it stores one per
-/// callback, a request's `retry` is checked but the node's policy applies.
-pub(crate) fn stored_callback(c: &Checked) -> HttpCallback {
-    let _ = c.retry;
-    c.callback.clone()
-}
-
 /// Whether the stored timer `info` has the content the request `c` asks for.
 fn same_content(info: &TimerInfo, c: &Checked) -> bool {
-    HttpCallback::from_payload(&info.payload).as_ref() == Some(&stored_callback(c))
+    HttpCallback::from_payload(&info.payload).as_ref() == Some(&c.callback)
         && (!c.absolute || info.first_due == c.due)
 }
 
@@ -62,7 +53,7 @@ fn added(c: &Checked) -> Timer {
         due_at: format_time(c.due),
         first_due_at: format_time(c.due),
         attempts: 0,
-        callback: Some(CallbackOut::of(stored_callback(c))),
+        callback: Some(CallbackOut::of(c.callback.clone())),
         failed_at: None,
         reason: None,
     }
@@ -81,7 +72,7 @@ enum Added {
 /// between the add and the read frees its key: the add is tried again.
 fn add_one(t: &DurableTimers, c: &Checked) -> Result<Added, DurableError> {
     for _ in 0..ADD_TRIES {
-        if t.add_callback_if_absent(&c.key, c.due, &stored_callback(c))? {
+        if t.add_callback_if_absent(&c.key, c.due, &c.callback)? {
             return Ok(Added::Created);
         }
         if let Some(info) = t.get(&c.key)? {
@@ -212,7 +203,7 @@ fn add_batch(
 ) -> Result<Vec<BatchItem>, (Option<usize>, DurableError)> {
     let mut payloads = Vec::with_capacity(checked.len());
     for (i, c) in checked.iter().enumerate() {
-        payloads.push(stored_callback(c).to_payload().map_err(|e| (Some(i), e))?);
+        payloads.push(c.callback.to_payload().map_err(|e| (Some(i), e))?);
     }
     let entries: Vec<(&str, SystemTime, &[u8])> = checked
         .iter()

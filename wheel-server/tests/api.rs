@@ -109,6 +109,9 @@ fn adding_is_idempotent_on_the_key() {
     let mut other_time = at.clone();
     other_time["due_at"] = json!("2030-01-01T09:00:01Z");
     assert_problem(&s.post("/v1/timers", other_time), 409, Some("key"));
+    let mut other_retry = at.clone();
+    other_retry["retry"] = json!({ "max_attempts": 3 });
+    assert_problem(&s.post("/v1/timers", other_retry), 409, Some("key"));
     // A relative delay is not compared: the same callback is the same timer.
     let mut by_delay = at;
     by_delay.as_object_mut().unwrap().remove("due_at");
@@ -270,6 +273,21 @@ fn bad_requests_get_problem_documents_naming_the_field() {
         Some("callback.json"),
     );
     assert_problem(&with("key", json!("")), 422, Some("key"));
+    assert_problem(
+        &with("retry", json!({ "max_attempts": 26 })),
+        422,
+        Some("retry.max_attempts"),
+    );
+    assert_problem(
+        &with("retry", json!({ "backoff": "0s" })),
+        422,
+        Some("retry.backoff"),
+    );
+    assert_problem(
+        &with("retry", json!({ "backof": "1s" })),
+        422,
+        Some("retry.backof"),
+    );
     assert_problem(&with("dealy", json!("5m")), 422, Some("dealy"));
     assert_problem(
         &s.post("/v1/timers", json!({ "delay": "1m" })),

@@ -60,6 +60,43 @@ fn a_callback_arrives_signed_with_each_secret() {
     eventually("the timer to be done", || {
         s.get("/v1/timers/order:17:close").0 == 404
     });
+    let metrics = s
+        .client
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    for line in [
+        "wheel_callback_attempts_total{result=\"2xx\"} 1",
+        "wheel_lateness_seconds_count 1",
+        "wheel_fired_total 1",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line:?} in\n{metrics}"
+        );
+    }
+}
+
+#[test]
+fn a_callback_is_retried_as_its_own_policy_says() {
+    let rx = Receiver::start();
+    let s = Server::start(&["--allow-private-targets"]);
+    let timer = json!({
+        "key": "flaky",
+        "delay": 0,
+        "callback": { "url": rx.url("/error/1") },
+        "retry": { "max_attempts": 3, "backoff": "50ms" }
+    });
+    let (status, t) = s.post("/v1/timers", timer);
+    assert_eq!(status, 201, "{t}");
+    assert_eq!(t["callback"]["max_attempts"], 3);
+    eventually("a dead letter", || {
+        s.get("/v1/timers/flaky").1["state"] == "dead"
+    });
+    assert_eq!(rx.got().len(), 3, "three attempts, then a dead letter");
+    assert_eq!(s.get("/v1/timers/flaky").1["attempts"], 3);
 }
 
 #[test]

@@ -230,8 +230,8 @@ impl Got {
 }
 
 /// A callback receiver on loopback (axum on a runtime of its own):
-/// answers 200, except 400 on paths starting with `/fail` and 200 after
-/// 3 s on paths starting with `/slow`.
+/// answers 200, except 400 on paths starting with `/fail`, 500 on paths
+/// starting with `/error`, and 200 after 3 s on paths starting with `/slow`.
 pub struct Receiver {
     pub base: String,
     got: Arc<Mutex<Vec<Got>>>,
@@ -275,6 +275,8 @@ impl Receiver {
                 }
                 if path.starts_with("/fail") {
                     axum::http::StatusCode::BAD_REQUEST
+                } else if path.starts_with("/error") {
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR
                 } else {
                     axum::http::StatusCode::OK
                 }
