@@ -31,13 +31,13 @@ pub(crate) fn init_logs() {
         .init();
 }
 
-/// The node's HTTP settings.
+/// The node's HTTP settings: the target guard again at send time (a
+/// name's addresses can change after the add), and the signing secrets.
 fn http_config(args: &Args) -> HttpConfig {
+    let config = HttpConfig::new().allow_private_targets(args.allow_private_targets);
     args.signing_secrets
         .iter()
-        .fold(HttpConfig::new(), |config, secret| {
-            config.signing_secret(secret)
-        })
+        .fold(config, |config, secret| config.signing_secret(secret))
 }
 
 /// Runs the server until a signal, then stops it.

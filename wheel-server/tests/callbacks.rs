@@ -123,3 +123,36 @@ fn a_secret_that_does_not_parse_stops_the_start() {
         "{err}"
     );
 }
+
+#[test]
+fn a_node_without_the_permission_refuses_a_private_target_at_send_time() {
+    let rx = Receiver::start();
+    let dir = tempfile::tempdir().unwrap();
+    let data = common::data_dir(&dir);
+    // Added by a server that allows private targets...
+    let open = Server::start_on(&data, &["--allow-private-targets"]);
+    let timer = json!({ "key": "inward", "delay": "1500ms", "callback": { "url": rx.url("/in") } });
+    assert_eq!(open.post("/v1/timers", timer).0, 201);
+    assert!(open.terminate().success());
+    // ...and sent by one that does not: refused, a dead letter at once.
+    let guarded = Server::start_on(&data, &[]);
+    eventually("a dead letter", || {
+        guarded.get("/v1/timers/inward").1["state"] == "dead"
+    });
+    let dead = guarded.get("/v1/timers/inward").1;
+    let reason = dead["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("refused target"), "{dead}");
+    assert!(rx.got().is_empty(), "nothing was sent");
+    let metrics = guarded
+        .client
+        .get(format!("{}/metrics", guarded.base))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    let line = "wheel_callback_attempts_total{result=\"refused_target\"} 1";
+    assert!(
+        metrics.lines().any(|l| l == line),
+        "no {line:?} in\n{metrics}"
+    );
+}
