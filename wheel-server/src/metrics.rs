@@ -91,92 +91,26 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std:
 /// The whole exposition.
 pub(crate) fn render(s: &DurableStats, requests: &Requests) -> String {
     let mut out = String::new();
-    let g = "gauge";
-    let c = "counter";
-    metric(
-        &mut out,
-        "wheel_store_available",
-        g,
-        "1 when the store answers.",
-        u8::from(s.store_available),
-    );
-    metric(
-        &mut out,
-        "wheel_timers_pending",
-        g,
-        "Timers waiting in the store (all nodes).",
-        s.pending,
-    );
-    metric(
-        &mut out,
-        "wheel_timers_claimed",
-        g,
-        "Timers claimed or running (all nodes).",
-        s.claimed,
-    );
-    metric(
-        &mut out,
-        "wheel_timers_dead",
-        g,
-        "Dead letters (all nodes).",
-        s.dead,
-    );
-    metric(
-        &mut out,
-        "wheel_timers_held",
-        g,
-        "Timers this node holds in memory, not started.",
-        s.held,
-    );
-    metric(
-        &mut out,
-        "wheel_oldest_overdue_seconds",
-        g,
-        "How long the earliest pending timer is overdue.",
-        s.oldest_overdue.as_secs_f64(),
-    );
-    metric(
-        &mut out,
-        "wheel_fired_total",
-        c,
-        "Runs this node started.",
-        s.fired,
-    );
-    metric(
-        &mut out,
-        "wheel_retried_total",
-        c,
-        "Runs on this node that ended in a retry.",
-        s.retried,
-    );
-    metric(
-        &mut out,
-        "wheel_failed_total",
-        c,
-        "Timers this node turned into dead letters.",
-        s.failed,
-    );
-    metric(
-        &mut out,
-        "wheel_stale_total",
-        c,
-        "Runs not started: cancelled, rescheduled or claimed again.",
-        s.stale,
-    );
-    metric(
-        &mut out,
-        "wheel_store_errors_total",
-        c,
-        "Store calls that failed and were retried.",
-        s.store_errors,
-    );
-    metric(
-        &mut out,
-        "wheel_claims_total",
-        c,
-        "Claims this node made.",
-        s.claims,
-    );
+    let (g, c) = ("gauge", "counter");
+    let secs = |d: std::time::Duration| d.as_secs_f64();
+    #[rustfmt::skip]
+    let simple: [(&str, &str, &str, f64); 12] = [
+        ("wheel_store_available", g, "1 when the store answers.", f64::from(u8::from(s.store_available))),
+        ("wheel_timers_pending", g, "Timers waiting in the store (all nodes).", s.pending as f64),
+        ("wheel_timers_claimed", g, "Timers claimed or running (all nodes).", s.claimed as f64),
+        ("wheel_timers_dead", g, "Dead letters (all nodes).", s.dead as f64),
+        ("wheel_timers_held", g, "Timers this node holds in memory, not started.", s.held as f64),
+        ("wheel_oldest_overdue_seconds", g, "How long the earliest pending timer is overdue.", secs(s.oldest_overdue)),
+        ("wheel_fired_total", c, "Runs this node started.", s.fired as f64),
+        ("wheel_retried_total", c, "Runs on this node that ended in a retry.", s.retried as f64),
+        ("wheel_failed_total", c, "Timers this node turned into dead letters.", s.failed as f64),
+        ("wheel_stale_total", c, "Runs not started: cancelled, rescheduled or claimed again.", s.stale as f64),
+        ("wheel_store_errors_total", c, "Store calls that failed and were retried.", s.store_errors as f64),
+        ("wheel_claims_total", c, "Claims this node made.", s.claims as f64),
+    ];
+    for (name, kind, help, value) in simple {
+        metric(&mut out, name, kind, help, value);
+    }
     lateness(&mut out, s);
     callbacks(&mut out, s);
     requests.render(&mut out);

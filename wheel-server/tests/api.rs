@@ -233,62 +233,36 @@ fn bad_requests_get_problem_documents_naming_the_field() {
         }
         s.post("/v1/timers", t)
     };
-    assert_problem(
-        &with("due_at", json!("2030-02-30T00:00:00Z")),
-        422,
-        Some("due_at"),
-    );
-    assert_problem(&with("due_at", json!("tomorrow")), 422, Some("due_at"));
-    assert_problem(
-        &with("due_at", json!("1969-01-01T00:00:00Z")),
-        422,
-        Some("due_at"),
-    );
-    assert_problem(&with("delay", json!("5 minutes")), 422, Some("delay"));
-    assert_problem(&with("delay", json!(-5)), 422, Some("delay"));
-    assert_problem(&with("delay", json!(true)), 422, Some("delay"));
-    assert_problem(
-        &with("callback.url", json!("ftp://files.example/x")),
-        422,
-        Some("callback.url"),
-    );
-    assert_problem(
-        &with("callback.url", json!("not a url")),
-        422,
-        Some("callback.url"),
-    );
-    assert_problem(
-        &with("callback.method", json!("TRACE")),
-        422,
-        Some("callback.method"),
-    );
-    assert_problem(
-        &with("callback.headers", json!({ "webhook-id": "x" })),
-        422,
-        Some("callback.headers"),
-    );
-    assert_problem(
-        &with("callback.body", json!("text")),
-        422,
-        Some("callback.json"),
-    );
-    assert_problem(&with("key", json!("")), 422, Some("key"));
-    assert_problem(
-        &with("retry", json!({ "max_attempts": 26 })),
-        422,
-        Some("retry.max_attempts"),
-    );
-    assert_problem(
-        &with("retry", json!({ "backoff": "0s" })),
-        422,
-        Some("retry.backoff"),
-    );
-    assert_problem(
-        &with("retry", json!({ "backof": "1s" })),
-        422,
-        Some("retry.backof"),
-    );
-    assert_problem(&with("dealy", json!("5m")), 422, Some("dealy"));
+    // (field set, its value, the field the problem names)
+    let cases = [
+        ("due_at", json!("2030-02-30T00:00:00Z"), "due_at"),
+        ("due_at", json!("tomorrow"), "due_at"),
+        ("due_at", json!("1969-01-01T00:00:00Z"), "due_at"),
+        ("delay", json!("5 minutes"), "delay"),
+        ("delay", json!(-5), "delay"),
+        ("delay", json!(true), "delay"),
+        (
+            "callback.url",
+            json!("ftp://files.example/x"),
+            "callback.url",
+        ),
+        ("callback.url", json!("not a url"), "callback.url"),
+        ("callback.method", json!("TRACE"), "callback.method"),
+        (
+            "callback.headers",
+            json!({ "webhook-id": "x" }),
+            "callback.headers",
+        ),
+        ("callback.body", json!("text"), "callback.json"),
+        ("key", json!(""), "key"),
+        ("retry", json!({ "max_attempts": 26 }), "retry.max_attempts"),
+        ("retry", json!({ "backoff": "0s" }), "retry.backoff"),
+        ("retry", json!({ "backof": "1s" }), "retry.backof"),
+        ("dealy", json!("5m"), "dealy"),
+    ];
+    for (field, value, named) in cases {
+        assert_problem(&with(field, value), 422, Some(named));
+    }
     assert_problem(
         &s.post("/v1/timers", json!({ "delay": "1m" })),
         422,
@@ -304,6 +278,13 @@ fn bad_requests_get_problem_documents_naming_the_field() {
     );
     let big = json!({ "delay": "1m", "callback": { "url": "https://example.com/", "body": "x".repeat(5000) } });
     assert_problem(&s.post("/v1/timers", big), 413, None);
+    // Not one of these took the server down.
+    assert_eq!(s.get("/healthz").0, 200);
+}
+
+#[test]
+fn bad_parameters_and_routes_get_problem_documents() {
+    let s = Server::start(&[]);
     assert_problem(&s.get("/v1/timers?limit=0"), 400, Some("limit"));
     assert_problem(&s.get("/v1/timers?state=dead"), 400, Some("state"));
     assert_problem(&s.get("/v1/timers?cursor=zzz"), 400, Some("cursor"));
