@@ -8,7 +8,7 @@
 //! only on a loopback address, see `args.rs`), every request passes.
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
@@ -45,10 +45,9 @@ pub(crate) async fn require_token(
                 "send the server's token as `Authorization: Bearer <token>`",
             );
             let mut response = problem.into_response();
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                "Bearer".parse().expect("a valid header value"),
-            );
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             response
         }
         _ => next.run(request).await,

@@ -58,17 +58,21 @@ impl Guard {
             .is_some_and(|s| s.eq_ignore_ascii_case("https"));
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let key = (host.to_ascii_lowercase(), port);
-        if !self.seen.contains_key(&key) {
-            let verdict = resolve_public(&key.0, port).await;
-            self.seen.insert(key.clone(), verdict);
-        }
-        match &self.seen[&key] {
+        let verdict = match self.seen.get(&key) {
+            Some(v) => v.clone(),
+            None => {
+                let v = resolve_public(&key.0, port).await;
+                self.seen.insert(key, v.clone());
+                v
+            }
+        };
+        match verdict {
             Ok(()) => Ok(()),
             Err(why) => Err(Problem::new(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,
                 "forbidden-target",
                 "The callback's target is not allowed",
-                why.clone(),
+                why,
             )
             .at(field)),
         }
