@@ -300,8 +300,8 @@ pub(crate) fn format_time(at: SystemTime) -> String {
 pub(crate) struct Timer {
     /// The key.
     pub(crate) key: String,
-    /// `pending`, `claimed`, `running` or `dead`.
-    pub(crate) state: &'static str,
+    /// Where it is in its life.
+    pub(crate) state: State,
     /// When it is (or was) due, RFC 3339.
     pub(crate) due_at: String,
     /// When it was first due (a retry moves `due_at` but not this).
@@ -335,13 +335,28 @@ pub(crate) struct CallbackOut {
     pub(crate) max_attempts: Option<u32>,
 }
 
-/// The API's name of a state.
-pub(crate) fn state_name(state: TimerState) -> &'static str {
-    match state {
-        TimerState::Pending => "pending",
-        TimerState::Claimed => "claimed",
-        TimerState::Running => "running",
-        _ => "dead",
+/// Where a timer is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum State {
+    /// Waiting in the store; no node holds it.
+    Pending,
+    /// A node holds it until it is due; not started.
+    Claimed,
+    /// Its callback is being sent.
+    Running,
+    /// It gave up: a dead letter.
+    Dead,
+}
+
+impl From<TimerState> for State {
+    fn from(state: TimerState) -> State {
+        match state {
+            TimerState::Pending => State::Pending,
+            TimerState::Claimed => State::Claimed,
+            TimerState::Running => State::Running,
+            _ => State::Dead,
+        }
     }
 }
 
@@ -367,7 +382,7 @@ impl From<&TimerInfo> for Timer {
     fn from(t: &TimerInfo) -> Timer {
         Timer {
             key: t.key.clone(),
-            state: state_name(t.state),
+            state: t.state.into(),
             due_at: format_time(t.due),
             first_due_at: format_time(t.first_due),
             attempts: t.attempts,

@@ -18,7 +18,7 @@ use crate::{dead, json, listing, problem, timers};
         dead::list, dead::retry, dead::remove, document,
     ),
     components(schemas(
-        json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::CallbackOut,
+        json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
         json::DeadOut, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
         listing::TimerPage, listing::DeadPage, problem::Problem,
     )),

@@ -24,7 +24,7 @@ use wheel::durable::{AddMode, DurableError, DurableTimers, TimerInfo, TimerState
 
 use crate::app::{AppState, JsonBody};
 use crate::guard::Guard;
-use crate::json::{format_time, CallbackOut, Checked, Delay, NewTimer, Timer};
+use crate::json::{self, format_time, CallbackOut, Checked, Delay, NewTimer, Timer};
 use crate::listing::{self, ListQuery, TimerPage};
 use crate::problem::Problem;
 
@@ -49,7 +49,7 @@ fn same_content(info: &TimerInfo, c: &Checked) -> bool {
 fn added(c: &Checked) -> Timer {
     Timer {
         key: c.key.clone(),
-        state: "pending",
+        state: json::State::Pending,
         due_at: format_time(c.due),
         first_due_at: format_time(c.due),
         attempts: 0,
