@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,20 @@ pub(crate) fn random_key() -> Result<String, Problem> {
     getrandom::fill(&mut bytes)
         .map_err(|e| Problem::internal(&format!("no randomness for a key: {e}")))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The path of the timer `key`: the key percent-encoded as one segment
+/// (every byte but ASCII letters, digits and `-._~:@`).
+pub(crate) fn timer_path(key: &str) -> String {
+    let mut path = String::from("/v1/timers/");
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~:@".contains(&b) {
+            path.push(char::from(b));
+        } else {
+            path.push_str(&format!("%{b:02X}"));
+        }
+    }
+    path
 }
 
 /// Whether the stored timer `info` has the content the request `c` asks for.
@@ -107,7 +121,8 @@ fn conflict(key: &str) -> Problem {
 /// Adds a timer.
 #[utoipa::path(post, path = "/v1/timers", tag = "timers", request_body = NewTimer,
     responses(
-        (status = 201, description = "Added", body = Timer),
+        (status = 201, description = "Added", body = Timer,
+            headers(("Location" = String, description = "The timer's path"))),
         (status = 200, description = "A timer with this key and the same content exists", body = Timer),
         (status = 409, description = "A timer with this key exists with other content", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A field is invalid", body = Problem, content_type = "application/problem+json"),
@@ -127,7 +142,10 @@ pub(crate) async fn create(
         .await?
         .map_err(|e| Problem::durable(&e, ""))?;
     match outcome {
-        Added::Created => Ok((StatusCode::CREATED, Json(added(&c))).into_response()),
+        Added::Created => {
+            let location = [(header::LOCATION, timer_path(&c.key))];
+            Ok((StatusCode::CREATED, location, Json(added(&c))).into_response())
+        }
         Added::Same(info) => Ok((StatusCode::OK, Json(Timer::from(&info))).into_response()),
         Added::Different => Err(conflict(&c.key)),
         Added::Churning => Err(churning(&c.key)),
@@ -374,4 +392,16 @@ pub(crate) async fn list(
 ) -> Result<Json<TimerPage>, Problem> {
     let Query(query) = query.map_err(|e| Problem::query(&e))?;
     listing::timers(&state, query).await.map(Json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timer_path_encodes_its_key_as_one_segment() {
+        assert_eq!(timer_path("order:17"), "/v1/timers/order:17");
+        assert_eq!(timer_path("shop/17 é"), "/v1/timers/shop%2F17%20%C3%A9");
+        assert_eq!(timer_path("a?b#c%"), "/v1/timers/a%3Fb%23c%25");
+    }
 }

@@ -80,7 +80,13 @@ fn timers_are_added_read_moved_listed_and_cancelled() {
     );
     assert_problem(&s.get(&format!("/v1/timers/{key}")), 404, Some("key"));
     // A key with a slash travels percent-encoded.
-    assert_eq!(s.post("/v1/timers", later("shop/17")).0, 201);
+    let made = s
+        .req(Method::POST, "/v1/timers")
+        .json(&later("shop/17"))
+        .send()
+        .unwrap();
+    assert_eq!(made.status().as_u16(), 201);
+    assert_eq!(made.headers()["location"], "/v1/timers/shop%2F17");
     assert_eq!(s.get("/v1/timers/shop%2F17").1["key"], "shop/17");
     assert_eq!(s.send(Method::DELETE, "/v1/timers/shop%2F17", None).0, 204);
     assert_problem(
