@@ -15,25 +15,47 @@ use clap::Parser;
 #[command(name = "wheel-server", version, about)]
 pub(crate) struct Args {
     /// The address to listen on.
-    #[arg(long, env = "WHEEL_LISTEN", default_value = "127.0.0.1:7070")]
+    #[arg(
+        long,
+        env = "WHEEL_LISTEN",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:7070"
+    )]
     pub(crate) listen: SocketAddr,
     /// The embedded store's directory (when --redis is not given).
-    #[arg(long, env = "WHEEL_DATA", default_value = "./wheel-data")]
+    #[arg(
+        long,
+        env = "WHEEL_DATA",
+        value_name = "DIR",
+        default_value = "./wheel-data"
+    )]
     pub(crate) data: PathBuf,
-    /// A Redis URL: share one set of timers with every server on it.
-    #[arg(long, env = "WHEEL_REDIS")]
+    /// A Redis URL: share one set of timers with every server on it (its
+    /// value is never printed: it may hold a password).
+    #[arg(long, env = "WHEEL_REDIS", value_name = "URL", hide_env_values = true)]
     pub(crate) redis: Option<String>,
     /// Keeps these timers apart from other namespaces in the same store.
-    #[arg(long, env = "WHEEL_NAMESPACE", default_value = "wheel")]
+    #[arg(
+        long,
+        env = "WHEEL_NAMESPACE",
+        value_name = "NS",
+        default_value = "wheel"
+    )]
     pub(crate) namespace: String,
     /// The bearer token every /v1 request must carry. Required unless
     /// listening on a loopback address.
-    #[arg(long, env = "WHEEL_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "WHEEL_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
     pub(crate) token: Option<String>,
     /// A Standard Webhooks secret (`whsec_...`) that signs every callback;
     /// repeat it to rotate keys (each signs).
     #[arg(
         long = "signing-secret",
+        value_name = "SECRET",
         env = "WHEEL_SIGNING_SECRET",
         value_delimiter = ',',
         hide_env_values = true
@@ -44,7 +66,7 @@ pub(crate) struct Args {
     #[arg(long, env = "WHEEL_ALLOW_PRIVATE_TARGETS")]
     pub(crate) allow_private_targets: bool,
     /// The largest request body, in bytes.
-    #[arg(long, env = "WHEEL_MAX_BODY", default_value_t = 1 << 20)]
+    #[arg(long, env = "WHEEL_MAX_BODY", value_name = "BYTES", default_value_t = 1 << 20)]
     pub(crate) max_body: usize,
 }
 
