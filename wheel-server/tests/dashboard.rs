@@ -112,6 +112,16 @@ fn the_dashboard_lists_revives_and_escapes() {
     eventually("the page to ask for the token", || {
         b.text(&b.find("#notice")).contains("needs a token")
     });
+    // A wrong token is refused, and can be forgotten.
+    b.type_into(&b.find("#token"), "not-the-token");
+    b.click(&b.find("#token-save"));
+    eventually("the token to be refused", || {
+        b.text(&b.find("#notice")).contains("was refused")
+    });
+    b.click(&b.find("#token-forget"));
+    eventually("the page to ask again", || {
+        b.text(&b.find("#notice")).contains("needs a token")
+    });
     b.type_into(&b.find("#token"), TOKEN);
     b.click(&b.find("#token-save"));
     eventually("the notice to go", || b.text(&b.find("#notice")).is_empty());
@@ -192,6 +202,13 @@ fn the_dashboard_lists_revives_and_escapes() {
         counter(&b, "dead") == Some(0) && counter(&b, "fired").is_some_and(|n| n >= 2)
     });
     assert_eq!(keys(&b, "pending-rows"), ["order:17", XSS_KEY]);
+
+    // The token lasts as long as the tab: a reload needs no new one.
+    b.goto(&format!("{}/", s.base));
+    eventually("the lists after a reload", || {
+        keys(&b, "pending-rows") == ["order:17", XSS_KEY]
+    });
+    assert_eq!(b.text(&b.find("#notice")), "");
 }
 
 #[test]
