@@ -62,6 +62,13 @@ impl Browser {
     }
 
     fn start(chromium: &std::path::Path, driver: &std::path::Path) -> Browser {
+        // The client (reqwest without a TLS provider of its own) needs one
+        // installed before it is built, though it speaks only plain HTTP.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .unwrap()
@@ -73,26 +80,15 @@ impl Browser {
             .stderr(Stdio::null())
             .spawn()
             .expect("start chromedriver");
-        // The client (reqwest without a TLS provider of its own) needs one
-        // installed before it is built, though it speaks only plain HTTP.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = Client::builder()
-            .timeout(Duration::from_secs(60))
-            .build()
-            .unwrap();
-        let base = format!("http://127.0.0.1:{port}");
-        let end = Instant::now() + Duration::from_secs(20);
-        while client
-            .get(format!("{base}/status"))
-            .send()
-            .ok()
-            .and_then(|r| r.json::<Value>().ok())
-            .is_none_or(|v| v["value"]["ready"] != true)
-        {
-            assert!(Instant::now() < end, "chromedriver did not get ready");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let profile = tempfile::tempdir().unwrap();
+        // From here on a panic drops the browser, which stops chromedriver.
+        let mut browser = Browser {
+            driver: child,
+            base: format!("http://127.0.0.1:{port}"),
+            session: String::new(),
+            client,
+            _profile: tempfile::tempdir().unwrap(),
+        };
+        browser.wait_ready();
         let args = [
             "--headless",
             "--no-sandbox",
@@ -106,15 +102,11 @@ impl Browser {
         ]
         .into_iter()
         .map(str::to_owned)
-        .chain([format!("--user-data-dir={}", profile.path().display())])
+        .chain([format!(
+            "--user-data-dir={}",
+            browser._profile.path().display()
+        )])
         .collect::<Vec<_>>();
-        let mut browser = Browser {
-            driver: child,
-            base,
-            session: String::new(),
-            client,
-            _profile: profile,
-        };
         let caps = json!({ "capabilities": { "alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": { "binary": chromium, "args": args },
@@ -125,6 +117,22 @@ impl Browser {
             .unwrap_or_else(|| panic!("no session: {answer}"))
             .to_owned();
         browser
+    }
+
+    /// Waits (up to 20 s) for chromedriver to answer that it is ready.
+    fn wait_ready(&self) {
+        let end = Instant::now() + Duration::from_secs(20);
+        while self
+            .client
+            .get(format!("{}/status", self.base))
+            .send()
+            .ok()
+            .and_then(|r| r.json::<Value>().ok())
+            .is_none_or(|v| v["value"]["ready"] != true)
+        {
+            assert!(Instant::now() < end, "chromedriver did not get ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// One WebDriver command; its `value`. Panics on a WebDriver error.
