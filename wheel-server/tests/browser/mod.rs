@@ -98,6 +98,8 @@ impl Browser {
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
+            // Containers often have a small /dev/shm, which crashes tabs.
+            "--disable-dev-shm-usage",
             "--window-size=1280,1100",
         ]
         .into_iter()
