@@ -1,7 +1,8 @@
 // A wheel-server client and callback verifier, on Node.js (20+) alone.
 //
 //   const c = new WheelClient("http://127.0.0.1:7070", "s3cret");
-//   const t = await c.add({ url: "https://shop.example/close", json: { order: 17 } }, { delay: "30m" });
+//   const cb = { url: "https://shop.example/close", json: { order: 17 } };
+//   const t = await c.add(cb, { delay: "30m" });
 //
 // Every error answer throws a WheelError carrying the server's problem
 // document. `verify` checks a callback's Standard Webhooks signature. Run this
@@ -20,10 +21,13 @@ export class WheelError extends Error {
   }
 }
 
+// delay: "250ms", "90s", "15m", "2h", "7d", or milliseconds; dueAt: a Date or RFC 3339 text.
 const when = ({ dueAt, delay }) => {
-  if ((dueAt === undefined) === (delay === undefined)) throw new TypeError("give exactly one of dueAt and delay");
-  // delay: "250ms", "90s", "15m", "2h", "7d", or milliseconds; dueAt: a Date or RFC 3339 text.
-  return delay === undefined ? { due_at: dueAt instanceof Date ? dueAt.toISOString() : dueAt } : { delay };
+  if ((dueAt === undefined) === (delay === undefined)) {
+    throw new TypeError("give exactly one of dueAt and delay");
+  }
+  if (delay !== undefined) return { delay };
+  return { due_at: dueAt instanceof Date ? dueAt.toISOString() : dueAt };
 };
 const seg = encodeURIComponent;
 
@@ -33,10 +37,11 @@ export class WheelClient {
   }
 
   async #call(method, path, body, query = {}) {
-    const q = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined));
+    const defined = Object.entries(query).filter(([, v]) => v !== undefined);
+    const q = new URLSearchParams(defined).toString();
     const headers = this.token ? { Authorization: `Bearer ${this.token}` } : {};
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    const r = await fetch(`${this.base}${path}${q.size ? `?${q}` : ""}`, {
+    const r = await fetch(`${this.base}${path}${q ? `?${q}` : ""}`, {
       method, headers, body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(30_000),
     });
@@ -49,7 +54,7 @@ export class WheelClient {
     return text ? JSON.parse(text) : null;
   }
 
-  /** callback: { url, method?, headers?, json? or body? }; opts: { dueAt or delay, key?, retry? }. */
+  /** callback: { url, method?, headers?, json? or body? }; opts: { dueAt or delay, key?, retry? } */
   add(callback, { key, retry, ...at }) {
     return this.#call("POST", "/v1/timers", { key, retry, callback, ...when(at) });
   }
@@ -70,16 +75,21 @@ export class WheelClient {
 export function verify(secret, headers, body, now = Date.now() / 1000, tolerance = 300) {
   const h = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
   const [id, ts, sigs] = ["id", "timestamp", "signature"].map((n) => h[`webhook-${n}`]);
-  if (!id || !ts || !sigs) throw new Error("missing webhook-id, webhook-timestamp or webhook-signature");
+  if (!id || !ts || !sigs) {
+    throw new Error("missing webhook-id, webhook-timestamp or webhook-signature");
+  }
   if (!/^\d+$/.test(ts)) throw new Error(`bad timestamp ${JSON.stringify(ts)}`);
-  if (Math.abs(now - Number(ts)) > tolerance) throw new Error("timestamp too old or too new (a replay?)");
+  if (Math.abs(now - Number(ts)) > tolerance) {
+    throw new Error("timestamp too old or too new (a replay?)");
+  }
   const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64"); // padding may be left out
   const mac = createHmac("sha256", key).update(`${id}.${ts}.`).update(body).digest("base64");
   const expected = Buffer.from(mac);
   for (const entry of sigs.split(" ")) {
     const [version, sig = ""] = entry.split(",");
     const got = Buffer.from(sig);
-    if (version === "v1" && got.length === expected.length && timingSafeEqual(got, expected)) return;
+    const same = got.length === expected.length && timingSafeEqual(got, expected);
+    if (version === "v1" && same) return;
   }
   throw new Error("no signature matches");
 }
@@ -104,8 +114,9 @@ async function demo() {
   });
   await new Promise((r) => rx.listen(0, "127.0.0.1", r)); // port 0: a free one
   const here = `http://127.0.0.1:${rx.address().port}`;
-  const c = new WheelClient(process.env.WHEEL_URL ?? "http://127.0.0.1:7070", process.env.WHEEL_TOKEN);
-  const secret = process.env.WHEEL_SIGNING_SECRET.split(",")[0];
+  const { WHEEL_URL = "http://127.0.0.1:7070", WHEEL_TOKEN, WHEEL_SIGNING_SECRET } = process.env;
+  const c = new WheelClient(WHEEL_URL, WHEEL_TOKEN);
+  const secret = WHEEL_SIGNING_SECRET.split(",")[0];
 
   const t = await c.add({ url: `${here}/hello`, json: { hello: "wheel" } }, { delay: "2s" });
   console.log(`added ${t.key}, due ${t.due_at}`);
@@ -114,13 +125,15 @@ async function demo() {
   const later = `demo:${randomBytes(4).toString("hex")}`;
   await c.add({ url: `${here}/later` }, { key: later, delay: "1h" });
   await c.reschedule(later, { delay: "2h" });
-  if (!(await c.list({ limit: 1000 })).timers.some((x) => x.key === later)) throw new Error("not listed");
+  const listed = (await c.list({ limit: 1000 })).timers.some((x) => x.key === later);
+  if (!listed) throw new Error(`${later} not listed`);
   await c.cancel(later);
   await c.get(later).catch((e) => console.log(`cancelled, then: ${e.message}`));
   const fail = `demo:fail:${randomBytes(4).toString("hex")}`;
   await c.add({ url: `${here}/fail` }, { key: fail, delay: 0, retry: { max_attempts: 1 } });
   await waitFor(async () => (await c.get(fail)).state === "dead");
-  if (!(await c.deadLetters()).dead_letters.some((d) => d.key === fail)) throw new Error("no dead letter");
+  const dead = (await c.deadLetters()).dead_letters.some((d) => d.key === fail);
+  if (!dead) throw new Error(`${fail} not among the dead letters`);
   console.log(`dead letter ${fail}; retried: ${(await c.retryDead(fail)).state}`);
   await waitFor(async () => (await c.get(fail)).state === "dead");
   await c.cancel(fail); // removes the dead letter
@@ -133,7 +146,12 @@ async function demo() {
     ["tampered body", Buffer.concat([got.body, Buffer.from(" ")]), undefined],
     ["stale timestamp", got.body, Date.now() / 1000 + 600],
   ]) {
-    try { verify(secret, got.headers, body, now); } catch (e) { console.log(`${what} rejected: ${e.message}`); continue; }
+    try {
+      verify(secret, got.headers, body, now);
+    } catch (e) {
+      console.log(`${what} rejected: ${e.message}`);
+      continue;
+    }
     throw new Error(`${what} accepted`);
   }
   rx.close();

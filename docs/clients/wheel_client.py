@@ -23,7 +23,8 @@ class WheelError(Exception):
 
 
 def _when(due_at, delay):
-    """delay: "250ms", "90s", "15m", "2h", "7d" or milliseconds; due_at: RFC 3339 or an aware datetime."""
+    """delay: "250ms", "90s", "15m", "2h", "7d" or milliseconds;
+    due_at: RFC 3339 text or an aware datetime."""
     if (due_at is None) == (delay is None):
         raise ValueError("give exactly one of due_at and delay")
     if due_at is None:
