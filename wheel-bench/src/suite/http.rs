@@ -414,7 +414,10 @@ fn memory_table(p: &HttpParams, progress: &Progress, figures: &mut HttpFigures) 
          The receiver runs in the same process, so its side of each connection is counted too; \
          the control holds as many requests sent by plain threads (the receiver's side and a \
          thread's few hundred heap bytes), and the node's share is the difference (the figure \
-         the target reads; the whole when the control failed).",
+         the target reads; the whole when the control failed). The last row holds as many \
+         requests sent by a bare reqwest client, the node's own HTTP client: its share is the \
+         floor under the node's (HTTP/1.1 takes a connection per request in flight, and hyper \
+         gives each an 8 KiB head buffer and reserves 8 KiB to read the reply).",
         p.in_flight,
         p.hold.as_secs()
     );
@@ -426,7 +429,7 @@ fn memory_table(p: &HttpParams, progress: &Progress, figures: &mut HttpFigures) 
             "requests open",
             "whole process, per request",
             "receiver alone",
-            "node's share",
+            "sender's share (less the receiver)",
             "check",
         ],
     );
@@ -440,9 +443,9 @@ fn memory_table(p: &HttpParams, progress: &Progress, figures: &mut HttpFigures) 
     // The receiver alone, for the node's share: the hold only has to
     // outlast the measurement.
     let control = http::in_flight_control(p.in_flight, Duration::from_secs(2));
+    let rx = control.as_ref().map(|c| c.bytes_per).ok();
     match whole {
         Ok(InFlight { open, bytes_per }) => {
-            let rx = control.as_ref().map(|c| c.bytes_per).ok();
             let node = rx.map(|rx| bytes_per - rx);
             figures.in_flight = Some(node.unwrap_or(bytes_per));
             t.row(vec![
@@ -454,6 +457,19 @@ fn memory_table(p: &HttpParams, progress: &Progress, figures: &mut HttpFigures) 
                 "ok".into(),
             ]);
         }
+        Err(e) => t.row(vec![name.into(), Check::Failed(e).label()]),
+    }
+    // The HTTP client alone, the floor under the node's share.
+    let name = "reqwest alone (the node's HTTP client, one task per request)";
+    match http::in_flight_reqwest(p.in_flight, Duration::from_secs(2)) {
+        Ok(InFlight { open, bytes_per }) => t.row(vec![
+            name.into(),
+            fmt_count(open),
+            kib(bytes_per),
+            rx.map_or("-".into(), kib),
+            rx.map_or("-".into(), |rx| kib(bytes_per - rx)),
+            "ok".into(),
+        ]),
         Err(e) => t.row(vec![name.into(), Check::Failed(e).label()]),
     }
     t

@@ -197,6 +197,47 @@ pub fn in_flight_control(n: usize, hold: Duration) -> Result<InFlight, String> {
     })
 }
 
+/// The client's floor for [`in_flight`]: `n` requests sent by a bare
+/// reqwest client (the one the node sends with, default settings, one
+/// task per request) and held open by the receiver, counted the same way.
+/// Less the receiver's side ([`in_flight_control`]), it is what the HTTP
+/// client alone costs per request in flight, before anything of the node.
+pub fn in_flight_reqwest(n: usize, hold: Duration) -> Result<InFlight, String> {
+    // wheel builds reqwest without a TLS provider; plain HTTP needs none,
+    // but the builder wants one installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rx = Receiver::start(hold).map_err(|e| e.to_string())?;
+    let url = rx.url();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let counting = Counting::start();
+    for i in 0..n {
+        let (c, url) = (client.clone(), url.clone());
+        rt.spawn(async move {
+            let sent = c.post(url).header("wheel-timer-key", key(i)).send().await;
+            drop(sent);
+        });
+    }
+    let all = rx.wait_for(n, SystemTime::now() + hold);
+    let live = counting.live_bytes();
+    drop(counting);
+    let open = rx.received();
+    rt.shutdown_timeout(hold);
+    if !all || open == 0 {
+        return Err(format!("only {open} of {n} requests arrived"));
+    }
+    Ok(InFlight {
+        open,
+        bytes_per: live as f64 / open as f64,
+    })
+}
+
 /// `n` callbacks due at once on the embedded store, to an endpoint that
 /// answers after `hold`; the live bytes of the whole process (node and
 /// receiver: an upper bound for the node's share) once all `n` are open.
