@@ -24,7 +24,10 @@ pub struct Received {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
-    /// The machine's clock when its head arrived.
+    /// The machine's clock when its connection was accepted: the node
+    /// opens a connection only to send a request at once, and the moment
+    /// of the accept varies less under load than when the connection's
+    /// thread gets to read the head.
     pub at: SystemTime,
 }
 

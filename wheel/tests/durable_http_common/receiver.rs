@@ -7,13 +7,15 @@
 //! none waits on another: a script that sleeps or waits at a [`Gate`]
 //! holds up only its own request.
 //!
-//! Invariants: a request is recorded, numbered among its path's requests
-//! and counted in flight once its head and body are read, before its
-//! script runs; it stops counting in flight when its script returns. Each
-//! connection carries one request: every reply says `Connection: close`,
-//! so the client never reuses a connection the receiver is about to close.
-//! The node always sends a `Content-Length` (its bodies are whole byte
-//! buffers), so that is the only body framing read here.
+//! Invariants: a request's time is its connection's accept, taken on the
+//! listener's thread before anything else is done with it. A request is
+//! recorded, numbered among its path's requests and counted in flight once
+//! its head and body are read, before its script runs; it stops counting
+//! in flight when its script returns. Each connection carries one request:
+//! every reply says `Connection: close`, so the client never reuses a
+//! connection the receiver is about to close. The node always sends a
+//! `Content-Length` (its bodies are whole byte buffers), so that is the
+//! only body framing read here.
 //!
 //! [`Gate`]: super::Gate
 
@@ -184,6 +186,7 @@ fn listen() -> TcpListener {
 
 fn accept(listener: &TcpListener, log: &Arc<Log>, script: &Arc<Script>, stop: &AtomicBool) {
     for stream in listener.incoming() {
+        let at = SystemTime::now();
         if stop.load(Ordering::SeqCst) {
             return;
         }
@@ -196,15 +199,15 @@ fn accept(listener: &TcpListener, log: &Arc<Log>, script: &Arc<Script>, stop: &A
         let (log, script) = (log.clone(), script.clone());
         std::thread::Builder::new()
             .stack_size(STACK)
-            .spawn(move || answer(&stream, &log, script.as_ref()))
+            .spawn(move || answer(&stream, at, &log, script.as_ref()))
             .expect("a connection thread");
     }
 }
 
 /// Reads the connection's request, records it, runs the script, writes
 /// its reply and closes the connection.
-fn answer(stream: &TcpStream, log: &Log, script: &Script) {
-    let Some(received) = read_request(stream) else {
+fn answer(stream: &TcpStream, at: SystemTime, log: &Log, script: &Script) {
+    let Some(received) = read_request(stream, at) else {
         return; // closed before a whole request, or the wake-up from drop
     };
     let nth = log.record(received.clone());
@@ -215,11 +218,10 @@ fn answer(stream: &TcpStream, log: &Log, script: &Script) {
 }
 
 /// One request: the request line, the headers up to the empty line, and
-/// `Content-Length` bytes of body.
-fn read_request(stream: &TcpStream) -> Option<Received> {
+/// `Content-Length` bytes of body, on a connection accepted at `at`.
+fn read_request(stream: &TcpStream, at: SystemTime) -> Option<Received> {
     let mut reader = BufReader::new(stream);
     let first = read_line(&mut reader)?;
-    let at = SystemTime::now();
     let mut words = first.split(' ');
     let (method, path) = (words.next()?.to_owned(), words.next()?.to_owned());
     let mut headers = Vec::new();
