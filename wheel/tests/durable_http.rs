@@ -466,13 +466,7 @@ fn add_callback_refuses_bad_input_with_typed_errors_and_stores_nothing() {
 #[test]
 fn a_slow_host_at_its_limit_does_not_hold_up_another_host() {
     let gate = Gate::default();
-    let slow = {
-        let gate = gate.clone();
-        Receiver::start(move |_, _| {
-            gate.wait();
-            Reply::status(200)
-        })
-    };
+    let slow = Receiver::gated(&gate);
     let fast = Receiver::ok();
     let dir = tempfile::tempdir().unwrap();
     let timers = DurableTimers::builder()

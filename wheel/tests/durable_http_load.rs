@@ -9,8 +9,7 @@ mod durable_http_common;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use durable_http_common::eventually;
-use durable_http_common::hold::HoldReceiver;
+use durable_http_common::{eventually, Gate, Receiver};
 use wheel::durable::http::{HttpCallback, HttpConfig, Method};
 use wheel::durable::{DurableTimers, RetryPolicy};
 
@@ -19,7 +18,8 @@ const HELD: usize = 1_500;
 
 #[test]
 fn two_thousand_callbacks_due_together_are_in_flight_at_once_on_two_workers() {
-    let rx = HoldReceiver::start(HELD);
+    let gate = Gate::opening_at(HELD);
+    let rx = Receiver::gated(&gate);
     let dir = tempfile::tempdir().unwrap();
     let timers = DurableTimers::builder()
         .embedded(dir.path().join("timers"))
@@ -50,13 +50,13 @@ fn two_thousand_callbacks_due_together_are_in_flight_at_once_on_two_workers() {
         s.pending == 0 && s.claimed == 0
     });
     assert!(
-        rx.max_open() >= HELD,
+        rx.max_in_flight() >= HELD,
         "only {} requests were in flight at once",
-        rx.max_open()
+        rx.max_in_flight()
     );
     let mut seen: HashMap<String, usize> = HashMap::new();
-    for k in rx.keys() {
-        *seen.entry(k).or_default() += 1;
+    for r in rx.requests() {
+        *seen.entry(r.key()).or_default() += 1;
     }
     assert_eq!(seen.len(), CALLBACKS, "a callback did not arrive");
     assert!(seen.values().all(|n| *n == 1), "a callback arrived twice");

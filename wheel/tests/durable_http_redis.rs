@@ -15,8 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use durable_http_common::hold::{Held, HoldReceiver};
-use durable_http_common::{eventually, Receiver, Reply};
+use durable_http_common::{eventually, Gate, Received, Receiver, Reply};
 use wheel::durable::http::{HttpCallback, HttpConfig, Method};
 use wheel::durable::{DurableTimers, RetryPolicy};
 use wheel_testkit::{RedisServer, ServerOptions};
@@ -173,7 +172,8 @@ fn requests_in_flight_when_their_node_is_killed_are_sent_again_after_the_lease()
     let url = server.url();
     const N: usize = 20;
     // Holds every request until released: node A's stay in flight.
-    let rx = HoldReceiver::start(usize::MAX);
+    let gate = Gate::default();
+    let rx = Receiver::gated(&gate);
     let mut a = Command::new(durable_common::node_binary())
         .args([
             "--redis",
@@ -204,10 +204,10 @@ fn requests_in_flight_when_their_node_is_killed_are_sent_again_after_the_lease()
         client.add_callback(&format!("held:{i}"), due, &cb).unwrap();
     }
     rx.wait_for(N);
-    assert_eq!(rx.max_open(), N, "every request held in flight");
+    assert_eq!(rx.max_in_flight(), N, "every request held in flight");
     a.kill().unwrap(); // SIGKILL: no reply seen, the claims left held
     a.wait().unwrap();
-    rx.release();
+    gate.open();
     // Another node takes the claims over when their lease ends.
     let b = DurableTimers::builder()
         .redis(&url)
@@ -225,17 +225,20 @@ fn requests_in_flight_when_their_node_is_killed_are_sent_again_after_the_lease()
     let got = rx.requests();
     assert_eq!(got.len(), 2 * N, "an extra request");
     assert!(client.dead_letters(10).unwrap().is_empty());
-    let mut by_key: HashMap<String, Vec<Held>> = HashMap::new();
-    for h in got {
-        by_key.entry(h.key.clone()).or_default().push(h);
+    let mut by_key: HashMap<String, Vec<Received>> = HashMap::new();
+    for r in got {
+        by_key.entry(r.key()).or_default().push(r);
     }
     assert_eq!(by_key.len(), N, "a callback was lost");
     for (key, runs) in by_key {
         assert_eq!(runs.len(), 2, "{key}: {runs:?}");
         let (a, b) = (&runs[0], &runs[1]);
-        assert!(b.fence > a.fence, "{key}: {runs:?}, not a new claim");
-        assert!(b.attempt > a.attempt && a.attempt == 1, "{key}: {runs:?}");
-        assert_eq!(a.webhook_id, b.webhook_id, "{key}: one delivery");
+        assert!(b.fence() > a.fence(), "{key}: {runs:?}, not a new claim");
+        assert!(
+            b.attempt() > a.attempt() && a.attempt() == 1,
+            "{key}: {runs:?}"
+        );
+        assert_eq!(a.webhook_id(), b.webhook_id(), "{key}: one delivery");
     }
     assert_eq!(b.stats().fired, N as u64);
     b.shutdown().unwrap();

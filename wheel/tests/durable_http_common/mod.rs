@@ -1,13 +1,11 @@
-//! A scripted HTTP receiver on loopback for the callback tests: records
-//! every request as it arrives and answers it from a script, each answer on
-//! a thread of its own (so a slow or held answer holds up nothing else).
+//! Helpers for the HTTP-callback tests: the receiver (an HTTP server on
+//! loopback that records every request and answers it from the test's
+//! script, see [`receiver`]), what it records of a request and what a
+//! script answers, a gate scripts wait at, and nodes with short back-offs.
 //! Test files that use it declare `mod durable_common;` too.
 #![allow(dead_code)] // each test file uses a different subset
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use wheel::durable::http::{verify_signature, HttpConfig};
@@ -15,7 +13,9 @@ use wheel::durable::{DurableTimers, RetryPolicy};
 
 pub use crate::durable_common::{eventually, LIVENESS};
 
-pub mod hold;
+mod receiver;
+
+pub use receiver::Receiver;
 
 /// One request as the receiver saw it.
 #[derive(Debug, Clone)]
@@ -24,7 +24,10 @@ pub struct Received {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
-    /// The machine's clock when its head arrived.
+    /// The machine's clock when its connection was accepted: the node
+    /// opens a connection only to send a request at once, and the moment
+    /// of the accept varies less under load than when the connection's
+    /// thread gets to read the head.
     pub at: SystemTime,
 }
 
@@ -114,140 +117,6 @@ impl Reply {
     }
 }
 
-/// The script: given a request and which request to its path this is (1
-/// for the first), the reply. It runs on the request's own thread and may
-/// sleep or block.
-pub type Script = dyn Fn(&Received, usize) -> Reply + Send + Sync;
-
-#[derive(Default)]
-struct Log {
-    requests: Mutex<Vec<Received>>,
-    arrived: Condvar,
-    in_flight: AtomicUsize,
-    max_in_flight: AtomicUsize,
-}
-
-/// A receiver on a free loopback port, stopped when dropped.
-pub struct Receiver {
-    server: Arc<tiny_http::Server>,
-    log: Arc<Log>,
-    port: u16,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Receiver {
-    pub fn start(script: impl Fn(&Received, usize) -> Reply + Send + Sync + 'static) -> Receiver {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let port = server.server_addr().to_ip().unwrap().port();
-        let log = Arc::new(Log::default());
-        let script: Arc<Script> = Arc::new(script);
-        let thread = {
-            let (server, log) = (server.clone(), log.clone());
-            std::thread::spawn(move || serve(&server, &log, &script))
-        };
-        Receiver {
-            server,
-            log,
-            port,
-            thread: Some(thread),
-        }
-    }
-
-    /// Answers 200 to everything.
-    pub fn ok() -> Receiver {
-        Receiver::start(|_, _| Reply::status(200))
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    pub fn requests(&self) -> Vec<Received> {
-        self.log.requests.lock().unwrap().clone()
-    }
-
-    /// Waits until at least `n` requests arrived; panics after LIVENESS.
-    pub fn wait_for(&self, n: usize) -> Vec<Received> {
-        let until = Instant::now() + LIVENESS;
-        let mut got = self.log.requests.lock().unwrap();
-        while got.len() < n {
-            let now = Instant::now();
-            assert!(
-                now < until,
-                "only {} of {n} requests after {LIVENESS:?}",
-                got.len()
-            );
-            got = self.log.arrived.wait_timeout(got, until - now).unwrap().0;
-        }
-        got.clone()
-    }
-
-    /// The most requests that were in flight at once.
-    pub fn max_in_flight(&self) -> usize {
-        self.log.max_in_flight.load(Ordering::SeqCst)
-    }
-
-    /// Requests by timer key, each key's in order of arrival.
-    pub fn by_key(&self) -> HashMap<String, Vec<Received>> {
-        let mut m: HashMap<String, Vec<Received>> = HashMap::new();
-        for r in self.requests() {
-            m.entry(r.key()).or_default().push(r);
-        }
-        m
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn serve(server: &tiny_http::Server, log: &Arc<Log>, script: &Arc<Script>) {
-    let mut per_path: HashMap<String, usize> = HashMap::new();
-    while let Ok(mut request) = server.recv() {
-        let at = SystemTime::now();
-        let mut body = Vec::new();
-        let _ = request.as_reader().read_to_end(&mut body);
-        let received = Received {
-            method: request.method().as_str().to_owned(),
-            path: request.url().to_owned(),
-            headers: request
-                .headers()
-                .iter()
-                .map(|h| (h.field.as_str().to_string(), h.value.as_str().to_owned()))
-                .collect(),
-            body,
-            at,
-        };
-        let nth = {
-            let n = per_path.entry(received.path.clone()).or_default();
-            *n += 1;
-            *n
-        };
-        let now = log.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        log.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        log.requests.lock().unwrap().push(received.clone());
-        log.arrived.notify_all();
-        let (log, script) = (log.clone(), script.clone());
-        std::thread::spawn(move || {
-            let reply = script(&received, nth);
-            log.in_flight.fetch_sub(1, Ordering::SeqCst);
-            let mut response =
-                tiny_http::Response::from_data(reply.body).with_status_code(reply.status);
-            for (name, value) in &reply.headers {
-                let h = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).unwrap();
-                response = response.with_header(h);
-            }
-            // The client may have given up (a timeout): nothing to do then.
-            let _ = request.respond(response);
-        });
-    }
-}
-
 /// What the reference Python verifier (`standardwebhooks` from PyPI) says
 /// of a received request under `secret`: whether it accepts the request as
 /// received, with its body changed, and 10 minutes after it was sent (the
@@ -320,26 +189,49 @@ pub fn closed_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-/// A gate that scripts wait at until the test opens it (or LIVENESS).
+/// A gate that scripts wait at until it opens: when the test opens it,
+/// when as many scripts as its threshold wait at it at once, or, so that
+/// nothing hangs, when a script has waited LIVENESS. Once open it stays
+/// open, and later scripts pass at once.
 #[derive(Clone, Default)]
-pub struct Gate(Arc<(Mutex<bool>, Condvar)>);
+pub struct Gate(Arc<(Mutex<GateState>, Condvar)>);
+
+#[derive(Default)]
+struct GateState {
+    open: bool,
+    waiting: usize,
+    threshold: Option<usize>,
+}
 
 impl Gate {
+    /// A gate that opens itself once `threshold` scripts wait at it at once.
+    pub fn opening_at(threshold: usize) -> Gate {
+        let gate = Gate::default();
+        gate.0 .0.lock().unwrap().threshold = Some(threshold);
+        gate
+    }
+
     pub fn open(&self) {
-        *self.0 .0.lock().unwrap() = true;
+        self.0 .0.lock().unwrap().open = true;
         self.0 .1.notify_all();
     }
 
     pub fn wait(&self) {
         let until = Instant::now() + LIVENESS;
-        let mut open = self.0 .0.lock().unwrap();
-        while !*open {
+        let mut st = self.0 .0.lock().unwrap();
+        st.waiting += 1;
+        if st.threshold.is_some_and(|t| st.waiting >= t) {
+            st.open = true;
+            self.0 .1.notify_all();
+        }
+        while !st.open {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return;
+                break;
             }
-            open = self.0 .1.wait_timeout(open, left).unwrap().0;
+            st = self.0 .1.wait_timeout(st, left).unwrap().0;
         }
+        st.waiting -= 1;
     }
 }
 
