@@ -485,13 +485,7 @@ fn metrics_health_readiness_and_the_page() {
     assert_eq!(s.post("/v1/timers", later("m")).0, 201);
     assert_eq!(s.get("/healthz"), (200, json!({ "status": "ok" })));
     assert_eq!(s.get("/readyz"), (200, json!({ "status": "ready" })));
-    let text = s
-        .client
-        .get(format!("{}/metrics", s.base))
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
+    let text = s.metrics();
     for line in [
         "wheel_store_available 1",
         "wheel_timers_dead 0",
@@ -502,13 +496,7 @@ fn metrics_health_readiness_and_the_page() {
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
     eventually("the pending count", || {
-        let text = s
-            .client
-            .get(format!("{}/metrics", s.base))
-            .send()
-            .unwrap()
-            .text()
-            .unwrap();
+        let text = s.metrics();
         text.lines().any(|l| l == "wheel_timers_pending 1")
     });
     let page = s.client.get(format!("{}/", s.base)).send().unwrap();

@@ -60,13 +60,7 @@ fn a_callback_arrives_signed_with_each_secret() {
     eventually("the timer to be done", || {
         s.get("/v1/timers/order:17:close").0 == 404
     });
-    let metrics = s
-        .client
-        .get(format!("{}/metrics", s.base))
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
+    let metrics = s.metrics();
     for line in [
         "wheel_callback_attempts_total{result=\"2xx\"} 1",
         "wheel_lateness_seconds_count 1",

@@ -52,13 +52,7 @@ fn timers_added_through_one_server_fire_once_across_two() {
     assert_eq!(per_key.len(), 200);
     assert!(per_key.values().all(|n| *n == 1), "a callback came twice");
     let fired = |s: &Server| -> u64 {
-        let text = s
-            .client
-            .get(format!("{}/metrics", s.base))
-            .send()
-            .unwrap()
-            .text()
-            .unwrap();
+        let text = s.metrics();
         text.lines()
             .find_map(|l| l.strip_prefix("wheel_fired_total "))
             .unwrap()

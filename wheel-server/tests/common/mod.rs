@@ -99,6 +99,16 @@ impl Server {
     }
 
     /// Stops the server with SIGTERM and waits for it to exit.
+    /// The text of `/metrics` (open: no token needed).
+    pub fn metrics(&self) -> String {
+        self.client
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap()
+    }
+
     pub fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
