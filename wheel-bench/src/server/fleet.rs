@@ -6,9 +6,9 @@
 //! arrival minus its requested due time.
 //!
 //! With a kill, the second server gets SIGKILL at `kill_after` past the
-//! first due time; the run then waits until a lease (the servers', the
-//! library's default) and a second past both the kill and the last due
-//! time, and then `bound` more. The timers it held come back when their
+//! first due time; the run then waits until the later of the last due
+//! time and the kill plus a lease (the servers', the library's default),
+//! plus a second and `bound`. The timers it held come back when their
 //! lease ends, through the other server: the latest arrival says how long
 //! that took. A request it had sent just before dying may be sent again
 //! by the other server, with a new `Wheel-Fence`: at-least-once, counted
