@@ -62,6 +62,22 @@ fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// Whether `var` is one of the variables cargo sets for the package it
+/// runs (not one of cargo's own settings, such as `CARGO_HOME` or
+/// `CARGO_PROFILE_*`, which the build keeps).
+fn is_package_var(var: &str) -> bool {
+    var.starts_with("CARGO_PKG_")
+        || matches!(
+            var,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "OUT_DIR"
+        )
+}
+
 /// The release binary of `wheel-server`, built (or found up to date) by
 /// cargo first; or `WHEEL_SERVER_BIN`.
 pub fn binary() -> Result<PathBuf, String> {
@@ -77,7 +93,17 @@ pub fn binary() -> Result<PathBuf, String> {
     let built = target.join("release").join("wheel-server");
     let manifest = workspace_manifest();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(&cargo)
+    let mut cmd = Command::new(&cargo);
+    // `cargo run` gives the bench its package's variables; a build script
+    // among the server's dependencies reruns when CARGO_MANIFEST_DIR
+    // changes, so passing them on would rebuild half the server each time
+    // the bench and a plain `cargo build` take turns.
+    for (var, _) in std::env::vars_os() {
+        if var.to_str().is_some_and(is_package_var) {
+            cmd.env_remove(var);
+        }
+    }
+    let out = cmd
         .args(["build", "--release", "--quiet", "-p", "wheel-server"])
         .arg("--manifest-path")
         .arg(&manifest)
@@ -267,6 +293,26 @@ mod tests {
         assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
         assert_eq!(tail("a", 5), "a");
         assert_eq!(tail("", 5), "");
+    }
+
+    #[test]
+    fn only_the_run_packages_variables_are_dropped() {
+        for var in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_BIN_NAME",
+            "OUT_DIR",
+        ] {
+            assert!(is_package_var(var), "{var}");
+        }
+        for var in [
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_PROFILE_RELEASE_LTO",
+            "PATH",
+        ] {
+            assert!(!is_package_var(var), "{var}");
+        }
     }
 
     #[test]
