@@ -94,6 +94,16 @@ fn rate_over(p: &FleetParams) -> String {
     )
 }
 
+/// The machine's one-minute load average for progress lines: the server,
+/// wrk and Redis share the machine's cores, so a busy machine shows in
+/// every figure.
+fn load_avg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(|l| format!(" (load {l})")))
+        .unwrap_or_default()
+}
+
 /// Starts the section's Redis server, or says why there is none.
 fn start_redis(progress: &Progress) -> Option<RedisServer> {
     if !RedisServer::available() {
@@ -132,7 +142,10 @@ pub fn run_server(s: &Settings, progress: &Progress, results: &mut Results) {
     }
     let mut figures = ServerFigures::default();
     let single = bin.as_ref().map_err(Clone::clone).and_then(|bin| {
-        progress.say("server: one server, embedded store: idle, adds, batches, idle again");
+        progress.say(format!(
+            "server: one server, embedded store: idle, adds, batches, idle again{}",
+            load_avg()
+        ));
         load::run(bin, &p.load, with_wrk)
     });
     figures.single(&single);
