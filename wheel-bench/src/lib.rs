@@ -23,6 +23,8 @@
 //! - [`durable`]: our durable timers against the one-second Redis time
 //!   wheel that users build by hand (rebuilt here), with the section's
 //!   runs and its own chart;
+//! - [`server`]: the `wheel-server` binary under load from `wrk`, idle,
+//!   and two of them on one Redis sending callbacks, one killed;
 //! - [`report`] and [`chart`]: text and Markdown tables, the machine's facts,
 //!   the generated sections of `docs/benchmarks.md`, the SVG chart;
 //! - [`alloc`]: the counting global allocator behind the memory figures;
@@ -40,6 +42,7 @@ pub mod durable;
 pub mod peers;
 pub mod report;
 pub mod rng;
+pub mod server;
 pub mod stats;
 pub mod suite;
 pub mod threaded;

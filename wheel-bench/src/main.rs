@@ -80,6 +80,8 @@ enum Section {
     Durable,
     /// HTTP callbacks of the durable timers and of the one-second Redis wheel
     Http,
+    /// the wheel-server binary: adds over HTTP (wrk), idle, callbacks from 2 servers
+    Server,
 }
 
 /// A count of at least 1; `_` may group its digits.
@@ -100,6 +102,7 @@ fn sections(only: &[Section]) -> Sections {
         delay_queue: false,
         durable: false,
         http: false,
+        server: false,
     };
     for section in only {
         match section {
@@ -109,6 +112,7 @@ fn sections(only: &[Section]) -> Sections {
             Section::Dq => s.delay_queue = true,
             Section::Durable => s.durable = true,
             Section::Http => s.http = true,
+            Section::Server => s.server = true,
         }
     }
     s
@@ -224,6 +228,9 @@ fn comparison(args: &Args, mut meta: Meta, progress: &Progress) -> Result<(), St
     }
     if sec.durable {
         suite::run_durable(&settings, progress, &mut results);
+    }
+    if sec.server {
+        suite::run_server(&settings, progress, &mut results);
     }
     meta.elapsed_s = progress.elapsed().as_secs_f64();
     println!("{}", meta.to_markdown());
@@ -504,5 +511,15 @@ mod tests {
         assert!(sec.http && !sec.durable && !sec.single);
         assert!(settings(&parse(&["--quick"]).unwrap()).sections.http);
         assert!(settings(&parse(&[]).unwrap()).sections.http);
+    }
+
+    #[test]
+    fn server_is_a_section_and_runs_by_default() {
+        let args = parse(&["--only", "server", "--quick"]).unwrap();
+        let s = settings(&args);
+        assert!(s.sections.server && !s.sections.http && !s.sections.durable);
+        assert!(s.server.quick);
+        assert!(settings(&parse(&["--quick"]).unwrap()).sections.server);
+        assert!(!settings(&parse(&[]).unwrap()).server.quick);
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! One file per section of the report, each with its runner and its
 //! table(s): [`run_memory`], [`run_single`] (insert+cancel, insert+expire,
-//! churn), [`run_threaded`], [`run_delay_queue`], [`run_http`], [`run_durable`], and
+//! churn), [`run_threaded`], [`run_delay_queue`], [`run_http`], [`run_durable`], [`run_server`], and
 //! [`run_layouts`] (its own mode). A runner appends its tables (and chart panels) to [`Results`]
 //! in report order; [`run_memory`] must come before [`run_single`], whose
 //! skip estimates read its figures.
@@ -14,6 +14,7 @@ mod durable;
 mod http;
 mod layouts;
 mod memory;
+mod server;
 mod single;
 mod threaded;
 
@@ -22,6 +23,7 @@ pub use durable::{run_durable, DurableParams};
 pub use http::{run_http, HttpFigures, HttpParams};
 pub use layouts::run_layouts;
 pub use memory::{run_memory, FULL_CHURN_MEMORY_STEPS, QUICK_CHURN_MEMORY_STEPS};
+pub use server::{run_server, ServerFigures, ServerParams};
 pub use single::{run_single, Cell, Workload};
 pub use threaded::run_threaded;
 
@@ -49,6 +51,9 @@ pub struct Sections {
     /// HTTP callbacks of the durable timers against the one-second Redis
     /// wheel's thread per callback.
     pub http: bool,
+    /// The `wheel-server` binary: adds over HTTP, idle, callbacks from
+    /// two servers.
+    pub server: bool,
 }
 
 impl Sections {
@@ -60,6 +65,7 @@ impl Sections {
         delay_queue: true,
         durable: true,
         http: true,
+        server: true,
     };
 }
 
@@ -102,6 +108,8 @@ pub struct Settings {
     pub durable: DurableParams,
     /// The HTTP section.
     pub http: HttpParams,
+    /// The server section.
+    pub server: ServerParams,
     /// What to run.
     pub sections: Sections,
 }
@@ -150,6 +158,7 @@ impl Settings {
             dq_runs: 3,
             durable: DurableParams::quick(),
             http: HttpParams::quick(),
+            server: ServerParams::quick(),
             sections: Sections::ALL,
         }
     }
@@ -195,6 +204,7 @@ impl Settings {
             dq_runs: 5,
             durable: DurableParams::full(),
             http: HttpParams::full(),
+            server: ServerParams::full(),
             sections: Sections::ALL,
         }
     }
