@@ -19,6 +19,14 @@
 //! (cancelled, moved, claimed again elsewhere) is dropped. A batch the
 //! store could not take is held again shortly; after the lease the claims
 //! are another node's to fire anyway.
+//!
+//! A node never starts more than its handlers can take soon: started runs
+//! wait for a handler at most [`RUN_AHEAD`] deep, and a call takes only
+//! what fits. Past that, claims wait in the queue, still claimed; whoever
+//! takes a run for a handler calls [`resume`] once half that room is free,
+//! which makes the next call on a scheduler worker (the claimer's loop
+//! does too, in case a wake-up was lost to a race). The queue counts
+//! towards `max_claimed`, so a node that far behind also stops claiming.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
