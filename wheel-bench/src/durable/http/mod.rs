@@ -170,6 +170,28 @@ pub struct InFlight {
     pub bytes_per: f64,
 }
 
+/// Waits until `n` requests are open at `rx` (or `deadline` passes), then
+/// divides the live bytes `counting` saw since it started among the open
+/// requests; an error unless all `n` arrived.
+fn measure_open(
+    rx: &Receiver,
+    counting: Counting,
+    n: usize,
+    deadline: SystemTime,
+) -> Result<InFlight, String> {
+    let all = rx.wait_for(n, deadline);
+    let live = counting.live_bytes();
+    drop(counting);
+    let open = rx.received();
+    if !all || open == 0 {
+        return Err(format!("only {open} of {n} requests arrived"));
+    }
+    Ok(InFlight {
+        open,
+        bytes_per: live as f64 / open as f64,
+    })
+}
+
 /// The control for [`in_flight`]: `n` requests held open by the
 /// receiver, sent by `n` plain threads ([`blocking::send`]), counted the
 /// same way: the receiver's side of a request, plus a thread's few
@@ -181,20 +203,11 @@ pub fn in_flight_control(n: usize, hold: Duration) -> Result<InFlight, String> {
     let threads: Vec<_> = (0..n)
         .map(|i| std::thread::spawn(move || blocking::send(addr, &key(i))))
         .collect();
-    let all = rx.wait_for(n, SystemTime::now() + hold);
-    let live = counting.live_bytes();
-    drop(counting);
-    let open = rx.received();
+    let measured = measure_open(&rx, counting, n, SystemTime::now() + hold);
     for t in threads {
         let _ = t.join();
     }
-    if !all || open == 0 {
-        return Err(format!("only {open} of {n} requests arrived"));
-    }
-    Ok(InFlight {
-        open,
-        bytes_per: live as f64 / open as f64,
-    })
+    measured
 }
 
 /// The client's floor for [`in_flight`]: `n` requests sent by a bare
@@ -224,18 +237,9 @@ pub fn in_flight_reqwest(n: usize, hold: Duration) -> Result<InFlight, String> {
             drop(sent);
         });
     }
-    let all = rx.wait_for(n, SystemTime::now() + hold);
-    let live = counting.live_bytes();
-    drop(counting);
-    let open = rx.received();
+    let measured = measure_open(&rx, counting, n, SystemTime::now() + hold);
     rt.shutdown_timeout(hold);
-    if !all || open == 0 {
-        return Err(format!("only {open} of {n} requests arrived"));
-    }
-    Ok(InFlight {
-        open,
-        bytes_per: live as f64 / open as f64,
-    })
+    measured
 }
 
 /// `n` callbacks due at once on the embedded store, to an endpoint that
@@ -256,19 +260,10 @@ pub fn in_flight(n: usize, hold: Duration) -> Result<InFlight, String> {
             std::thread::sleep(left);
         }
         let counting = Counting::start();
-        let all = rx.wait_for(n, due[0] + hold);
-        let live = counting.live_bytes();
-        drop(counting);
-        let open = rx.received();
+        let measured = measure_open(&rx, counting, n, due[0] + hold);
         rx.wait_for(usize::MAX, SystemTime::now() + hold);
         t.shutdown().map_err(|e| e.to_string())?;
-        if !all || open == 0 {
-            return Err(format!("only {open} of {n} requests arrived"));
-        }
-        Ok(InFlight {
-            open,
-            bytes_per: live as f64 / open as f64,
-        })
+        measured
     })();
     super::remove_store(&path);
     out
