@@ -157,6 +157,9 @@ pub(crate) struct NodeShared {
     to_start: Queue<Claimed>,
     /// Start calls in flight (at most [`START_CALLS`]).
     starting: AtomicUsize,
+    /// A start pass is scheduled by `starter::resume` and has not run yet:
+    /// the runs taken meanwhile need not schedule another.
+    resuming: AtomicBool,
     /// Started timers, for the handler workers.
     to_run: Queue<Started>,
     /// Outcomes, for the finisher.
@@ -229,6 +232,7 @@ impl Node {
             running: Mutex::new(Map::default()),
             to_start: Queue::new(),
             starting: AtomicUsize::new(0),
+            resuming: AtomicBool::new(false),
             to_run: Queue::new(),
             to_finish: Queue::new(),
             hand_back: Mutex::new(Vec::new()),

@@ -84,14 +84,24 @@ fn drain(shared: &Arc<NodeShared>) {
 /// handler worker or the dispatcher, which must not wait on the store).
 pub(super) fn resume(shared: &Arc<NodeShared>) {
     if shared.starting.load(Ordering::SeqCst) > 0
+        || shared.resuming.load(Ordering::SeqCst)
         || shared.to_start.is_empty()
         || run_room(shared) < RUN_AHEAD / 2
+        || shared.resuming.swap(true, Ordering::SeqCst)
     {
         return;
     }
     let s = shared.clone();
-    // An error means the scheduler stops: shutdown hands `to_start` back.
-    let _ = shared.scheduler.schedule(Duration::ZERO, move || drain(&s));
+    let scheduled = shared.scheduler.schedule(Duration::ZERO, move || {
+        // Cleared before the pass looks at the queues: a run taken after
+        // this may schedule the next pass.
+        s.resuming.store(false, Ordering::SeqCst);
+        drain(&s);
+    });
+    if scheduled.is_err() {
+        // The scheduler stops: shutdown hands `to_start` back.
+        shared.resuming.store(false, Ordering::SeqCst);
+    }
 }
 
 /// How many more runs may be started now: started runs wait for a handler
