@@ -175,7 +175,8 @@ fn overdue_timers_fire_at_once_after_a_restart_earliest_first() {
         .build()
         .unwrap();
     let base = SystemTime::now() - Duration::from_secs(60);
-    let keys: Vec<String> = (0..100).map(|i| format!("k{i:03}")).collect();
+    // More than one claim batch and more than one start call's room.
+    let keys: Vec<String> = (0..300).map(|i| format!("k{i:03}")).collect();
     // Added in reverse order: the run order must follow the due times.
     for (i, k) in keys.iter().enumerate().rev() {
         client.add(k, base + ms(i as u64), b"").unwrap();
@@ -188,7 +189,7 @@ fn overdue_timers_fire_at_once_after_a_restart_earliest_first() {
         .handler(rec.handler(0, |_| Outcome::Done))
         .build()
         .unwrap();
-    let runs = rec.wait_for(100);
+    let runs = rec.wait_for(300);
     let order: Vec<&str> = runs.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(
         order,

@@ -62,10 +62,19 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
                 let m = shared.observe(batch.now, Instant::now());
                 let full = batch.timers.len() == req.max && req.max > 0;
                 let next = next_wake(shared, &batch, m, claimed_at, room > batch.timers.len());
+                // The store answers earliest due first; what is due already
+                // starts in that order.
+                let now = Instant::now();
+                let mut due_now = Vec::new();
                 for c in batch.timers {
                     let at = m.instant(c.due);
-                    hold(shared, c, at);
+                    if at <= now {
+                        due_now.push(c);
+                    } else {
+                        hold(shared, c, at);
+                    }
                 }
+                starter::offer_due(shared, due_now);
                 if full && room > req.max {
                     continue; // more are due: claim again at once
                 }

@@ -51,6 +51,25 @@ pub(super) fn offer(shared: &Arc<NodeShared>, c: Claimed) {
     drain(shared);
 }
 
+/// Offers claims already due when claimed (a backlog after a restart or
+/// an outage), in the claim's order, earliest due first: they go to the
+/// queue together and one pass on a scheduler worker starts them, so they
+/// start in that order instead of in whatever order separate scheduler
+/// closures would reach the queue.
+pub(super) fn offer_due(shared: &Arc<NodeShared>, claims: Vec<Claimed>) {
+    if claims.is_empty() {
+        return;
+    }
+    for c in claims {
+        if let Err(c) = shared.to_start.push(c) {
+            lock(&shared.hand_back).push(c);
+        }
+    }
+    let s = shared.clone();
+    // On an error the scheduler stops, and shutdown hands `to_start` back.
+    let _ = shared.scheduler.schedule(Duration::ZERO, move || drain(&s));
+}
+
 /// Starts what waits, as long as the handlers have room for it: a claim
 /// left in `to_start` stays claimed (its start is fenced, so a claim the
 /// store took back meanwhile is only refused, never run twice).
