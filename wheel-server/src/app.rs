@@ -10,7 +10,8 @@
 //! The library's calls block (the embedded store syncs to disk before it
 //! answers), so handlers make them on tokio's blocking threads
 //! ([`AppState::run`]); the async runtime's threads stay free for I/O and
-//! for the callbacks the node sends.
+//! for the callbacks the node sends. Adds of one timer go through the
+//! [`Adder`], which groups concurrent ones into one call.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use serde::de::DeserializeOwned;
 use tower_http::catch_panic::CatchPanicLayer;
 use wheel::durable::{DurableStats, DurableTimers};
 
+use crate::adder::Adder;
 use crate::metrics::Requests;
 use crate::problem::Problem;
 use crate::{auth, dashboard, dead, metrics, openapi, timers};
@@ -40,16 +42,19 @@ struct Shared {
     token: Option<Vec<u8>>,
     allow_private: bool,
     requests: Requests,
+    adder: Adder,
 }
 
 impl AppState {
-    /// The state of a server over `timers`.
+    /// The state of a server over `timers`; on a tokio runtime (the
+    /// adder's task starts on it).
     pub(crate) fn new(
         timers: Arc<DurableTimers>,
         token: Option<String>,
         allow_private: bool,
     ) -> AppState {
         AppState(Arc::new(Shared {
+            adder: Adder::start(timers.clone()),
             timers,
             token: token.map(String::into_bytes),
             allow_private,
@@ -65,6 +70,11 @@ impl AppState {
     /// Whether callbacks may target non-public addresses.
     pub(crate) fn allow_private(&self) -> bool {
         self.0.allow_private
+    }
+
+    /// Adds timers one per request, in groups.
+    pub(crate) fn adder(&self) -> &Adder {
+        &self.0.adder
     }
 
     /// The request counters.

@@ -121,7 +121,7 @@ impl NewTimer {
                 return Err(Problem::invalid(f("key"), "a key is 1 to 1024 bytes"))
             }
             Some(k) => k,
-            None => crate::timers::random_key()?,
+            None => crate::timers::new_key(now)?,
         };
         let retry = match self.retry {
             Some(r) => r.check(&f("retry."))?,

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod adder;
 mod app;
 mod args;
 mod auth;

@@ -73,6 +73,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             "--allow-private-targets: callbacks may target loopback and private addresses"
         );
     }
+    // The state starts its adding task on the runtime.
+    let _entered = runtime.enter();
     let state = AppState::new(
         timers.clone(),
         args.token.clone(),

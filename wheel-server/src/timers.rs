@@ -1,16 +1,8 @@
 //! The timer routes: add (one or a batch), read, list, reschedule, cancel.
 //!
-//! Adding is idempotent on the key: the add is the library's atomic
-//! add-if-absent, so of concurrent requests for one key, on any servers,
-//! exactly one creates the timer (201). Every other request for that key
-//! then reads the timer back and compares: the same content answers 200
-//! with the existing timer, different content 409. The same content means
-//! the same callback (method, URL, headers, body) and, when the request
-//! gives `due_at`, the same first due time to the millisecond; a `delay`
-//! is relative to the moment of the request, so it is not compared. A key
-//! is free again once its timer has fired successfully or was cancelled.
+//! Adding is idempotent on the key (see [`crate::adder`]).
 
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -19,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use wheel::durable::http::HttpCallback;
-use wheel::durable::{AddMode, DurableError, DurableTimers, TimerInfo, TimerState};
+use wheel::durable::{DurableError, DurableTimers, TimerInfo, TimerState};
 
+use crate::adder::{add_group, Added};
 use crate::app::{AppState, JsonBody};
 use crate::guard::Guard;
 use crate::json::{self, format_time, CallbackOut, Checked, Delay, NewTimer, Timer};
@@ -31,12 +23,29 @@ use crate::problem::Problem;
 /// The most timers in one batch.
 pub(crate) const MAX_BATCH: usize = 1_000;
 
-/// A random 128-bit key in hex.
-pub(crate) fn random_key() -> Result<String, Problem> {
+/// A new key: 128 bits in hex, the first 48 the milliseconds since 1970 at
+/// `now` and the other 80 random (the layout of a UUIDv7, without its
+/// version bits). Keys made later sort later, so a batch's new keys land
+/// side by side in the store's ordered tables instead of all over them.
+pub(crate) fn new_key(now: SystemTime) -> Result<String, Problem> {
+    let ms = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
+    // The low 48 bits of the time, most significant first.
+    bytes[..6].copy_from_slice(&(ms as u64).to_be_bytes()[2..]);
+    getrandom::fill(&mut bytes[6..])
         .map_err(|e| Problem::internal(&format!("no randomness for a key: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&bytes))
+}
+
+/// `bytes` in lowercase hex.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    s
 }
 
 /// The path of the timer `key`: the key percent-encoded as one segment
@@ -53,12 +62,6 @@ pub(crate) fn timer_path(key: &str) -> String {
     path
 }
 
-/// Whether the stored timer `info` has the content the request `c` asks for.
-fn same_content(info: &TimerInfo, c: &Checked) -> bool {
-    HttpCallback::from_payload(&info.payload).as_ref() == Some(&c.callback)
-        && (!c.absolute || info.first_due == c.due)
-}
-
 /// The timer a successful add made, as the store now holds it.
 fn added(c: &Checked) -> Timer {
     Timer {
@@ -72,37 +75,6 @@ fn added(c: &Checked) -> Timer {
         reason: None,
     }
 }
-
-/// What adding one timer came to.
-enum Added {
-    Created,
-    Same(TimerInfo),
-    Different,
-    /// Timers under this key kept ending between the add and the read.
-    Churning,
-}
-
-/// Adds `c` unless its key exists, then compares. A timer that ends
-/// between the add and the read frees its key: the add is tried again.
-fn add_one(t: &DurableTimers, c: &Checked) -> Result<Added, DurableError> {
-    for _ in 0..ADD_TRIES {
-        if t.add_callback_if_absent(&c.key, c.due, &c.callback)? {
-            return Ok(Added::Created);
-        }
-        if let Some(info) = t.get(&c.key)? {
-            return Ok(if same_content(&info, c) {
-                Added::Same(info)
-            } else {
-                Added::Different
-            });
-        }
-    }
-    Ok(Added::Churning)
-}
-
-/// How often [`add_one`] tries while the key's timers keep ending between
-/// its add and its read (bounded, so that churn cannot hold a request).
-const ADD_TRIES: usize = 4;
 
 fn churning(key: &str) -> Problem {
     Problem::conflict(format!(
@@ -136,10 +108,11 @@ pub(crate) async fn create(
     Guard::new(state.allow_private())
         .check(&c.callback.url, "callback.url")
         .await?;
-    let checked = c.clone();
     let outcome = state
-        .run(move |t| add_one(t, &checked))
-        .await?
+        .adder()
+        .add(c.clone())
+        .await
+        .ok_or_else(|| Problem::internal("the server is stopping"))?
         .map_err(|e| Problem::durable(&e, ""))?;
     match outcome {
         Added::Created => {
@@ -160,16 +133,19 @@ pub(crate) struct NewBatch {
     pub(crate) timers: Vec<NewTimer>,
 }
 
-/// What became of one timer of a batch.
+/// What became of one timer of a batch: its key and status, and its due
+/// time when it exists (the whole timer is one `GET` away; a batch answer
+/// that repeated every callback would be most of the request again).
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct BatchItem {
-    /// The key.
+    /// The key (the generated one for a timer given none).
     pub(crate) key: String,
     /// 201 added, 200 the same timer existed, 409 another timer has this key.
     pub(crate) status: u16,
-    /// The timer (for 201 and 200).
+    /// When the timer is due, RFC 3339 (for 201 and 200; for 200 the
+    /// existing timer's due time).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) timer: Option<Timer>,
+    pub(crate) due_at: Option<String>,
 }
 
 /// The answer to a batch: one item per timer, in order.
@@ -206,47 +182,25 @@ pub(crate) async fn batch(
             .await?;
         checked.push(c);
     }
-    let results = state.run(move |t| add_batch(t, &checked)).await?.map_err(
-        |(i, e): (Option<usize>, _)| {
-            let prefix = i.map_or_else(String::new, |i| format!("timers[{i}]."));
-            Problem::durable(&e, &prefix)
-        },
-    )?;
+    let results = state.run(move |t| add_batch(t, &checked)).await??;
     Ok(Json(BatchResult { results }))
 }
 
-fn add_batch(
-    t: &DurableTimers,
-    checked: &[Checked],
-) -> Result<Vec<BatchItem>, (Option<usize>, DurableError)> {
-    let mut payloads = Vec::with_capacity(checked.len());
-    for (i, c) in checked.iter().enumerate() {
-        payloads.push(c.callback.to_payload().map_err(|e| (Some(i), e))?);
-    }
-    let entries: Vec<(&str, SystemTime, &[u8])> = checked
-        .iter()
-        .zip(&payloads)
-        .map(|(c, p)| (c.key.as_str(), c.due, p.as_slice()))
-        .collect();
-    let fresh = t
-        .add_many_with(&entries, AddMode::IfAbsent)
-        .map_err(|e| (None, e))?;
+fn add_batch(t: &DurableTimers, checked: &[Checked]) -> Result<Vec<BatchItem>, Problem> {
+    let prefix = |i: Option<usize>| i.map_or_else(String::new, |i| format!("timers[{i}]."));
+    let outcomes = add_group(t, checked).map_err(|(i, e)| Problem::durable(&e, &prefix(i)))?;
     let mut results = Vec::with_capacity(checked.len());
-    for (i, (c, was_added)) in checked.iter().zip(fresh).enumerate() {
-        let outcome = if was_added {
-            Added::Created
-        } else {
-            add_one(t, c).map_err(|e| (Some(i), e))?
-        };
-        let (status, timer) = match outcome {
-            Added::Created => (201, Some(added(c))),
-            Added::Same(info) => (200, Some(Timer::from(&info))),
+    for (i, (c, outcome)) in checked.iter().zip(outcomes).enumerate() {
+        let outcome = outcome.map_err(|e| Problem::durable(&e, &prefix(Some(i))))?;
+        let (status, due_at) = match outcome {
+            Added::Created => (201, Some(format_time(c.due))),
+            Added::Same(info) => (200, Some(format_time(info.due))),
             Added::Different | Added::Churning => (409, None),
         };
         results.push(BatchItem {
             key: c.key.clone(),
             status,
-            timer,
+            due_at,
         });
     }
     Ok(results)
@@ -403,5 +357,24 @@ mod tests {
         assert_eq!(timer_path("order:17"), "/v1/timers/order:17");
         assert_eq!(timer_path("shop/17 é"), "/v1/timers/shop%2F17%20%C3%A9");
         assert_eq!(timer_path("a?b#c%"), "/v1/timers/a%3Fb%23c%25");
+    }
+
+    #[test]
+    fn new_keys_are_hex_ordered_by_time_and_unique() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        let at = UNIX_EPOCH + std::time::Duration::from_millis(0x0123_4567_89ab);
+        let key = new_key(at).unwrap();
+        assert_eq!(key.len(), 32);
+        assert!(key.starts_with("0123456789ab"), "{key}");
+        assert!(key
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert_ne!(key, new_key(at).unwrap());
+        let later = at + std::time::Duration::from_millis(1);
+        assert!(new_key(later).unwrap() > key);
+        // Before 1970 (a clock gone wrong) still makes a key.
+        assert!(new_key(UNIX_EPOCH - std::time::Duration::from_secs(1))
+            .unwrap()
+            .starts_with("000000000000"));
     }
 }

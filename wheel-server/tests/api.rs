@@ -143,7 +143,10 @@ fn a_batch_adds_each_timer_and_reports_each() {
         .map(|i| i["status"].as_u64().unwrap())
         .collect();
     assert_eq!(statuses, [201, 200, 409, 200]);
-    assert_eq!(r["results"][0]["timer"]["key"], "new");
+    assert_eq!(r["results"][0]["key"], "new");
+    let old = s.get("/v1/timers/old").1;
+    assert_eq!(r["results"][1]["due_at"], old["due_at"]);
+    assert_eq!(r["results"][2].get("due_at"), None);
 
     let many: Vec<Value> = (0..1000).map(|i| later(&format!("t{i}"))).collect();
     let (status, r) = s.post("/v1/timers:batch", json!({ "timers": many }));

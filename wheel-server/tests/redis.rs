@@ -61,3 +61,55 @@ fn timers_added_through_one_server_fire_once_across_two() {
     };
     assert_eq!(fired(&a) + fired(&b), 200);
 }
+
+/// Redis stops under a server: adds (grouped or not) answer 503 with a
+/// problem document, `/readyz` says not ready, nothing hangs; once Redis
+/// is back, adds succeed again and nothing answered 201 is missing.
+#[test]
+fn adds_answer_503_while_redis_is_down_and_succeed_after() {
+    let Some(mut redis) = RedisServer::for_test(ServerOptions { aof: true }) else {
+        return;
+    };
+    let url = redis.url();
+    let s = Server::start(&[
+        "--redis",
+        url.as_str(),
+        "--namespace",
+        "down",
+        "--allow-private-targets",
+    ]);
+    let timer =
+        |k: &str| json!({ "key": k, "delay": "1h", "callback": { "url": "http://127.0.0.1:9/x" } });
+    assert_eq!(s.post("/v1/timers", timer("before")).0, 201);
+    redis.kill();
+    // Concurrent requests, so that some share one store call.
+    let answers: Vec<(u16, serde_json::Value)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..6)
+            .map(|i| {
+                let (s, timer) = (&s, &timer);
+                scope.spawn(move || s.post("/v1/timers", timer(&format!("during{i}"))))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (status, problem) in &answers {
+        assert_eq!(*status, 503, "{problem}");
+        assert!(
+            problem["type"]
+                .as_str()
+                .unwrap()
+                .ends_with("store-unavailable"),
+            "{problem}"
+        );
+    }
+    eventually("not ready", || s.get("/readyz").0 == 503);
+    redis.restart().unwrap();
+    eventually("ready again", || s.get("/readyz").0 == 200);
+    let (status, r) = s.post("/v1/timers", timer("after"));
+    assert_eq!(status, 201, "{r}");
+    assert_eq!(
+        s.get("/v1/timers/before").0,
+        200,
+        "an acknowledged add survives"
+    );
+}

@@ -102,6 +102,20 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 impl Record {
+    /// A timer just added: pending, never claimed, first due at `due`.
+    pub(crate) fn new(due: Millis, payload: &[u8]) -> Record {
+        Record {
+            due,
+            first_due: due,
+            lease_until: 0,
+            fence: 0,
+            attempts: 0,
+            state: TimerState::Pending,
+            first_fence: None,
+            payload: payload.to_vec(),
+        }
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let retried = self.first_due != self.due;
         let mut flags = state_byte(self.state);

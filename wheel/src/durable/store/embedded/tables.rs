@@ -352,12 +352,16 @@ impl<'s> Tables<'s> {
         payload: &[u8],
         mode: AddMode,
     ) -> StoreResult<bool> {
-        if mode == AddMode::IfAbsent
-            && (self.record(key)?.is_some() || self.read(Space::Dead, key.as_bytes())?.is_some())
-        {
-            return Ok(false);
+        if mode == AddMode::IfAbsent {
+            if self.record(key)?.is_some() || self.read(Space::Dead, key.as_bytes())?.is_some() {
+                return Ok(false);
+            }
+            // Neither a timer nor a dead letter to replace: the two reads
+            // of `add` would find nothing again.
+            self.put(key, &Record::new(due, payload))?;
+        } else {
+            self.add(key, due, payload)?;
         }
-        self.add(key, due, payload)?;
         Ok(true)
     }
 
@@ -366,17 +370,7 @@ impl<'s> Tables<'s> {
             self.unindex(key, &old, true)?;
         }
         self.bury(key)?;
-        let r = Record {
-            due,
-            first_due: due,
-            lease_until: 0,
-            fence: 0,
-            attempts: 0,
-            state: TimerState::Pending,
-            first_fence: None,
-            payload: payload.to_vec(),
-        };
-        self.put(key, &r)
+        self.put(key, &Record::new(due, payload))
     }
 
     pub(super) fn cancel(&mut self, key: &str) -> StoreResult<bool> {
