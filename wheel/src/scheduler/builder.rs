@@ -37,6 +37,9 @@ pub struct SchedulerBuilder {
     config: WheelConfig,
     clock: Clock,
     max_pending: Option<usize>,
+    /// Whether the tick thread polls the clock before a due timer (see
+    /// [`SchedulerBuilder::sleep_only`]).
+    poll_before_due: bool,
 }
 
 impl Default for SchedulerBuilder {
@@ -47,6 +50,7 @@ impl Default for SchedulerBuilder {
             config: WheelConfig::default(),
             clock: Clock::System,
             max_pending: None,
+            poll_before_due: true,
         }
     }
 }
@@ -137,6 +141,19 @@ impl SchedulerBuilder {
         self
     }
 
+    /// The tick thread sleeps until each due tick instead of polling the
+    /// clock for its last stretch, and no worker polls for the jobs: a
+    /// timer then starts as late as a timed wake-up comes (tens of
+    /// microseconds, more on a busy or virtual machine), and a scheduler
+    /// with a timer due every millisecond or two keeps no thread spinning.
+    /// For users whose own work after the timer takes far longer than
+    /// that, such as the durable tier, whose closures call a store.
+    #[cfg_attr(not(feature = "durable"), allow(dead_code))]
+    pub(crate) fn sleep_only(mut self) -> Self {
+        self.poll_before_due = false;
+        self
+    }
+
     /// Starts the tick thread and the workers.
     ///
     /// # Errors
@@ -173,6 +190,7 @@ impl SchedulerBuilder {
             lanes,
             workers,
             max_pending,
+            self.poll_before_due,
             parker.unparker().clone(),
         ));
         let outer = Outer::new(shared);
@@ -182,5 +200,35 @@ impl SchedulerBuilder {
         Ok(Scheduler {
             outer: Arc::new(outer),
         })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Instant;
+
+    use super::*;
+
+    #[test]
+    fn a_sleep_only_scheduler_fires_every_timer_and_none_early() {
+        let s = SchedulerBuilder::default()
+            .workers(2)
+            .sleep_only()
+            .build()
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        let start = Instant::now();
+        for i in 0..50u64 {
+            let at = start + Duration::from_millis(1 + i / 2);
+            let tx = tx.clone();
+            s.schedule_at(at, move || tx.send((at, Instant::now())).unwrap())
+                .unwrap();
+        }
+        for _ in 0..50 {
+            let (due, ran) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert!(ran >= due, "ran {:?} early", due - ran);
+        }
+        s.shutdown();
     }
 }

@@ -112,6 +112,9 @@ pub(crate) struct Shared {
     pub(crate) worker_ids: OnceLock<Vec<thread::ThreadId>>,
     /// Number of worker threads.
     pub(crate) workers: usize,
+    /// Whether the tick thread polls the clock for the last stretch before
+    /// a due timer (and has a worker poll for the jobs), or only sleeps.
+    pub(crate) poll_before_due: bool,
 }
 
 impl Shared {
@@ -122,6 +125,7 @@ impl Shared {
         lanes: usize,
         workers: usize,
         max_pending: usize,
+        poll_before_due: bool,
         ticker_unparker: Unparker,
     ) -> Shared {
         Shared {
@@ -142,6 +146,7 @@ impl Shared {
             ticker_unparker,
             worker_ids: OnceLock::new(),
             workers,
+            poll_before_due,
         }
     }
 

@@ -31,6 +31,9 @@
 //! (one `unpark` per long sleep). With a [`ManualClock`](crate::ManualClock)
 //! it never sleeps on a timeout: it parks until a command, a shutdown or
 //! `ManualClock::advance` wakes it, and it never reads the system clock.
+//! A timed sleep before a due timer ends one spin lead early, and the
+//! thread polls the clock for the rest (`lateness.rs`), unless the
+//! scheduler was built `sleep_only`: then it sleeps until the tick itself.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -232,10 +235,11 @@ impl Ticker {
             return;
         }
         let lead = self.lateness.lead();
-        if !expiring || d > lead {
+        let poll = expiring && self.shared.poll_before_due;
+        if !poll || d > lead {
             // The loop comes back here, imminent, if it wakes on time.
             self.shared.pool.relax();
-            let timeout = d.saturating_sub(if expiring { lead } else { Duration::ZERO });
+            let timeout = d.saturating_sub(if poll { lead } else { Duration::ZERO });
             let until = Instant::now() + timeout;
             self.parker.park_timeout(timeout);
             // A wake-up by `unpark` comes early and tells nothing.

@@ -217,9 +217,13 @@ impl Node {
     /// store's notifications.
     pub(crate) fn start(store: Arc<dyn Store>, config: NodeConfig) -> Result<Node, DurableError> {
         // The scheduled closures make the start calls, and one more worker
-        // leaves claims for them while they do.
+        // leaves claims for them while they do. A start call takes far
+        // longer than a timed wake-up comes late, so the scheduler only
+        // sleeps: polling before each due claim would keep a thread
+        // spinning whenever claims come due every millisecond or two.
         let scheduler = Scheduler::builder()
             .workers(START_CALLS + 1)
+            .sleep_only()
             .build()
             .map_err(|e| DurableError::Config(e.to_string()))?;
         let shared = Arc::new(NodeShared {
