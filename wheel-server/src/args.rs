@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Parser;
 
@@ -65,6 +66,12 @@ pub(crate) struct Args {
     /// non-public addresses.
     #[arg(long, env = "WHEEL_ALLOW_PRIVATE_TARGETS")]
     pub(crate) allow_private_targets: bool,
+    /// How long a timer this server claimed or is calling stays its own
+    /// without news: if the server dies, another one on the same Redis
+    /// fires its timers about this long after they were due ("5s",
+    /// "30s", "2m", or milliseconds; at least 1s).
+    #[arg(long, env = "WHEEL_LEASE", value_name = "DURATION", default_value = "5s", value_parser = lease)]
+    pub(crate) lease: Duration,
     /// The largest request body, in bytes.
     #[arg(long, env = "WHEEL_MAX_BODY", value_name = "BYTES", default_value_t = 1 << 20)]
     pub(crate) max_body: usize,
@@ -94,6 +101,20 @@ impl Args {
     }
 }
 
+/// The shortest lease: a shorter one would pass while a healthy server
+/// merely stalls (a pause, a slow store call), and its timers would fire
+/// twice.
+const MIN_LEASE: Duration = Duration::from_secs(1);
+
+/// Reads `--lease`.
+fn lease(text: &str) -> Result<Duration, String> {
+    let d = crate::json::parse_delay(text)?;
+    if d < MIN_LEASE {
+        return Err(format!("{text:?} is shorter than the shortest lease, 1s"));
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +133,20 @@ mod tests {
             Ok(())
         );
         assert!(parse(&["--token", ""]).check().is_err());
+    }
+
+    #[test]
+    fn a_lease_is_a_duration_of_at_least_a_second() {
+        assert_eq!(parse(&[]).lease, Duration::from_secs(5));
+        assert_eq!(parse(&["--lease", "30s"]).lease, Duration::from_secs(30));
+        assert_eq!(
+            parse(&["--lease", "1500"]).lease,
+            Duration::from_millis(1500)
+        );
+        for bad in ["500ms", "0", "5x", ""] {
+            let args = ["wheel-server", "--lease", bad];
+            assert!(Args::try_parse_from(args).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let builder = DurableTimers::builder()
         .namespace(&args.namespace)
         .runtime(runtime.handle().clone())
+        .lease(args.lease)
         // The ceiling of every callback's own policy (each carries one).
         .retry(RetryPolicy::new().max_attempts(MAX_ATTEMPTS))
         .http(http_config(args));

@@ -5,7 +5,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{eventually, Receiver, Server};
 use serde_json::json;
@@ -112,4 +112,73 @@ fn adds_answer_503_while_redis_is_down_and_succeed_after() {
         200,
         "an acknowledged add survives"
     );
+}
+
+/// The value of the unlabelled sample `name` in `/metrics`.
+fn metric(s: &Server, name: &str) -> f64 {
+    let text = s.metrics();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_owned))
+        .unwrap_or_else(|| panic!("no {name} in {text}"));
+    line.parse().unwrap()
+}
+
+/// A server holding claims is killed (SIGKILL) before they are due: the
+/// other server fires every one of them once `--lease` has passed since
+/// the kill (a 2 s lease here, so well before the default 5 s would
+/// allow), and none before its due time.
+#[test]
+fn a_killed_server_s_claims_fire_on_the_other_after_its_lease() {
+    let Some(redis) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let rx = Receiver::start();
+    let url = redis.url();
+    let args = [
+        "--redis",
+        url.as_str(),
+        "--namespace",
+        "lease",
+        "--lease",
+        "2s",
+        "--allow-private-targets",
+    ];
+    let a = Server::start(&args);
+    let due = SystemTime::now() + Duration::from_secs(4);
+    let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis();
+    let timers: Vec<_> = (0..50)
+        .map(|i| json!({ "key": format!("t{i}"), "due_at": rfc3339(due_ms), "callback": { "url": rx.url(&format!("/t/{i}")) } }))
+        .collect();
+    assert_eq!(
+        a.post("/v1/timers:batch", json!({ "timers": timers })).0,
+        200
+    );
+    // The claim window (2 s ahead) takes them into `a`.
+    eventually("a to hold all 50", || {
+        metric(&a, "wheel_timers_held") == 50.0
+    });
+    let b = Server::start(&args);
+    let killed_at = SystemTime::now();
+    a.kill();
+    eventually("50 callbacks", || rx.got().len() >= 50);
+    let got = rx.got();
+    assert_eq!(got.len(), 50, "each once");
+    for g in &got {
+        assert!(g.at >= due, "{} came early", g.path);
+        let after_kill = g.at.duration_since(killed_at).unwrap();
+        assert!(
+            after_kill < Duration::from_secs(4),
+            "{} came {after_kill:?} after the kill: the 2 s lease was not used",
+            g.path
+        );
+    }
+    assert_eq!(metric(&b, "wheel_fired_total"), 50.0);
+}
+
+/// `ms` since 1970 as RFC 3339 with milliseconds.
+fn rfc3339(ms: u128) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap();
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
 }

@@ -7,7 +7,7 @@
 //!
 //! With a kill, the second server gets SIGKILL at `kill_after` past the
 //! first due time; the run then waits until the later of the last due
-//! time and the kill plus a lease (the servers', the library's default),
+//! time and the kill plus a lease (the servers' `--lease`),
 //! plus a second and `bound`. The timers it held come back when their
 //! lease ends, through the other server: the latest arrival says how long
 //! that took. A request it had sent just before dying may be sent again

@@ -28,8 +28,7 @@ pub mod wrk;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The lease of every server: the library's default, since `wheel-server`
-/// has no option for it.
+/// The lease of every server (`--lease`; also the server's default).
 pub const SERVER_LEASE: Duration = Duration::from_secs(5);
 
 /// A callback URL for timers that never come due within a run (an hour

@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::client;
+use super::{client, SERVER_LEASE};
 
 /// The variables the server reads, removed from its environment.
-const SERVER_ENV: [&str; 8] = [
+const SERVER_ENV: [&str; 9] = [
     "WHEEL_LISTEN",
     "WHEEL_DATA",
     "WHEEL_REDIS",
@@ -33,6 +33,7 @@ const SERVER_ENV: [&str; 8] = [
     "WHEEL_SIGNING_SECRET",
     "WHEEL_ALLOW_PRIVATE_TARGETS",
     "WHEEL_MAX_BODY",
+    "WHEEL_LEASE",
 ];
 
 /// How long a server may take to answer `/readyz` with 200.
@@ -182,6 +183,8 @@ impl ServerProcess {
         cmd.arg("--listen")
             .arg(addr.to_string())
             .arg("--allow-private-targets")
+            .arg("--lease")
+            .arg(format!("{}ms", SERVER_LEASE.as_millis()))
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -203,5 +203,5 @@ type FleetRow<'a> = (&'a str, &'a FleetParams, Result<FleetRun, Option<String>>)
 
 /// "lease 5 s (the default)".
 fn lease() -> String {
-    format!("lease {} s (the library's default)", SERVER_LEASE.as_secs())
+    format!("lease {} s (the server's default)", SERVER_LEASE.as_secs())
 }
