@@ -20,6 +20,7 @@ use crate::server::load::{self, LoadParams, Loaded, SingleServer};
 use crate::server::procfs::Idle;
 use crate::server::{process, wrk, SERVER_LEASE};
 
+mod median;
 mod tables;
 mod targets;
 
@@ -30,6 +31,8 @@ pub use targets::ServerFigures;
 pub struct ServerParams {
     /// The quick run's smaller sizes.
     pub quick: bool,
+    /// How often each run is made ([`median`] picks what is reported).
+    pub runs: usize,
     /// The single server: idle, the loads, the library's adds.
     pub load: LoadParams,
     /// Two servers, callbacks at 1 000/s.
@@ -69,6 +72,9 @@ impl ServerParams {
         };
         ServerParams {
             quick,
+            // The full run's figures are medians of three; the quick run,
+            // in CI, makes each once.
+            runs: if quick { 1 } else { 3 },
             load: LoadParams {
                 connections: 64,
                 wrk_threads: 2,
@@ -141,13 +147,20 @@ pub fn run_server(s: &Settings, progress: &Progress, results: &mut Results) {
             .say("server: wrk is not on the PATH (apt-get install wrk); the load rows are skipped");
     }
     let mut figures = ServerFigures::default();
-    let single = bin.as_ref().map_err(Clone::clone).and_then(|bin| {
-        progress.say(format!(
-            "server: one server, embedded store: idle, adds, batches, idle again{}",
-            load_avg()
-        ));
-        load::run(bin, &p.load, with_wrk)
-    });
+    let singles: Vec<_> = (1..=p.runs)
+        .map(|i| {
+            bin.as_ref().map_err(Clone::clone).and_then(|bin| {
+                progress.say(format!(
+                    "server: one server, embedded store: idle, adds, batches, idle again{}{}",
+                    nth(i, p.runs),
+                    load_avg()
+                ));
+                load::run(bin, &p.load, with_wrk)
+            })
+        })
+        .collect();
+    figures.ratio = median::ratio(&singles);
+    let single = median::single(singles);
     figures.single(&single);
     results.tables.push(tables::adds(p, &single, with_wrk));
     results.tables.push(tables::idle(p, &single));
@@ -159,23 +172,40 @@ pub fn run_server(s: &Settings, progress: &Progress, results: &mut Results) {
             fleet_rows.push((name, params, Err(None)));
             continue;
         };
-        progress.say(format!(
-            "server: callbacks from {name}, {}",
-            rate_over(params)
-        ));
-        let _ = flush(url);
-        let run = bin
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|bin| fleet::run(bin, url, params))
-            .map_err(Some);
+        let runs: Vec<_> = (1..=p.runs)
+            .map(|i| {
+                progress.say(format!(
+                    "server: callbacks from {name}, {}{}",
+                    rate_over(params),
+                    nth(i, p.runs)
+                ));
+                let _ = flush(url);
+                bin.as_ref()
+                    .map_err(Clone::clone)
+                    .and_then(|bin| fleet::run(bin, url, params))
+            })
+            .collect();
+        let run = if params.kill_after.is_some() {
+            median::kill(runs)
+        } else {
+            median::lateness(runs)
+        };
         if let Ok(r) = &run {
             figures.fleet(params.kill_after.is_some(), r);
         }
-        fleet_rows.push((name, params, run));
+        fleet_rows.push((name, params, run.map_err(Some)));
     }
     results.tables.push(tables::callbacks(p, &fleet_rows));
     results.tables.push(targets::table(&figures, p));
+}
+
+/// ", run 2 of 3" when runs repeat.
+fn nth(i: usize, runs: usize) -> String {
+    if runs > 1 {
+        format!(", run {i} of {runs}")
+    } else {
+        String::new()
+    }
 }
 
 /// The idle figures of a single-server run, fresh and loaded.

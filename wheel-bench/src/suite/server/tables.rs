@@ -56,6 +56,17 @@ fn load_row(name: &str, workload: String, r: &Result<Option<Loaded>, String>) ->
     }
 }
 
+/// What a table says of the repeated runs (nothing when each ran once).
+fn repeats(p: &ServerParams, which: &str) -> String {
+    if p.runs < 2 {
+        return String::new();
+    }
+    format!(
+        " Each run was made {} times: {which}; a run whose check failed is shown instead.",
+        p.runs
+    )
+}
+
 /// Adds over HTTP, and the library's beside them.
 pub(super) fn adds(p: &ServerParams, single: &Result<SingleServer, String>, wrk: bool) -> Table {
     let l = &p.load;
@@ -67,10 +78,15 @@ pub(super) fn adds(p: &ServerParams, single: &Result<SingleServer, String>, wrk:
          stopped, the library's `add_callback` (what the server stores, without HTTP) from {} \
          threads on an embedded store of its own, as many timers as the one-timer load added. \
          Check: every request answered 201 (one timer) or 200 (a batch), no wrk errors, and the \
-         store's pending count (`/metrics`) holding every timer added.",
+         store's pending count (`/metrics`) holding every timer added.{}",
         l.load_for.as_secs(),
         fmt_count(l.batch),
-        l.library_threads
+        l.library_threads,
+        repeats(
+            p,
+            "each row is the run with the median figure of that row (timers/s), the ratio in the \
+             targets the median of the runs' own ratios"
+        )
     );
     let mut t = Table::new(
         "Server: adds over HTTP, embedded store",
@@ -147,9 +163,10 @@ pub(super) fn idle(p: &ServerParams, single: &Result<SingleServer, String>) -> T
          system from /proc/<pid>/stat, in 10 ms ticks), as a share of one core, and its \
          resident set at the end (VmRSS of /proc/<pid>/status). Fresh: just started on an empty \
          store. Loaded: after the loads above, holding every timer they added (all an hour \
-         out). The last row's check includes a clean exit on SIGTERM afterwards.",
+         out). The last row's check includes a clean exit on SIGTERM afterwards.{}",
         l.settle.as_secs(),
-        l.idle_for.as_secs()
+        l.idle_for.as_secs(),
+        repeats(p, "each row is the run with the median resident set")
     );
     let mut t = Table::new(
         "Server: idle",
@@ -216,10 +233,15 @@ pub(super) fn callbacks(p: &ServerParams, rows: &[FleetRow]) -> Table {
          1 s); a timer still pending then is \"not sent yet\". Taken over: arrived over half a \
          lease late (a killed server's timers, fired by the other once the lease ended; \"max\" \
          says when the last came). Duplicates of a new fence are runs sent again after the \
-         kill (at-least-once); only duplicates of the same fence fail the check.",
+         kill (at-least-once); only duplicates of the same fence fail the check.{}",
         p.lateness.lead.as_secs(),
         crate::server::fleet::ADD_BATCH,
         p.lateness.bound.as_secs(),
+        repeats(
+            p,
+            "the first row is the run with the median p99, the kill row the run whose last \
+             timer came latest"
+        ),
     );
     let mut t = Table::new(
         "Server: callbacks from 2 servers on one Redis",

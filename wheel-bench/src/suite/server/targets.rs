@@ -17,11 +17,13 @@ use crate::workloads::Check;
 #[derive(Debug, Default)]
 pub struct ServerFigures {
     adds: Option<Loaded>,
-    library: Option<LibraryAdds>,
     batches: Option<Loaded>,
     idle: Option<Idle>,
     lateness: Option<FleetRun>,
     kill: Option<FleetRun>,
+    /// The server's one-timer adds and the library's adds of the run with
+    /// the median ratio.
+    pub(super) ratio: Option<(Loaded, LibraryAdds)>,
 }
 
 impl ServerFigures {
@@ -30,7 +32,6 @@ impl ServerFigures {
         let Ok(s) = s else { return };
         self.adds = s.adds.clone().ok().flatten();
         self.batches = s.batches.clone().ok().flatten();
-        self.library = s.library.clone().ok().flatten();
         self.idle = s.idle_fresh.clone().ok();
     }
 
@@ -104,14 +105,15 @@ fn add_rows(t: &mut Table, f: &ServerFigures, p: &ServerParams) {
         )
     });
     target(t, p, "POST /v1/timers >= 10 000 requests/s", load, m);
-    let m = match (adds.as_ref(), f.library) {
-        (Some((a, c)), Some(lib)) if lib.per_sec > 0.0 => {
+    let m = match &f.ratio {
+        Some((a, lib)) => {
+            let c = &a.check();
             let (ours, theirs) = (a.timers_per_sec(), lib.per_sec);
             let r = ours / theirs;
             let m = format!("{r:.2}x ({ours:.0}/s ÷ {theirs:.0}/s){}", failed(c));
             Some((m, r >= 0.5 && *c == Check::Passed))
         }
-        _ => None,
+        None => None,
     };
     target(
         t,
@@ -278,11 +280,14 @@ mod tests {
     fn figures() -> ServerFigures {
         ServerFigures {
             adds: Some(loaded(1, 12_000, 15_000)),
-            library: Some(LibraryAdds {
-                timers: 60_000,
-                threads: 64,
-                per_sec: 30_000.0,
-            }),
+            ratio: Some((
+                loaded(1, 12_000, 15_000),
+                LibraryAdds {
+                    timers: 60_000,
+                    threads: 64,
+                    per_sec: 30_000.0,
+                },
+            )),
             batches: Some(loaded(1_000, 90, 400_000)),
             idle: Some(Idle {
                 rss: 20 << 20,
