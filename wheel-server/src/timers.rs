@@ -112,7 +112,7 @@ pub(crate) async fn create(
         .adder()
         .add(c.clone())
         .await
-        .ok_or_else(|| Problem::internal("the server is stopping"))?
+        .ok_or_else(|| Problem::internal("the add was not answered (the server may be stopping)"))?
         .map_err(|e| Problem::durable(&e, ""))?;
     match outcome {
         Added::Created => {
