@@ -157,6 +157,8 @@ struct Queued {
 /// The queue of timers added one per request; see the module's
 /// documentation.
 pub(crate) struct Adder {
+    /// Unbounded, yet bounded by the requests in flight: each queued timer
+    /// has its request waiting for the answer.
     queue: mpsc::UnboundedSender<Queued>,
 }
 
