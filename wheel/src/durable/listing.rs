@@ -191,6 +191,10 @@ impl FromStr for Cursor {
         if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 2 * MAX_KEY_LEN {
             return Err(bad("the key has a bad length"));
         }
+        // `from_str_radix` alone would take a sign: "+1" for 0x01.
+        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad("the key is not hex"));
+        }
         let bytes: Option<Vec<u8>> = (0..hex.len())
             .step_by(2)
             .map(|i| {
@@ -340,6 +344,8 @@ mod tests {
             "p.1.",
             "p.1.6",
             "p.1.zz",
+            "p.1.+1",
+            "p.1.61+f",
             "p.1.é1",
             "p.1.ff",
             &too_long,
