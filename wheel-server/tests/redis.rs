@@ -11,21 +11,28 @@ use common::{eventually, Receiver, Server};
 use serde_json::json;
 use wheel_testkit::{RedisServer, ServerOptions};
 
+/// Starts a server on `redis` in namespace `ns`, callbacks to loopback
+/// allowed, with `extra` arguments.
+fn on_redis(redis: &RedisServer, ns: &str, extra: &[&str]) -> Server {
+    let url = redis.url();
+    let mut args = vec![
+        "--redis",
+        url.as_str(),
+        "--namespace",
+        ns,
+        "--allow-private-targets",
+    ];
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
 #[test]
 fn timers_added_through_one_server_fire_once_across_two() {
     let Some(redis) = RedisServer::for_test(ServerOptions::default()) else {
         return;
     };
     let rx = Receiver::start();
-    let url = redis.url();
-    let args = [
-        "--redis",
-        url.as_str(),
-        "--namespace",
-        "srv2",
-        "--allow-private-targets",
-    ];
-    let (a, b) = (Server::start(&args), Server::start(&args));
+    let (a, b) = (on_redis(&redis, "srv2", &[]), on_redis(&redis, "srv2", &[]));
     let timers: Vec<_> = (0..200)
         .map(|i| json!({ "key": format!("t{i}"), "delay": 1000 + i * 5, "callback": { "url": rx.url(&format!("/t/{i}")) } }))
         .collect();
@@ -70,14 +77,7 @@ fn adds_answer_503_while_redis_is_down_and_succeed_after() {
     let Some(mut redis) = RedisServer::for_test(ServerOptions { aof: true }) else {
         return;
     };
-    let url = redis.url();
-    let s = Server::start(&[
-        "--redis",
-        url.as_str(),
-        "--namespace",
-        "down",
-        "--allow-private-targets",
-    ]);
+    let s = on_redis(&redis, "down", &[]);
     let timer =
         |k: &str| json!({ "key": k, "delay": "1h", "callback": { "url": "http://127.0.0.1:9/x" } });
     assert_eq!(s.post("/v1/timers", timer("before")).0, 201);
@@ -134,17 +134,8 @@ fn a_killed_server_s_claims_fire_on_the_other_after_its_lease() {
         return;
     };
     let rx = Receiver::start();
-    let url = redis.url();
-    let args = [
-        "--redis",
-        url.as_str(),
-        "--namespace",
-        "lease",
-        "--lease",
-        "2s",
-        "--allow-private-targets",
-    ];
-    let a = Server::start(&args);
+    let lease = ["--lease", "2s"];
+    let a = on_redis(&redis, "lease", &lease);
     let due = SystemTime::now() + Duration::from_secs(4);
     let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis();
     let timers: Vec<_> = (0..50)
@@ -158,7 +149,7 @@ fn a_killed_server_s_claims_fire_on_the_other_after_its_lease() {
     eventually("a to hold all 50", || {
         metric(&a, "wheel_timers_held") == 50.0
     });
-    let b = Server::start(&args);
+    let b = on_redis(&redis, "lease", &lease);
     let killed_at = SystemTime::now();
     a.kill();
     eventually("50 callbacks", || rx.got().len() >= 50);
