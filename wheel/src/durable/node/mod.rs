@@ -3,10 +3,12 @@
 //! A timer's way through a node, one thread after another:
 //! - the claimer ([`claimer`]) asks the store for timers due within the
 //!   claim window and schedules each in the node's in-memory [`Scheduler`]
-//!   at its instant ([`hold`]); it also renews, in one store call, the
-//!   leases of every run that needs it, and sleeps until the next timer
-//!   enters the window, a lease may end, a notification says a timer
-//!   became due sooner than its plan, or the safety poll is up;
+//!   at its instant ([`hold`]), except claims already due, which go
+//!   straight to the starter together, earliest first; it also renews, in
+//!   one store call, the leases of every run that needs it, and sleeps
+//!   until the next timer enters the window, a lease may end, a
+//!   notification says a timer became due sooner than its plan, or the
+//!   safety poll is up;
 //! - at the instant, a scheduler worker offers the claim to be started
 //!   ([`starter`]): one store call starts every claim waiting (timers due
 //!   together start together);
