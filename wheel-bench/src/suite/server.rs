@@ -31,7 +31,7 @@ pub use targets::ServerFigures;
 pub struct ServerParams {
     /// The quick run's smaller sizes.
     pub quick: bool,
-    /// How often each run is made ([`median`] picks what is reported).
+    /// How often each run is made (the section reports medians).
     pub runs: usize,
     /// The single server: idle, the loads, the library's adds.
     pub load: LoadParams,
