@@ -9,6 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use wheel::durable::{DurableError, DurableTimers, TimerInfo, TimerState};
@@ -48,18 +49,19 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// The path of the timer `key`: the key percent-encoded as one segment
-/// (every byte but ASCII letters, digits and `-._~:@`).
+/// What a key keeps percent-encoded in a path segment: every byte but
+/// ASCII letters, digits and `-._~:@`.
+const SEGMENT_ENCODED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b':')
+    .remove(b'@');
+
+/// The path of the timer `key`: the key percent-encoded as one segment.
 pub(crate) fn timer_path(key: &str) -> String {
-    let mut path = String::from("/v1/timers/");
-    for b in key.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~:@".contains(&b) {
-            path.push(char::from(b));
-        } else {
-            path.push_str(&format!("%{b:02X}"));
-        }
-    }
-    path
+    format!("/v1/timers/{}", utf8_percent_encode(key, SEGMENT_ENCODED))
 }
 
 /// The timer a successful add made, as the store now holds it.

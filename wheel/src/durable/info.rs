@@ -287,13 +287,7 @@ impl LatenessBuckets {
     /// The buckets of `counts` (one per bound), `count` runs and their
     /// `sum`.
     pub(crate) fn new(counts: [u64; BOUND_COUNT], count: u64, sum: Duration) -> LatenessBuckets {
-        let mut cumulative = [(Duration::ZERO, 0); BOUND_COUNT];
-        for (slot, (bound, n)) in cumulative
-            .iter_mut()
-            .zip(Self::BOUNDS.into_iter().zip(counts))
-        {
-            *slot = (bound, n);
-        }
+        let cumulative = std::array::from_fn(|i| (Self::BOUNDS[i], counts[i]));
         LatenessBuckets {
             cumulative,
             count,
