@@ -29,6 +29,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use wheel::durable::{DurableStats, DurableTimers};
 
 use crate::adder::Adder;
+use crate::auth::Token;
 use crate::metrics::Requests;
 use crate::problem::Problem;
 use crate::{auth, dashboard, dead, metrics, openapi, timers};
@@ -39,7 +40,7 @@ pub(crate) struct AppState(Arc<Shared>);
 
 struct Shared {
     timers: Arc<DurableTimers>,
-    token: Option<Vec<u8>>,
+    token: Option<Token>,
     allow_private: bool,
     requests: Requests,
     adder: Adder,
@@ -56,15 +57,15 @@ impl AppState {
         AppState(Arc::new(Shared {
             adder: Adder::start(timers.clone()),
             timers,
-            token: token.map(String::into_bytes),
+            token: token.as_deref().map(Token::new),
             allow_private,
             requests: Requests::default(),
         }))
     }
 
     /// The bearer token, when one is required.
-    pub(crate) fn token(&self) -> Option<&[u8]> {
-        self.0.token.as_deref()
+    pub(crate) fn token(&self) -> Option<&Token> {
+        self.0.token.as_ref()
     }
 
     /// Whether callbacks may target non-public addresses.

@@ -3,21 +3,49 @@
 //! With a token configured, a request must carry `Authorization: Bearer
 //! <token>`; anything else is answered 401 with a problem document and a
 //! `WWW-Authenticate: Bearer` header. The comparison takes the same time
-//! whatever the bytes of the token sent (`subtle`), so the token cannot be
-//! guessed a byte at a time from response times. Without a token (allowed
-//! only on a loopback address, see `args.rs`), every request passes.
+//! whatever the token sent: both sides are SHA-256 digests, 32 bytes each
+//! whatever the lengths, compared in constant time (`subtle`), so response
+//! times tell neither the token's bytes nor its length. Without a token
+//! (allowed only on a loopback address, see `args.rs`), every request
+//! passes.
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::app::AppState;
 use crate::problem::Problem;
 
+/// The token a server requires, kept as its digest: a comparison then
+/// always looks at 32 bytes, so its time does not depend on how long the
+/// real token is.
+#[derive(Clone)]
+pub(crate) struct Token {
+    digest: [u8; 32],
+}
+
+impl Token {
+    pub(crate) fn new(token: &str) -> Token {
+        Token {
+            digest: digest(token.as_bytes()),
+        }
+    }
+
+    /// Whether `sent` is the token, in time independent of both.
+    fn matches(&self, sent: &[u8]) -> bool {
+        bool::from(digest(sent).ct_eq(&self.digest))
+    }
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
 /// Whether `headers` carry the bearer `token`.
-pub(crate) fn authorized(headers: &HeaderMap, token: &[u8]) -> bool {
+pub(crate) fn authorized(headers: &HeaderMap, token: &Token) -> bool {
     let Some(value) = headers.get(header::AUTHORIZATION) else {
         return false;
     };
@@ -27,7 +55,7 @@ pub(crate) fn authorized(headers: &HeaderMap, token: &[u8]) -> bool {
         return false;
     }
     let sent = value[scheme.len()..].trim_ascii();
-    bool::from(sent.ct_eq(token))
+    token.matches(sent)
 }
 
 /// The middleware: passes authorized requests on, answers 401 otherwise.
@@ -66,12 +94,18 @@ mod tests {
 
     #[test]
     fn only_the_exact_token_passes() {
-        assert!(authorized(&with("Bearer s3cret"), b"s3cret"));
-        assert!(authorized(&with("bearer s3cret"), b"s3cret"));
-        assert!(!authorized(&with("Bearer s3cre"), b"s3cret"));
-        assert!(!authorized(&with("Bearer s3cretx"), b"s3cret"));
-        assert!(!authorized(&with("Basic s3cret"), b"s3cret"));
-        assert!(!authorized(&with("Bearer"), b"s3cret"));
-        assert!(!authorized(&HeaderMap::new(), b"s3cret"));
+        let t = Token::new("s3cret");
+        assert!(authorized(&with("Bearer s3cret"), &t));
+        assert!(authorized(&with("bearer s3cret"), &t));
+        assert!(!authorized(&with("Bearer s3cre"), &t));
+        assert!(!authorized(&with("Bearer s3cretx"), &t));
+        assert!(!authorized(&with("Basic s3cret"), &t));
+        assert!(!authorized(&with("Bearer"), &t));
+        assert!(!authorized(&HeaderMap::new(), &t));
+        assert!(!authorized(&with("Bearer S3CRET"), &t));
+        assert!(!authorized(
+            &with(&format!("Bearer {}", "s".repeat(4096))),
+            &t
+        ));
     }
 }

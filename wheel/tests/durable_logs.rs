@@ -79,7 +79,7 @@ fn a_panicking_handler_is_logged_as_an_error_with_its_key() {
     let found = lines("logpanic", "handler panicked");
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("ERROR"), "{}", found[0]);
-    assert!(found[0].contains("key=p1"), "{}", found[0]);
+    assert!(found[0].contains("key=\"p1\""), "{}", found[0]);
     assert!(found[0].contains("panic=\"boom on p1\""), "{}", found[0]);
     timers.shutdown().unwrap();
 }
@@ -99,12 +99,49 @@ fn a_dead_letter_is_logged_as_a_warning_with_its_reason() {
     let found = lines("logdead", "timer became a dead letter");
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("WARN"), "{}", found[0]);
-    assert!(found[0].contains("key=d1"), "{}", found[0]);
+    assert!(found[0].contains("key=\"d1\""), "{}", found[0]);
     assert!(
-        found[0].contains("reason=the order is gone"),
+        found[0].contains("reason=\"the order is gone\""),
         "{}",
         found[0]
     );
+    timers.shutdown().unwrap();
+}
+
+/// Keys and reasons come from users and from receivers: each is logged as
+/// an escaped field, so a line break in one cannot start a line that
+/// looks like another event.
+#[test]
+fn keys_and_reasons_with_line_breaks_stay_on_their_own_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "k1\n2026-01-01T00:00:00Z ERROR forged-by-key";
+    let timers = node(&dir, "loginject")
+        .handler(|_| Outcome::Fail("gone\r\n2026-01-01T00:00:00Z ERROR forged-by-reason".into()))
+        .build()
+        .unwrap();
+    timers.add(key, SystemTime::now(), b"").unwrap();
+    eventually("its log line", || {
+        !lines("loginject", "timer became a dead letter").is_empty()
+    });
+    let found = lines("loginject", "timer became a dead letter");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains(r#"key="k1\n2026-01-01T00:00:00Z ERROR forged-by-key""#),
+        "{}",
+        found[0]
+    );
+    assert!(
+        found[0].contains(r#"reason="gone\r\n2026-01-01T00:00:00Z ERROR forged-by-reason""#),
+        "{}",
+        found[0]
+    );
+    let all = String::from_utf8_lossy(&logs().lock().unwrap()).into_owned();
+    for line in all.lines() {
+        assert!(
+            !line.starts_with("2026-01-01T00:00:00Z"),
+            "a forged line: {line}"
+        );
+    }
     timers.shutdown().unwrap();
 }
 

@@ -115,10 +115,13 @@ pub struct HttpCallback {
     /// An absolute `http://` or `https://` URL.
     pub url: String,
     /// Extra request headers, sent in this order. Names starting with
-    /// `Wheel-`, the Standard Webhooks headers `webhook-id`,
-    /// `webhook-timestamp` and `webhook-signature`, and `Host`,
-    /// `Content-Length`, `Transfer-Encoding` and `Connection`, are the
-    /// node's and refused.
+    /// `Wheel-` or `webhook-` (the Standard Webhooks headers), `Host` and
+    /// `Content-Length` are the node's, and the hop-by-hop headers
+    /// (`Connection`, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`,
+    /// `Transfer-Encoding`, `Upgrade`, `Expect`, `Proxy-Authenticate`,
+    /// `Proxy-Authorization`, `HTTP2-Settings`) belong to one connection,
+    /// not to the request: all are refused. At most [`MAX_HEADERS`]
+    /// headers of at most [`MAX_HEADER_BYTES`] in all (names and values).
     pub headers: Vec<(String, String)>,
     /// The request body (counted against the store's payload limit).
     pub body: Vec<u8>,
@@ -127,16 +130,63 @@ pub struct HttpCallback {
     pub retry: Option<RetryPolicy>,
 }
 
-/// Header names the client or the node sets: a callback may not.
-const RESERVED: [&str; 7] = [
+/// Header names the client or the node sets, and the hop-by-hop ones
+/// (RFC 9110 section 7.6.1, and those older proxies still act on): a
+/// callback may not set them. A hop-by-hop header would steer the
+/// connection (an `Upgrade`, an `Expect: 100-continue` the node does not
+/// wait for) or a proxy between the node and the target, never the
+/// target's request.
+const RESERVED: [&str; 13] = [
     "host",
     "content-length",
     "transfer-encoding",
     "connection",
-    "webhook-id",
-    "webhook-timestamp",
-    "webhook-signature",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "http2-settings",
 ];
+
+/// Name prefixes the node's own headers use: `Wheel-*`, and the
+/// Standard Webhooks headers, which receivers read as the node's
+/// (`webhook-id`, `webhook-timestamp`, `webhook-signature` and any
+/// later one).
+const RESERVED_PREFIXES: [&str; 2] = ["wheel-", "webhook-"];
+
+/// The most extra headers one callback may carry.
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::http::{HttpCallback, Method, MAX_HEADERS};
+///
+/// let many = (0..=MAX_HEADERS).fold(
+///     HttpCallback::new(Method::Get, "http://a.example/"),
+///     |cb, i| cb.header(format!("X-H{i}"), "1"),
+/// );
+/// assert!(many.to_payload().is_err());
+/// ```
+pub const MAX_HEADERS: usize = 64;
+
+/// The most bytes one callback's extra headers may take, names and values
+/// together: a callback is stored and sent many times, and receivers
+/// commonly refuse a request head much over 8 to 16 KiB.
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::http::{HttpCallback, Method, MAX_HEADER_BYTES};
+///
+/// let big = HttpCallback::new(Method::Get, "http://a.example/")
+///     .header("X-Big", "x".repeat(MAX_HEADER_BYTES));
+/// assert!(big.to_payload().is_err());
+/// ```
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 
 impl HttpCallback {
     /// A callback with no extra headers and an empty body.
@@ -255,9 +305,7 @@ impl HttpCallback {
     /// ```
     pub fn to_payload(&self) -> Result<Vec<u8>, DurableError> {
         self.uri()?;
-        for (name, value) in &self.headers {
-            check_header(name, value)?;
-        }
+        check_headers(&self.headers)?;
         Ok(wire::encode(self))
     }
 
@@ -278,13 +326,37 @@ impl HttpCallback {
     }
 }
 
+/// Checks a callback's headers: each one, their number and their size.
+fn check_headers(headers: &[(String, String)]) -> Result<(), DurableError> {
+    if headers.len() > MAX_HEADERS {
+        return Err(DurableError::InvalidHeader(format!(
+            "{} headers; a callback carries at most {MAX_HEADERS}",
+            headers.len()
+        )));
+    }
+    let bytes: usize = headers.iter().map(|(n, v)| n.len() + v.len()).sum();
+    if bytes > MAX_HEADER_BYTES {
+        return Err(DurableError::InvalidHeader(format!(
+            "{bytes} bytes of headers; a callback carries at most {MAX_HEADER_BYTES}"
+        )));
+    }
+    headers
+        .iter()
+        .try_for_each(|(name, value)| check_header(name, value))
+}
+
 /// Checks one header as the client will send it.
 pub(crate) fn check_header(name: &str, value: &str) -> Result<(), DurableError> {
     let bad = |why: &str| DurableError::InvalidHeader(format!("{name:?}: {why}"));
     let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("not a valid name"))?;
     let lower = parsed.as_str();
-    if lower.starts_with("wheel-") || RESERVED.contains(&lower) {
+    if RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p)) {
         return Err(bad("set by the node, not by a callback"));
+    }
+    if RESERVED.contains(&lower) {
+        return Err(bad(
+            "set by the node or hop-by-hop (it belongs to a connection, not to the request)",
+        ));
     }
     HeaderValue::from_str(value).map_err(|_| bad("not a valid value"))?;
     Ok(())
@@ -357,6 +429,16 @@ mod tests {
             ("content-length", "3"),
             ("Transfer-Encoding", "chunked"),
             ("Connection", "close"),
+            ("webhook-version", "1"),
+            ("Webhook-Foo", "x"),
+            ("Upgrade", "websocket"),
+            ("Keep-Alive", "timeout=5"),
+            ("TE", "trailers"),
+            ("Trailer", "X-A"),
+            ("Proxy-Connection", "keep-alive"),
+            ("Expect", "100-continue"),
+            ("Proxy-Authorization", "Basic AA=="),
+            ("HTTP2-Settings", "AAMAAABkAAQAAP__"),
         ] {
             assert!(
                 matches!(
@@ -366,6 +448,29 @@ mod tests {
                 "{name:?}: {value:?}"
             );
         }
+    }
+
+    #[test]
+    fn header_count_and_size_are_capped() {
+        let with = |n: usize, value: &str| {
+            (0..n).fold(
+                HttpCallback::new(Method::Get, "http://a.example/"),
+                |cb, i| cb.header(format!("X-{i:04}"), value),
+            )
+        };
+        assert!(with(MAX_HEADERS, "v").to_payload().is_ok());
+        assert!(matches!(
+            with(MAX_HEADERS + 1, "v").to_payload(),
+            Err(DurableError::InvalidHeader(_))
+        ));
+        // "X-0000" is 6 bytes: fill the budget exactly, then one byte over.
+        let value = "v".repeat(MAX_HEADER_BYTES / 2 - 6);
+        assert!(with(2, &value).to_payload().is_ok());
+        let over = format!("{value}v");
+        assert!(matches!(
+            with(2, &over).to_payload(),
+            Err(DurableError::InvalidHeader(_))
+        ));
     }
 
     #[test]

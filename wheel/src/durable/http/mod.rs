@@ -75,7 +75,7 @@ mod wire;
 
 use std::sync::Arc;
 
-pub use self::callback::{HttpCallback, Method};
+pub use self::callback::{HttpCallback, Method, MAX_HEADERS, MAX_HEADER_BYTES};
 pub use self::config::HttpConfig;
 pub use self::guard::is_public_address;
 use self::send::Sender;

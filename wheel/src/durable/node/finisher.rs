@@ -73,9 +73,9 @@ fn log_dead_letters(shared: &NodeShared, batch: &[Ending], recorded: &[bool]) {
         if let Finish::Dead { reason } = &e.finish {
             tracing::warn!(
                 namespace = %shared.config.namespace,
-                key = %e.key,
+                key = ?e.key,
                 fence = e.fence,
-                reason = %reason,
+                reason = ?reason,
                 "timer became a dead letter"
             );
         }

@@ -97,7 +97,7 @@ pub(super) fn fired_of(started: Started) -> Fired {
 pub(super) fn log_panic(shared: &NodeShared, key: &str, attempt: u32, fence: u64, panic: &str) {
     tracing::error!(
         namespace = %shared.config.namespace,
-        key = %key,
+        key = ?key,
         attempt,
         fence,
         panic,

@@ -172,7 +172,7 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
                 shared.counters.stale.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(
                     namespace = %shared.config.namespace,
-                    key = %c.key,
+                    key = ?c.key,
                     fence = c.fence,
                     "not started: cancelled, rescheduled or claimed again since this node's claim"
                 );

@@ -188,7 +188,7 @@ async fn run_task(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>, run: u64, starte
             abort.abort();
             tracing::warn!(
                 namespace = %shared.config.namespace,
-                key = %key,
+                key = ?key,
                 attempt,
                 fence,
                 timeout_ms = tasks.config.run_timeout.as_millis(),
