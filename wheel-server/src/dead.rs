@@ -21,7 +21,7 @@ use crate::listing::{self, DeadPage, DeadQuery};
 use crate::problem::Problem;
 
 /// Lists dead letters, oldest failure first, a page at a time.
-#[utoipa::path(get, path = "/v1/dead-letters", tag = "dead letters", params(DeadQuery),
+#[utoipa::path(get, path = "/v1/dead-letters", operation_id = "listDeadLetters", tag = "dead letters", params(DeadQuery),
     responses(
         (status = 200, description = "One page", body = DeadPage),
         (status = 400, description = "A parameter is invalid", body = Problem, content_type = "application/problem+json"),
@@ -36,8 +36,8 @@ pub(crate) async fn list(
 }
 
 /// Revives a dead letter: pending again, due now, attempts reset.
-#[utoipa::path(post, path = "/v1/dead-letters/{key}/retry", tag = "dead letters",
-    params(("key" = String, Path, description = "The dead letter's key")),
+#[utoipa::path(post, path = "/v1/dead-letters/{key}/retry", operation_id = "retryDeadLetter", tag = "dead letters",
+    params(("key" = String, Path, description = "The dead letter's key", min_length = 1, max_length = 1024)),
     responses(
         (status = 200, description = "Revived", body = Timer),
         (status = 404, description = "No dead letter with this key", body = Problem, content_type = "application/problem+json"),
@@ -67,8 +67,8 @@ pub(crate) async fn retry(
 }
 
 /// Removes a dead letter.
-#[utoipa::path(delete, path = "/v1/dead-letters/{key}", tag = "dead letters",
-    params(("key" = String, Path, description = "The dead letter's key")),
+#[utoipa::path(delete, path = "/v1/dead-letters/{key}", operation_id = "removeDeadLetter", tag = "dead letters",
+    params(("key" = String, Path, description = "The dead letter's key", min_length = 1, max_length = 1024)),
     responses(
         (status = 204, description = "Removed"),
         (status = 404, description = "No dead letter with this key", body = Problem, content_type = "application/problem+json"),

@@ -26,8 +26,10 @@ use crate::problem::Problem;
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewTimer {
     /// The key (1 to 1024 bytes); a random 128-bit hex id when absent.
+    #[schema(min_length = 1, max_length = 1024)]
     pub(crate) key: Option<String>,
     /// When to call, RFC 3339 (e.g. `2030-01-01T09:00:00Z`). Give this or `delay`.
+    #[schema(format = DateTime, pattern = "^(?:19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub(crate) due_at: Option<String>,
     /// How long from now: `"90s"`, `"15m"`, `"2h"`, `"7d"`, `"250ms"`, or
     /// an integer of milliseconds. Give this or `due_at`.
@@ -53,8 +55,14 @@ pub(crate) enum Delay {
 #[serde(deny_unknown_fields)]
 pub(crate) struct CallbackIn {
     /// An absolute `http://` or `https://` URL.
+    #[schema(
+        pattern = r"^[hH][tT][tT][pP][sS]?://[A-Za-z0-9.-]+(?::(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?(?:\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?$"
+    )]
     pub(crate) url: String,
-    /// GET, POST (the default), PUT, PATCH or DELETE.
+    /// GET, POST (the default), PUT, PATCH or DELETE, in any case.
+    #[schema(
+        pattern = "^(?:[gG][eE][tT]|[pP][oO][sS][tT]|[pP][uU][tT]|[pP][aA][tT][cC][hH]|[dD][eE][lL][eE][tT][eE])$"
+    )]
     pub(crate) method: Option<String>,
     /// Extra request headers.
     #[serde(default)]
@@ -63,7 +71,7 @@ pub(crate) struct CallbackIn {
     pub(crate) body: Option<String>,
     /// The body, as JSON (sent with `Content-Type: application/json`
     /// unless `headers` sets one).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Value>)]
     pub(crate) json: Option<serde_json::Value>,
 }
 
@@ -72,6 +80,7 @@ pub(crate) struct CallbackIn {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RetryIn {
     /// Attempts in all, the first one included (1 to 25; default 10).
+    #[schema(minimum = 1, maximum = 25)]
     pub(crate) max_attempts: Option<u32>,
     /// The first back-off (doubling after each failure, up to an hour, with
     /// 20 % jitter), as `delay`; default 1 s.
@@ -216,20 +225,27 @@ impl RetryIn {
 }
 
 /// The longest first back-off.
-const MAX_BACKOFF: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(24 * 3600);
 
 impl Delay {
     /// The duration this delay stands for.
     pub(crate) fn duration(&self) -> Result<Duration, String> {
         match self {
-            Delay::Millis(ms) => Ok(Duration::from_millis(*ms)),
+            Delay::Millis(ms) => {
+                let d = Duration::from_millis(*ms);
+                // The same ceiling as a delay with a unit.
+                if d > MAX_DELAY {
+                    return Err(format!("{ms} ms is longer than 100 years"));
+                }
+                Ok(d)
+            }
             Delay::Text(text) => parse_delay(text),
         }
     }
 }
 
 /// The longest delay accepted: 100 years.
-const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Reads `"90s"`, `"15m"`, `"2h"`, `"7d"`, `"250ms"` or a bare number of
 /// milliseconds.

@@ -33,8 +33,10 @@ pub(crate) struct ListQuery {
     /// `pending` (the default), `claimed` or `running`.
     pub(crate) state: Option<String>,
     /// Only timers due before this time, RFC 3339.
+    #[param(format = DateTime, pattern = "^(?:19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub(crate) due_before: Option<String>,
     /// Timers per page, 1 to 1000 (default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub(crate) limit: Option<String>,
     /// The `next_cursor` of the previous page.
     pub(crate) cursor: Option<String>,
@@ -45,6 +47,7 @@ pub(crate) struct ListQuery {
 #[into_params(parameter_in = Query)]
 pub(crate) struct DeadQuery {
     /// Dead letters per page, 1 to 1000 (default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub(crate) limit: Option<String>,
     /// The `next_cursor` of the previous page.
     pub(crate) cursor: Option<String>,

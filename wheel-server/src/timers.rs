@@ -93,7 +93,7 @@ fn conflict(key: &str) -> Problem {
 }
 
 /// Adds a timer.
-#[utoipa::path(post, path = "/v1/timers", tag = "timers", request_body = NewTimer,
+#[utoipa::path(post, path = "/v1/timers", operation_id = "createTimer", tag = "timers", request_body = NewTimer,
     responses(
         (status = 201, description = "Added", body = Timer,
             headers(("Location" = String, description = "The timer's path"))),
@@ -132,6 +132,7 @@ pub(crate) async fn create(
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewBatch {
     /// 1 to 1000 timers, each as for `POST /v1/timers`.
+    #[schema(min_items = 1, max_items = 1000)]
     pub(crate) timers: Vec<NewTimer>,
 }
 
@@ -158,7 +159,7 @@ pub(crate) struct BatchResult {
 }
 
 /// Adds up to 1000 timers; each is idempotent on its key as for one.
-#[utoipa::path(post, path = "/v1/timers:batch", tag = "timers", request_body = NewBatch,
+#[utoipa::path(post, path = "/v1/timers:batch", operation_id = "addTimers", tag = "timers", request_body = NewBatch,
     responses(
         (status = 200, description = "Every timer checked; each item says what became of it", body = BatchResult),
         (status = 422, description = "A field is invalid (nothing was added)", body = Problem, content_type = "application/problem+json"),
@@ -209,8 +210,8 @@ fn add_batch(t: &DurableTimers, checked: &[Checked]) -> Result<Vec<BatchItem>, P
 }
 
 /// Reads a timer, whatever its state.
-#[utoipa::path(get, path = "/v1/timers/{key}", tag = "timers",
-    params(("key" = String, Path, description = "The timer's key")),
+#[utoipa::path(get, path = "/v1/timers/{key}", operation_id = "getTimer", tag = "timers",
+    params(("key" = String, Path, description = "The timer's key", min_length = 1, max_length = 1024)),
     responses(
         (status = 200, description = "The timer", body = Timer),
         (status = 404, description = "No timer with this key", body = Problem, content_type = "application/problem+json"),
@@ -231,8 +232,8 @@ pub(crate) async fn get(
 }
 
 /// Cancels (removes) a timer, whatever its state.
-#[utoipa::path(delete, path = "/v1/timers/{key}", tag = "timers",
-    params(("key" = String, Path, description = "The timer's key")),
+#[utoipa::path(delete, path = "/v1/timers/{key}", operation_id = "cancelTimer", tag = "timers",
+    params(("key" = String, Path, description = "The timer's key", min_length = 1, max_length = 1024)),
     responses(
         (status = 204, description = "Cancelled: it will not start (a run already started finishes, its outcome ignored)"),
         (status = 404, description = "No timer with this key", body = Problem, content_type = "application/problem+json"),
@@ -263,6 +264,7 @@ pub(crate) async fn cancel(
 #[serde(deny_unknown_fields)]
 pub(crate) struct Reschedule {
     /// When to call, RFC 3339. Give this or `delay`.
+    #[schema(format = DateTime, pattern = "^(?:19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub(crate) due_at: Option<String>,
     /// How long from now, as for adding. Give this or `due_at`.
     pub(crate) delay: Option<Delay>,
@@ -287,8 +289,8 @@ impl Reschedule {
 }
 
 /// Moves a timer that has not started to a new due time.
-#[utoipa::path(patch, path = "/v1/timers/{key}", tag = "timers", request_body = Reschedule,
-    params(("key" = String, Path, description = "The timer's key")),
+#[utoipa::path(patch, path = "/v1/timers/{key}", operation_id = "rescheduleTimer", tag = "timers", request_body = Reschedule,
+    params(("key" = String, Path, description = "The timer's key", min_length = 1, max_length = 1024)),
     responses(
         (status = 200, description = "Rescheduled", body = Timer),
         (status = 404, description = "No timer with this key", body = Problem, content_type = "application/problem+json"),
@@ -336,7 +338,7 @@ enum Moved {
 }
 
 /// Lists timers of one state, by due time, a page at a time.
-#[utoipa::path(get, path = "/v1/timers", tag = "timers", params(ListQuery),
+#[utoipa::path(get, path = "/v1/timers", operation_id = "listTimers", tag = "timers", params(ListQuery),
     responses(
         (status = 200, description = "One page", body = TimerPage),
         (status = 400, description = "A parameter is invalid", body = Problem, content_type = "application/problem+json"),
