@@ -176,15 +176,20 @@ pub(crate) async fn batch(
         ));
     }
     let now = SystemTime::now();
-    let mut guard = Guard::new(state.allow_private());
     let mut checked = Vec::with_capacity(req.timers.len());
     for (i, timer) in req.timers.into_iter().enumerate() {
-        let c = timer.check(&format!("timers[{i}]."), now)?;
-        guard
-            .check(&c.callback.url, &format!("timers[{i}].callback.url"))
-            .await?;
-        checked.push(c);
+        checked.push(timer.check(&format!("timers[{i}]."), now)?);
     }
+    // Every timer's fields first, then the targets together: their names
+    // are resolved concurrently, within one budget for the request.
+    let targets: Vec<(&str, String)> = checked
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.callback.url.as_str(), format!("timers[{i}].callback.url")))
+        .collect();
+    Guard::new(state.allow_private())
+        .check_all(&targets)
+        .await?;
     let results = state.run(move |t| add_batch(t, &checked)).await??;
     Ok(Json(BatchResult { results }))
 }

@@ -310,7 +310,7 @@ impl HttpCallback {
     }
 
     /// The URL as the client parses it: absolute, `http` or `https`, with
-    /// a host.
+    /// a host, and read by the client's URL parser too.
     pub(crate) fn uri(&self) -> Result<Uri, DurableError> {
         let bad = |why: String| DurableError::InvalidUrl(format!("{:?}: {why}", self.url));
         let uri: Uri = self.url.parse().map_err(|e| bad(format!("{e}")))?;
@@ -322,6 +322,10 @@ impl HttpCallback {
         if uri.host().map_or(true, str::is_empty) {
             return Err(bad("no host".into()));
         }
+        // The client reads the URL again with its own parser, which
+        // refuses some hosts the `Uri` takes (`0x100000000`): such a
+        // callback could never be sent.
+        super::guard::sent_url(&uri).map_err(bad)?;
         Ok(uri)
     }
 }

@@ -77,7 +77,7 @@ use std::sync::Arc;
 
 pub use self::callback::{HttpCallback, Method, MAX_HEADERS, MAX_HEADER_BYTES};
 pub use self::config::HttpConfig;
-pub use self::guard::is_public_address;
+pub use self::guard::{callback_target, is_public_address, Target, TargetHost};
 use self::send::Sender;
 pub use self::sign::{verify_signature, SignatureError};
 use super::node::tasks::{AsyncHandler, HandlerFuture};

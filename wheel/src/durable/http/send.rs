@@ -16,7 +16,7 @@ use http::Uri;
 
 use super::hosts::{Hosts, HOST_BUSY_RETRY, HOST_WAIT};
 use super::reply::{self, Verdict, REASON_BODY};
-use super::{guard, headers, is_public_address, sign, HttpCallback, HttpConfig};
+use super::{guard, headers, sign, HttpCallback, HttpConfig};
 use crate::durable::retry::unit_random;
 use crate::durable::stats::HttpCounters;
 use crate::durable::{DurableError, Fired, Outcome, RetryPolicy};
@@ -108,29 +108,25 @@ impl Sender {
             Ok(uri) => uri,
             Err(e) => return Verdict::Dead(e.to_string()),
         };
+        let request = match self.request(fired, cb, uri) {
+            Ok(r) => r,
+            Err(why) => return Verdict::Dead(format!("the request cannot be built: {why}")),
+        };
         if !self.allow_private {
-            // The client connects to a literal without resolving it, so
-            // the resolver's check never sees it: check it here.
-            let host = uri.host().unwrap_or_default();
-            if let Some(ip) = guard::literal(host).filter(|ip| !is_public_address(*ip)) {
-                let refused = guard::RefusedTarget {
-                    host: host.to_owned(),
-                    addrs: vec![ip],
-                };
+            // The client connects to an address without resolving it, so
+            // the resolver's check never sees it: judge the host of the URL
+            // the request goes to, as the client has normalised it.
+            if let Some(refused) = guard::refused_before_lookup(request.url()) {
                 self.counts.refused_target.fetch_add(1, Ordering::Relaxed);
                 return Verdict::Dead(refused.to_string());
             }
         }
-        let host = host_key(&uri);
+        let host = host_key(request.url());
         let Some(_slot) = self.hosts.acquire(&host, HOST_WAIT).await else {
             return Verdict::Retry {
                 after: Some(busy_delay()),
                 why: format!("{host} had {} requests in flight", self.hosts.limit),
             };
-        };
-        let request = match self.request(fired, cb, uri) {
-            Ok(r) => r,
-            Err(why) => return Verdict::Dead(format!("the request cannot be built: {why}")),
         };
         match self.client.execute(request).await {
             Err(e) => {
@@ -212,13 +208,11 @@ impl Sender {
     }
 }
 
-/// The per-host limit's key: the host, lower-case, and the port.
-fn host_key(uri: &Uri) -> String {
-    let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
-        Some(s) if s.eq_ignore_ascii_case("https") => 443,
-        _ => 80,
-    });
-    let host = uri.host().unwrap_or_default().to_ascii_lowercase();
+/// The per-host limit's key: the host as the client connects to it (so
+/// every spelling of one address is one host) and the port.
+fn host_key(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    let port = url.port_or_known_default().unwrap_or_default();
     format!("{host}:{port}")
 }
 
@@ -251,12 +245,14 @@ mod tests {
 
     #[test]
     fn hosts_are_keyed_by_name_and_port() {
-        let key = |u: &str| host_key(&u.parse().unwrap());
+        let key = |u: &str| host_key(&reqwest::Url::parse(u).unwrap());
         assert_eq!(key("http://A.Example/x"), "a.example:80");
         assert_eq!(key("https://a.example/x"), "a.example:443");
         assert_eq!(key("HTTPS://a.example:8443"), "a.example:8443");
         assert_eq!(key("http://127.0.0.1:9/"), "127.0.0.1:9");
         assert_eq!(key("http://[::1]:8080/"), "[::1]:8080");
+        assert_eq!(key("http://0x7f.1.:9/"), "127.0.0.1:9");
+        assert_eq!(key("http://A.Example:80/"), "a.example:80");
     }
 
     #[test]
