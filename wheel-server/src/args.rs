@@ -75,6 +75,22 @@ pub(crate) struct Args {
     /// The largest request body, in bytes.
     #[arg(long, env = "WHEEL_MAX_BODY", value_name = "BYTES", default_value_t = 1 << 20)]
     pub(crate) max_body: usize,
+    /// How long a client has to send a whole request head, and how long a
+    /// keep-alive connection may wait for its next request (100ms to 1h).
+    #[arg(long, env = "WHEEL_HEADER_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = timeout)]
+    pub(crate) header_timeout: Duration,
+    /// How long a client has to send a whole request body, from its head
+    /// (100ms to 1h); a slower body is answered 408.
+    #[arg(long, env = "WHEEL_BODY_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = timeout)]
+    pub(crate) body_timeout: Duration,
+    /// The most connections open at once; more wait in the listen backlog
+    /// until one closes (1 to 100000).
+    #[arg(long, env = "WHEEL_MAX_CONNECTIONS", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=MAX_CONNECTIONS))]
+    pub(crate) max_connections: u32,
+    /// On SIGTERM or SIGINT, how long requests in flight may run on before
+    /// their connections are closed and the node shuts down (100ms to 1h).
+    #[arg(long, env = "WHEEL_SHUTDOWN_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = timeout)]
+    pub(crate) shutdown_timeout: Duration,
 }
 
 impl Args {
@@ -105,6 +121,25 @@ impl Args {
 /// merely stalls (a pause, a slow store call), and its timers would fire
 /// twice.
 const MIN_LEASE: Duration = Duration::from_secs(1);
+
+/// The most `--max-connections`: each connection is a file descriptor, and
+/// a larger number is a typing error rather than a host's real capacity.
+const MAX_CONNECTIONS: i64 = 100_000;
+
+/// The range of the transport timeouts: a shorter one would cut off
+/// healthy clients on any real network, a longer one no longer protects
+/// the server from clients that hold connections open.
+const TIMEOUTS: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(3600);
+
+/// Reads `--header-timeout`, `--body-timeout` and `--shutdown-timeout`.
+fn timeout(text: &str) -> Result<Duration, String> {
+    let d = crate::json::parse_delay(text)?;
+    if !TIMEOUTS.contains(&d) {
+        return Err(format!("{text:?} is not between 100ms and 1h"));
+    }
+    Ok(d)
+}
 
 /// Reads `--lease`.
 fn lease(text: &str) -> Result<Duration, String> {
@@ -147,6 +182,44 @@ mod tests {
             let args = ["wheel-server", "--lease", bad];
             assert!(Args::try_parse_from(args).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn transport_limits_have_defaults_and_refuse_zero_and_absurd_values() {
+        let a = parse(&[]);
+        assert_eq!(a.header_timeout, Duration::from_secs(10));
+        assert_eq!(a.body_timeout, Duration::from_secs(30));
+        assert_eq!(a.shutdown_timeout, Duration::from_secs(10));
+        assert_eq!(a.max_connections, 512);
+        let a = parse(&[
+            "--header-timeout",
+            "100ms",
+            "--body-timeout",
+            "1h",
+            "--shutdown-timeout",
+            "2500",
+            "--max-connections",
+            "1",
+        ]);
+        assert_eq!(a.header_timeout, Duration::from_millis(100));
+        assert_eq!(a.body_timeout, Duration::from_secs(3600));
+        assert_eq!(a.shutdown_timeout, Duration::from_millis(2500));
+        assert_eq!(a.max_connections, 1);
+        for option in ["--header-timeout", "--body-timeout", "--shutdown-timeout"] {
+            for bad in ["0", "0s", "99ms", "61m", "2h", "-1s", "10x", ""] {
+                let args = ["wheel-server", option, bad];
+                assert!(Args::try_parse_from(args).is_err(), "{option} {bad}");
+            }
+        }
+        for bad in ["0", "-1", "100001", "4294967296", "many"] {
+            let args = ["wheel-server", "--max-connections", bad];
+            assert!(Args::try_parse_from(args).is_err(), "{bad}");
+        }
+        let err = Args::try_parse_from(["wheel-server", "--body-timeout", "0"]).unwrap_err();
+        assert!(
+            err.to_string().contains("not between 100ms and 1h"),
+            "{err}"
+        );
     }
 
     #[test]

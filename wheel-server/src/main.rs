@@ -14,6 +14,7 @@ mod dashboard;
 mod dead;
 mod guard;
 mod json;
+mod listener;
 mod listing;
 mod metrics;
 mod openapi;

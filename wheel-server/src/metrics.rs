@@ -4,21 +4,25 @@
 //! The store's counts (pending, claimed, dead) are every node's; the
 //! counters (fired, retried, failed, ...) and the lateness are this
 //! process's, so a dashboard sums them across servers. Requests are
-//! counted by route template (`/v1/timers/{key}`, never the key itself, so
-//! the number of series stays bounded), method and status; requests that
-//! match no route count under the route `unmatched`.
+//! counted by route template, method and status, each from a fixed set so
+//! that no client can add series: the route is the template
+//! (`/v1/timers/{key}`, never the key itself), or `unmatched` for a path
+//! that matches no route; the method is one of the nine of RFC 9110 and
+//! RFC 5789, or `other` (a client may send any token as a method); the
+//! status is the one the server answered (a `StatusCode`, 100 to 999).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
+use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use wheel::durable::DurableStats;
 
 use crate::app::AppState;
+use crate::listener::BodyTimedOut;
 
 /// Requests served, by (route, method, status).
 #[derive(Debug, Default)]
@@ -66,18 +70,43 @@ pub(crate) async fn count_requests(
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
+    let body_timed_out = request.extensions().get::<BodyTimedOut>().cloned();
     let started = std::time::Instant::now();
     let response = next.run(request).await;
-    let status = response.status().as_u16();
+    // The listener answers 408 in place of whatever a handler made of a
+    // body that missed its deadline.
+    let status = match body_timed_out {
+        Some(t) if t.get() => StatusCode::REQUEST_TIMEOUT.as_u16(),
+        _ => response.status().as_u16(),
+    };
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     if status >= 500 {
         tracing::warn!(%method, %route, status, elapsed_ms, "request failed");
     } else {
         tracing::debug!(%method, %route, status, elapsed_ms, "request");
     }
-    state.requests().count(&route, &method, status);
+    state.requests().count(&route, method, status);
     response
+}
+
+/// The method's label: a standard method's name, or `other`.
+fn method_label(method: &Method) -> &'static str {
+    const KNOWN: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+        Method::OPTIONS,
+        Method::CONNECT,
+        Method::TRACE,
+    ];
+    KNOWN
+        .iter()
+        .find(|known| *known == method)
+        .map_or("other", Method::as_str)
 }
 
 /// Writes one metric with its help and type.
@@ -200,5 +229,15 @@ mod tests {
         assert!(text.contains("wheel_lateness_seconds_bucket{le=\"0.001\"} 0\n"));
         assert!(text.contains("wheel_lateness_seconds_bucket{le=\"+Inf\"} 0\n"));
         assert!(text.contains("wheel_callback_attempts_total{result=\"2xx\"} 0\n"));
+    }
+
+    #[test]
+    fn methods_are_labelled_from_a_fixed_set() {
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        assert_eq!(method_label(&Method::TRACE), "TRACE");
+        let invented = Method::from_bytes(b"BREW").unwrap();
+        assert_eq!(method_label(&invented), "other");
+        let lower = Method::from_bytes(b"get").unwrap();
+        assert_eq!(method_label(&lower), "other");
     }
 }

@@ -5,9 +5,9 @@
 //! node's callbacks (`DurableTimersBuilder::runtime`). The node is built
 //! before the listener opens, so a store that cannot be opened (locked by
 //! another process, unreachable Redis) stops the start with its error. On
-//! a signal, axum stops accepting and finishes the requests in flight;
-//! only then is the node shut down, so no request in flight meets a
-//! closed store.
+//! a signal, the listener stops accepting and lets the requests in flight
+//! finish (for at most `--shutdown-timeout`, see `listener.rs`); only then
+//! is the node shut down, so no request in flight meets a closed store.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use wheel::durable::{DurableTimers, RetryPolicy};
 use crate::app::{router, AppState};
 use crate::args::Args;
 use crate::json::MAX_ATTEMPTS;
+use crate::listener::Limits;
 
 /// Logs to stderr, the level from `RUST_LOG` (default `info`).
 pub(crate) fn init_logs() {
@@ -83,18 +84,22 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     );
     let app = router(state, args.max_body);
     let listen = args.listen;
+    let limits = Limits {
+        header_timeout: args.header_timeout,
+        body_timeout: args.body_timeout,
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        shutdown_timeout: args.shutdown_timeout,
+    };
     let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         tracing::info!(listen = %local, "listening");
-        axum::serve(listener, app)
-            .with_graceful_shutdown(crate::shutdown::signal())
-            .await
-            .map_err(|e| format!("the server failed: {e}"))
+        crate::listener::serve(listener, app, limits, crate::shutdown::signal()).await;
+        Ok::<(), String>(())
     });
-    tracing::info!("requests finished; handing claims back");
+    tracing::info!("connections closed; handing claims back");
     stop(timers);
     drop(runtime);
     served

@@ -1,7 +1,9 @@
 //! Graceful shutdown: on SIGTERM or SIGINT the server stops accepting,
-//! finishes the requests in flight, then shuts the durable node down
-//! (claimed timers that have not started go back to the store, for other
-//! servers or the next start to fire; running callbacks finish and report).
+//! lets the requests in flight finish (for at most `--shutdown-timeout`;
+//! the connections still open then are closed), then shuts the durable
+//! node down (claimed timers that have not started go back to the store,
+//! for other servers or the next start to fire; running callbacks finish
+//! and report).
 
 /// Resolves when the process is asked to stop (SIGTERM, or SIGINT / Ctrl-C).
 pub(crate) async fn signal() {
