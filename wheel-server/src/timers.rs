@@ -132,6 +132,7 @@ pub(crate) async fn create(
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewBatch {
     /// 1 to 1000 timers, each as for `POST /v1/timers`.
+    #[serde(deserialize_with = "json::objects")]
     pub(crate) timers: Vec<NewTimer>,
 }
 
