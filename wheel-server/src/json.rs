@@ -4,10 +4,12 @@
 //! A request is read in two steps: serde takes the shape (unknown fields
 //! are refused, so a misspelt `dealy` is an error rather than a timer due
 //! at once), then [`NewTimer::check`] reads the values (a date, a delay, a
-//! method) and names the field at fault. Times go out as RFC 3339 in UTC
-//! with milliseconds, the store's precision; due times coming in are
-//! rounded up to the millisecond, as the store does, so that a timer read
-//! back compares equal to the request that made it.
+//! method) and names the field at fault. Every object of a request is
+//! read from a JSON object only ([`object`]). Times go out as RFC 3339 in
+//! UTC with exactly three fraction digits (milliseconds, the store's
+//! precision); due times coming in are rounded up to the millisecond, as
+//! the store does, so that a timer read back compares equal to the request
+//! that made it.
 
 use std::collections::BTreeMap;
 use std::fmt;
