@@ -32,7 +32,7 @@ use crate::adder::Adder;
 use crate::auth::Token;
 use crate::metrics::Requests;
 use crate::problem::Problem;
-use crate::{auth, dashboard, dead, metrics, openapi, timers};
+use crate::{auth, dashboard, dead, json, metrics, openapi, timers};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -207,11 +207,13 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// Reads `bytes` as a `T`, naming the JSON path of the first error.
+/// Reads `bytes` as a `T` from a JSON object (an array is refused, see
+/// [`json::object`]), naming the JSON path of the first error: `.` for the
+/// body as a whole.
 pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let err = match serde_path_to_error::deserialize::<_, T>(&mut de) {
-        Ok(v) => return de.end().map(|()| v).map_err(|e| malformed(&e)),
+    let err = match serde_path_to_error::deserialize::<_, json::Object<T>>(&mut de) {
+        Ok(v) => return de.end().map(|()| v.0).map_err(|e| malformed(&e)),
         Err(err) => err,
     };
     let path = err.path().to_string();
@@ -220,9 +222,11 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem
         return Err(malformed(&inner));
     }
     let message = inner.to_string();
-    // A missing field is reported at its parent: name the field itself.
-    let field = match message
-        .strip_prefix("missing field `")
+    // A missing or repeated field is reported at its parent: name the
+    // field itself.
+    let field = match ["missing field `", "duplicate field `"]
+        .iter()
+        .find_map(|start| message.strip_prefix(start))
         .and_then(|m| m.split('`').next())
     {
         Some(name) if path == "." => name.to_owned(),

@@ -13,10 +13,10 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use wheel::durable::{DurableError, TimerState};
+use wheel::durable::{DurableError, TimerInfo, TimerState};
 
 use crate::app::AppState;
-use crate::json::Timer;
+use crate::json::{self, CallbackOut, Timer};
 use crate::listing::{self, DeadPage, DeadQuery};
 use crate::problem::Problem;
 
@@ -49,21 +49,32 @@ pub(crate) async fn retry(
 ) -> Result<Json<Timer>, Problem> {
     let Path(key) = key.map_err(|e| Problem::path(&e))?;
     let k = key.clone();
+    // The store's due times are whole milliseconds, rounded up.
+    let due = json::ceil_ms(SystemTime::now());
     let revived = state
-        .run(move |t| -> Result<_, DurableError> {
-            if !t.retry_dead(&k, SystemTime::now())? {
+        .run(move |t| -> Result<Option<TimerInfo>, DurableError> {
+            // The dead letter as it was: a read after the revival could
+            // find it already started (it is due now), or gone.
+            let Some(dead) = t.get(&k)?.filter(|i| i.state == TimerState::Dead) else {
                 return Ok(None);
-            }
-            Ok(Some(t.get(&k)?))
+            };
+            Ok(t.retry_dead(&k, due)?.then_some(dead))
         })
         .await?
         .map_err(|e| Problem::durable(&e, ""))?;
-    match revived {
-        None => Err(Problem::no_timer(&key, "dead letter")),
-        Some(Some(info)) => Ok(Json(Timer::from(&info))),
-        // Due now, it fired and finished before the read.
-        Some(None) => Err(Problem::no_timer(&key, "timer")),
-    }
+    let dead = revived.ok_or_else(|| Problem::no_timer(&key, "dead letter"))?;
+    // What the revival made: pending, due now (first due now too, as for a
+    // timer added then), no attempts yet.
+    Ok(Json(Timer {
+        key,
+        state: json::State::Pending,
+        due_at: json::format_time(due),
+        first_due_at: json::format_time(due),
+        attempts: 0,
+        callback: CallbackOut::of_payload(&dead.payload),
+        failed_at: None,
+        reason: None,
+    }))
 }
 
 /// Removes a dead letter.

@@ -4,16 +4,25 @@
 //! A request is read in two steps: serde takes the shape (unknown fields
 //! are refused, so a misspelt `dealy` is an error rather than a timer due
 //! at once), then [`NewTimer::check`] reads the values (a date, a delay, a
-//! method) and names the field at fault. Times go out as RFC 3339 in UTC
-//! with milliseconds, the store's precision; due times coming in are
-//! rounded up to the millisecond, as the store does, so that a timer read
-//! back compares equal to the request that made it.
+//! method) and names the field at fault. Every object of a request is
+//! read from a JSON object only ([`object`]). Times go out as RFC 3339 in
+//! UTC with exactly three fraction digits (milliseconds, the store's
+//! precision); due times coming in are rounded up to the millisecond, as
+//! the store does, so that a timer read back compares equal to the request
+//! that made it.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use time::format_description::well_known::Rfc3339;
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use wheel::durable::http::{HttpCallback, Method};
@@ -35,8 +44,10 @@ pub(crate) struct NewTimer {
     /// an integer of milliseconds. Give this or `due_at`.
     pub(crate) delay: Option<Delay>,
     /// The request to send when the timer is due.
+    #[serde(deserialize_with = "object")]
     pub(crate) callback: CallbackIn,
     /// How to retry a failed call.
+    #[serde(default, deserialize_with = "optional_object")]
     pub(crate) retry: Option<RetryIn>,
 }
 
@@ -72,7 +83,7 @@ pub(crate) struct CallbackIn {
     /// The body, as JSON (sent with `Content-Type: application/json`
     /// unless `headers` sets one).
     #[schema(value_type = Option<Value>)]
-    pub(crate) json: Option<serde_json::Value>,
+    pub(crate) json: Option<Box<RawValue>>,
 }
 
 /// How a callback that fails is retried.
@@ -129,6 +140,16 @@ impl NewTimer {
             Some(k) if k.is_empty() || k.len() > wheel::durable::MAX_KEY_LEN => {
                 return Err(Problem::invalid(f("key"), "a key is 1 to 1024 bytes"))
             }
+            // A URL path takes these as dot segments, even percent-encoded
+            // (`%2e`, `.%2E`: the WHATWG URL standard that browsers and most
+            // clients follow), so `/v1/timers/..` would reach `/v1/`: no
+            // client could name such a timer.
+            Some(k) if is_dot_segment(&k) => {
+                return Err(Problem::invalid(
+                    f("key"),
+                    format!("the key {k:?} is refused: in a URL path it is a dot segment, so the timer could not be named in one"),
+                ))
+            }
             Some(k) => k,
             None => crate::timers::new_key(now)?,
         };
@@ -145,6 +166,65 @@ impl NewTimer {
             absolute,
             callback,
         })
+    }
+}
+
+/// Whether `key` is `.` or `..`, which no URL path can hold as a segment.
+pub(crate) fn is_dot_segment(key: &str) -> bool {
+    key == "." || key == ".."
+}
+
+/// Reads a `T` from a JSON object only. serde's derived structs also take
+/// an array of their fields in order (`[null, "2h"]`), which no client
+/// means; asking serde_json for a map refuses an array, and the map access
+/// passed on is the caller's own, so the field paths of errors inside
+/// stay whole. A `deserialize_with` helper for an object-valued field.
+pub(crate) fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    d.deserialize_map(ObjectVisitor(PhantomData))
+}
+
+/// [`object`] for an optional field (null or absent is `None`).
+pub(crate) fn optional_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Object<T>>::deserialize(d)?.map(|o| o.0))
+}
+
+/// [`object`] for each entry of an array.
+pub(crate) fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Vec::<Object<T>>::deserialize(d)?
+        .into_iter()
+        .map(|o| o.0)
+        .collect())
+}
+
+/// A `T` read from a JSON object only (see [`object`]); what a request
+/// body is read as.
+pub(crate) struct Object<T>(pub(crate) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        object(d).map(Object)
+    }
+}
+
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map))
     }
 }
 
@@ -178,9 +258,10 @@ impl CallbackIn {
                 if !has_type {
                     cb = cb.header("Content-Type", "application/json");
                 }
-                let bytes = serde_json::to_vec(&value)
-                    .map_err(|e| Problem::invalid(f("json"), e.to_string()))?;
-                cb = cb.body(bytes);
+                // The value's text as the caller wrote it, byte for byte
+                // (whitespace and key order kept): a receiver that signs or
+                // hashes the body sees what the caller sent.
+                cb = cb.body(value.get().as_bytes().to_vec());
             }
             (None, None) => {}
         }
@@ -228,7 +309,8 @@ impl RetryIn {
 pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(24 * 3600);
 
 impl Delay {
-    /// The duration this delay stands for.
+    /// The duration this delay stands for: at most 100 years, in either
+    /// form.
     pub(crate) fn duration(&self) -> Result<Duration, String> {
         match self {
             Delay::Millis(ms) => {
@@ -285,7 +367,7 @@ pub(crate) fn parse_time(text: &str) -> Result<SystemTime, String> {
 }
 
 /// `at` rounded up to the next whole millisecond, as the store rounds.
-fn ceil_ms(at: SystemTime) -> SystemTime {
+pub(crate) fn ceil_ms(at: SystemTime) -> SystemTime {
     let Ok(since) = at.duration_since(UNIX_EPOCH) else {
         return at;
     };
@@ -296,7 +378,13 @@ fn ceil_ms(at: SystemTime) -> SystemTime {
         .unwrap_or(at)
 }
 
-/// A time as RFC 3339 in UTC, with milliseconds.
+/// How times go out: RFC 3339 in UTC with exactly three fraction digits,
+/// so that every time has one text (clients may compare them as strings).
+const TIME_FORMAT: &[BorrowedFormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+
+/// A time as RFC 3339 in UTC, with milliseconds (always three digits; a
+/// finer time is cut to the millisecond, the store's precision).
 pub(crate) fn format_time(at: SystemTime) -> String {
     let nanos = match at.duration_since(UNIX_EPOCH) {
         Ok(d) => i128::try_from(d.as_nanos()).unwrap_or(i128::MAX),
@@ -305,10 +393,7 @@ pub(crate) fn format_time(at: SystemTime) -> String {
     let Ok(at) = OffsetDateTime::from_unix_timestamp_nanos(nanos) else {
         return String::new();
     };
-    let at = at
-        .replace_nanosecond(at.millisecond() as u32 * 1_000_000)
-        .unwrap_or(at);
-    at.format(&Rfc3339).unwrap_or_default()
+    at.format(TIME_FORMAT).unwrap_or_default()
 }
 
 /// A timer as the API shows it.
@@ -467,7 +552,10 @@ mod tests {
         let at = parse_time("2030-01-01T09:00:00.1234Z").unwrap();
         assert_eq!(format_time(at), "2030-01-01T09:00:00.124Z");
         let offset = parse_time("2030-01-01T10:00:00+01:00").unwrap();
-        assert_eq!(format_time(offset), "2030-01-01T09:00:00Z");
+        assert_eq!(format_time(offset), "2030-01-01T09:00:00.000Z");
+        let tenth = parse_time("2030-01-01T09:00:00.1Z").unwrap();
+        assert_eq!(format_time(tenth), "2030-01-01T09:00:00.100Z");
+        assert_eq!(format_time(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         assert!(parse_time("1969-12-31T23:59:59Z").is_err());
         assert!(parse_time("tomorrow").is_err());
         assert!(parse_time("2030-13-01T00:00:00Z").is_err());

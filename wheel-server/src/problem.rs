@@ -178,14 +178,24 @@ impl Problem {
         )
     }
 
-    /// A query string that does not parse into the route's parameters.
+    /// A query string that does not parse into the route's parameters; a
+    /// parameter given twice (`limit=1&limit=2`) is named.
     pub(crate) fn query(rejection: &QueryRejection) -> Problem {
-        Problem::new(
+        let text = rejection.body_text();
+        let repeated = text
+            .split_once("duplicate field `")
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(name, _)| name.to_owned());
+        let problem = Problem::new(
             StatusCode::BAD_REQUEST,
             "invalid-parameter",
             "A parameter of the request is invalid",
-            rejection.body_text(),
-        )
+            text,
+        );
+        match repeated {
+            Some(name) => problem.at(name),
+            None => problem,
+        }
     }
 
     /// A path whose parameters do not decode.

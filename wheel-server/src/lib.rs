@@ -1,0 +1,56 @@
+//! `wheel-server`: the durable tier of `wheel` over HTTP, for callers in
+//! any language. Each server is a node: it stores the timers it is given
+//! (in an embedded store, or in Redis shared with other servers) and sends
+//! the callbacks of those that come due. `docs/server.md` has the API.
+//!
+//! The server is a library so that the fuzz targets (`fuzz/`) can reach
+//! its request decoding; `main.rs` only calls [`main`]. Everything else is
+//! private to the crate, but for the hidden `fuzzing` module.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod adder;
+mod app;
+mod args;
+mod auth;
+mod dashboard;
+mod dead;
+mod guard;
+mod json;
+mod listener;
+mod listing;
+mod metrics;
+mod openapi;
+mod problem;
+mod serve;
+mod shutdown;
+mod timers;
+
+/// Test and fuzzing support: the request-decoding harness. Not an API;
+/// compiled only for tests and `cfg(fuzzing)` (set by `cargo fuzz`).
+#[cfg(any(test, fuzzing))]
+#[doc(hidden)]
+pub mod fuzzing;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Runs the server as its command line asks, until it is stopped; the
+/// process's exit status (2 for arguments that do not fit together).
+pub fn main() -> ExitCode {
+    let args = args::Args::parse();
+    serve::init_logs();
+    if let Err(why) = args.check() {
+        tracing::error!("{why}");
+        return ExitCode::from(2);
+    }
+    match serve::run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            tracing::error!("{why}");
+            ExitCode::FAILURE
+        }
+    }
+}
