@@ -32,7 +32,7 @@ use crate::adder::Adder;
 use crate::auth::Token;
 use crate::metrics::Requests;
 use crate::problem::Problem;
-use crate::{auth, dashboard, dead, json, metrics, openapi, timers};
+use crate::{auth, dashboard, dead, metrics, openapi, timers};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -208,11 +208,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
 }
 
 /// Reads `bytes` as a `T` from a JSON object (an array is refused, see
-/// [`json::object`]), naming the JSON path of the first error: `.` for the
+/// [`object`](crate::decode::object)), naming the JSON path of the first error: `.` for the
 /// body as a whole.
 pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let err = match serde_path_to_error::deserialize::<_, json::Object<T>>(&mut de) {
+    let err = match serde_path_to_error::deserialize::<_, crate::decode::Object<T>>(&mut de) {
         Ok(v) => return de.end().map(|()| v.0).map_err(|e| malformed(&e)),
         Err(err) => err,
     };

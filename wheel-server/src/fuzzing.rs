@@ -96,6 +96,13 @@ fn assert_accepted(given: &NewTimer, c: &Checked, now: SystemTime) {
     );
     let cb = &given.callback;
     assert_eq!(c.callback.url, cb.url);
+    // The URL has the documented form, and the client reads it.
+    assert!(crate::decode::url_has_form(&cb.url), "{:?}", cb.url);
+    assert!(
+        wheel::durable::http::callback_target(&cb.url).is_ok(),
+        "{:?}",
+        cb.url
+    );
     match (&cb.body, &cb.json) {
         (Some(text), _) => assert_eq!(c.callback.body, text.as_bytes()),
         (None, Some(raw)) => assert_eq!(c.callback.body, raw.get().as_bytes()),

@@ -5,20 +5,16 @@
 //! are refused, so a misspelt `dealy` is an error rather than a timer due
 //! at once), then [`NewTimer::check`] reads the values (a date, a delay, a
 //! method) and names the field at fault. Every object of a request is
-//! read from a JSON object only ([`object`]). Times go out as RFC 3339 in
+//! read from a JSON object only ([`object`](crate::decode::object)). Times go out as RFC 3339 in
 //! UTC with exactly three fraction digits (milliseconds, the store's
 //! precision); due times coming in are rounded up to the millisecond, as
 //! the store does, so that a timer read back compares equal to the request
 //! that made it.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::marker::PhantomData;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use time::format_description::well_known::Rfc3339;
 use time::format_description::BorrowedFormatItem;
@@ -28,6 +24,7 @@ use utoipa::ToSchema;
 use wheel::durable::http::{HttpCallback, Method};
 use wheel::durable::{DeadLetter, RetryPolicy, TimerInfo, TimerState};
 
+use crate::decode::{object, optional_object, Whole};
 use crate::problem::Problem;
 
 /// A timer to add: `POST /v1/timers`, and each entry of a batch.
@@ -55,8 +52,9 @@ pub(crate) struct NewTimer {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub(crate) enum Delay {
-    /// Milliseconds.
-    Millis(u64),
+    /// Milliseconds (a whole number; `90.0` too).
+    #[schema(value_type = u64)]
+    Millis(Whole),
     /// A number followed by `ms`, `s`, `m`, `h` or `d`.
     Text(String),
 }
@@ -65,10 +63,10 @@ pub(crate) enum Delay {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CallbackIn {
-    /// An absolute `http://` or `https://` URL.
-    #[schema(
-        pattern = r"^[hH][tT][tT][pP][sS]?://[A-Za-z0-9.-]+(?::(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?(?:\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?$"
-    )]
+    /// An absolute `http://` or `https://` URL: a host name, an IPv4
+    /// address or a bracketed IPv6 address, an optional port, a path and a
+    /// query of URL characters (others percent-encoded), no fragment (the
+    /// document's pattern is the exact rule).
     pub(crate) url: String,
     /// GET, POST (the default), PUT, PATCH or DELETE, in any case.
     #[schema(
@@ -91,8 +89,8 @@ pub(crate) struct CallbackIn {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RetryIn {
     /// Attempts in all, the first one included (1 to 25; default 10).
-    #[schema(minimum = 1, maximum = 25)]
-    pub(crate) max_attempts: Option<u32>,
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 25)]
+    pub(crate) max_attempts: Option<Whole>,
     /// The first back-off (doubling after each failure, up to an hour, with
     /// 20 % jitter), as `delay`; default 1 s.
     pub(crate) backoff: Option<Delay>,
@@ -174,60 +172,6 @@ pub(crate) fn is_dot_segment(key: &str) -> bool {
     key == "." || key == ".."
 }
 
-/// Reads a `T` from a JSON object only. serde's derived structs also take
-/// an array of their fields in order (`[null, "2h"]`), which no client
-/// means; asking serde_json for a map refuses an array, and the map access
-/// passed on is the caller's own, so the field paths of errors inside
-/// stay whole. A `deserialize_with` helper for an object-valued field.
-pub(crate) fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
-    d.deserialize_map(ObjectVisitor(PhantomData))
-}
-
-/// [`object`] for an optional field (null or absent is `None`).
-pub(crate) fn optional_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(Option::<Object<T>>::deserialize(d)?.map(|o| o.0))
-}
-
-/// [`object`] for each entry of an array.
-pub(crate) fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(Vec::<Object<T>>::deserialize(d)?
-        .into_iter()
-        .map(|o| o.0)
-        .collect())
-}
-
-/// A `T` read from a JSON object only (see [`object`]); what a request
-/// body is read as.
-pub(crate) struct Object<T>(pub(crate) T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        object(d).map(Object)
-    }
-}
-
-struct ObjectVisitor<T>(PhantomData<T>);
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
-    type Value = T;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-        T::deserialize(MapAccessDeserializer::new(map))
-    }
-}
-
 impl CallbackIn {
     /// Reads the callback of the timer whose fields start at `prefix`.
     fn check(self, prefix: &str) -> Result<HttpCallback, Problem> {
@@ -241,6 +185,15 @@ impl CallbackIn {
                 )
             })?,
         };
+        if !crate::decode::url_has_form(&self.url) {
+            return Err(Problem::invalid(
+                f("url"),
+                format!(
+                    "{:?} is not an http:// or https:// URL of the form host[:port][/path][?query], in ASCII (percent-encode the rest), without a fragment",
+                    self.url
+                ),
+            ));
+        }
         let mut cb = HttpCallback::new(method, self.url);
         let has_type = self
             .headers
@@ -280,13 +233,16 @@ impl RetryIn {
     /// The policy asked for, from the library's defaults.
     fn check(self, prefix: &str) -> Result<RetryPolicy, Problem> {
         let mut policy = RetryPolicy::new();
-        if let Some(n) = self.max_attempts {
-            if !(1..=MAX_ATTEMPTS).contains(&n) {
-                return Err(Problem::invalid(
-                    format!("{prefix}max_attempts"),
-                    format!("{n} is not 1 to {MAX_ATTEMPTS}"),
-                ));
-            }
+        if let Some(Whole(n)) = self.max_attempts {
+            let n = u32::try_from(n)
+                .ok()
+                .filter(|n| (1..=MAX_ATTEMPTS).contains(n))
+                .ok_or_else(|| {
+                    Problem::invalid(
+                        format!("{prefix}max_attempts"),
+                        format!("{n} is not 1 to {MAX_ATTEMPTS}"),
+                    )
+                })?;
             policy = policy.max_attempts(n);
         }
         if let Some(backoff) = &self.backoff {
@@ -313,7 +269,7 @@ impl Delay {
     /// form.
     pub(crate) fn duration(&self) -> Result<Duration, String> {
         match self {
-            Delay::Millis(ms) => {
+            Delay::Millis(Whole(ms)) => {
                 let d = Duration::from_millis(*ms);
                 // The same ceiling as a delay with a unit.
                 if d > MAX_DELAY {

@@ -16,6 +16,7 @@ mod args;
 mod auth;
 mod dashboard;
 mod dead;
+mod decode;
 mod guard;
 mod json;
 mod listener;

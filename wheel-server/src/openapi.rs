@@ -18,6 +18,7 @@ use axum::Json;
 use serde_json::{json, Value};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
+use wheel::durable::http::{MAX_HEADERS, RESERVED_HEADERS, RESERVED_HEADER_PREFIXES};
 
 use crate::{dead, json, listing, problem, timers};
 
@@ -97,6 +98,7 @@ fn contract(doc: &mut Value) {
         ]);
     }
     let callback = &mut schemas["CallbackIn"];
+    callback["properties"]["url"]["pattern"] = json!(*crate::decode::URL_PATTERN);
     // `body` and `json` are not both given (null stands for absent).
     callback["not"] = json!({
         "required": ["body", "json"],
@@ -110,6 +112,9 @@ fn contract(doc: &mut Value) {
         "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$",
         "not": { "pattern": reserved_headers() },
     });
+    // The total size (`MAX_HEADER_BYTES`) has no JSON Schema keyword; the
+    // description says it.
+    headers["maxProperties"] = json!(MAX_HEADERS);
     // A value is any text without control characters but tab.
     headers["additionalProperties"] =
         json!({ "type": "string", "pattern": "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$" });
@@ -286,8 +291,8 @@ fn cursor_pattern(listings: &str) -> String {
     )
 }
 
-/// The header names a callback may not set (the library's list, and its
-/// `wheel-` prefix), in any case.
+/// The header names a callback may not set (the library's names and
+/// prefixes), in any case.
 fn reserved_headers() -> String {
     let any_case = |name: &str| -> String {
         name.chars()
@@ -300,17 +305,12 @@ fn reserved_headers() -> String {
             })
             .collect()
     };
-    let names = [
-        "host",
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "webhook-id",
-        "webhook-timestamp",
-        "webhook-signature",
-    ];
-    let mut alts: Vec<String> = names.iter().map(|n| any_case(n)).collect();
-    alts.push(format!("{}.*", any_case("wheel-")));
+    let mut alts: Vec<String> = RESERVED_HEADERS.iter().map(|n| any_case(n)).collect();
+    alts.extend(
+        RESERVED_HEADER_PREFIXES
+            .iter()
+            .map(|p| format!("{}.*", any_case(p))),
+    );
     format!("^(?:{})$", alts.join("|"))
 }
 
@@ -524,11 +524,15 @@ mod tests {
                 }
             }
             // An integer delay is capped as its text form is.
-            assert!(json::Delay::Millis(top).duration().is_ok_and(|d| d == max));
+            assert!(json::Delay::Millis(crate::decode::Whole(top))
+                .duration()
+                .is_ok_and(|d| d == max));
         }
-        assert!(json::Delay::Millis(ms(&json::MAX_DELAY) + 1)
-            .duration()
-            .is_err());
+        assert!(
+            json::Delay::Millis(crate::decode::Whole(ms(&json::MAX_DELAY) + 1))
+                .duration()
+                .is_err()
+        );
         assert_eq!(json::MAX_BACKOFF, Duration::from_secs(86_400));
     }
 

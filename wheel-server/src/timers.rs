@@ -133,7 +133,7 @@ pub(crate) async fn create(
 pub(crate) struct NewBatch {
     /// 1 to 1000 timers, each as for `POST /v1/timers`.
     #[schema(min_items = 1, max_items = 1000)]
-    #[serde(deserialize_with = "json::objects")]
+    #[serde(deserialize_with = "crate::decode::objects")]
     pub(crate) timers: Vec<NewTimer>,
 }
 

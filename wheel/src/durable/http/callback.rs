@@ -130,13 +130,23 @@ pub struct HttpCallback {
     pub retry: Option<RetryPolicy>,
 }
 
-/// Header names the client or the node sets, and the hop-by-hop ones
-/// (RFC 9110 section 7.6.1, and those older proxies still act on): a
-/// callback may not set them. A hop-by-hop header would steer the
-/// connection (an `Upgrade`, an `Expect: 100-continue` the node does not
-/// wait for) or a proxy between the node and the target, never the
+/// Header names (lowercase) the client or the node sets, and the
+/// hop-by-hop ones (RFC 9110 section 7.6.1, and those older proxies still
+/// act on): a callback may not set them. A hop-by-hop header would steer
+/// the connection (an `Upgrade`, an `Expect: 100-continue` the node does
+/// not wait for) or a proxy between the node and the target, never the
 /// target's request.
-const RESERVED: [&str; 13] = [
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::http::{HttpCallback, Method, RESERVED_HEADERS};
+///
+/// assert!(RESERVED_HEADERS.contains(&"upgrade"));
+/// let cb = HttpCallback::new(Method::Get, "http://a.example/").header("Upgrade", "h2c");
+/// assert!(cb.to_payload().is_err());
+/// ```
+pub const RESERVED_HEADERS: [&str; 13] = [
     "host",
     "content-length",
     "transfer-encoding",
@@ -152,11 +162,21 @@ const RESERVED: [&str; 13] = [
     "http2-settings",
 ];
 
-/// Name prefixes the node's own headers use: `Wheel-*`, and the
-/// Standard Webhooks headers, which receivers read as the node's
-/// (`webhook-id`, `webhook-timestamp`, `webhook-signature` and any
-/// later one).
-const RESERVED_PREFIXES: [&str; 2] = ["wheel-", "webhook-"];
+/// Name prefixes (lowercase) the node's own headers use: `Wheel-*`, and
+/// the Standard Webhooks headers, which receivers read as the node's
+/// (`webhook-id`, `webhook-timestamp`, `webhook-signature` and any later
+/// one). A callback may set no header starting with one.
+///
+/// # Examples
+///
+/// ```
+/// use wheel::durable::http::{HttpCallback, Method, RESERVED_HEADER_PREFIXES};
+///
+/// assert!(RESERVED_HEADER_PREFIXES.contains(&"webhook-"));
+/// let cb = HttpCallback::new(Method::Get, "http://a.example/").header("Webhook-Version", "1");
+/// assert!(cb.to_payload().is_err());
+/// ```
+pub const RESERVED_HEADER_PREFIXES: [&str; 2] = ["wheel-", "webhook-"];
 
 /// The most extra headers one callback may carry.
 ///
@@ -354,10 +374,13 @@ pub(crate) fn check_header(name: &str, value: &str) -> Result<(), DurableError> 
     let bad = |why: &str| DurableError::InvalidHeader(format!("{name:?}: {why}"));
     let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("not a valid name"))?;
     let lower = parsed.as_str();
-    if RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p)) {
+    if RESERVED_HEADER_PREFIXES
+        .iter()
+        .any(|p| lower.starts_with(p))
+    {
         return Err(bad("set by the node, not by a callback"));
     }
-    if RESERVED.contains(&lower) {
+    if RESERVED_HEADERS.contains(&lower) {
         return Err(bad(
             "set by the node or hop-by-hop (it belongs to a connection, not to the request)",
         ));

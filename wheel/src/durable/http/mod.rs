@@ -75,7 +75,9 @@ mod wire;
 
 use std::sync::Arc;
 
-pub use self::callback::{HttpCallback, Method, MAX_HEADERS, MAX_HEADER_BYTES};
+pub use self::callback::{
+    HttpCallback, Method, MAX_HEADERS, MAX_HEADER_BYTES, RESERVED_HEADERS, RESERVED_HEADER_PREFIXES,
+};
 pub use self::config::HttpConfig;
 pub use self::guard::{callback_target, is_public_address, Target, TargetHost};
 use self::send::Sender;
