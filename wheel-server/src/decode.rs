@@ -114,7 +114,7 @@ impl Visitor<'_> for WholeVisitor {
 /// The form of a callback URL, as a regular expression that the OpenAPI
 /// document states and the server enforces, so the two agree: `http` or
 /// `https` (any case), optional user information, a host (a DNS name
-/// whose last label starts with a letter, a dotted-quad IPv4 address or a
+/// whose last label starts with a letter or `_`, a dotted-quad IPv4 address or a
 /// bracketed IPv6 address), an optional port, and a path and query of URL
 /// characters (non-ASCII percent-encoded); no fragment, which is never
 /// sent. Every URL of this form is one the node's HTTP client parses as
@@ -146,8 +146,9 @@ fn url_pattern() -> String {
         format!("{}::", before(7)),
     ]
     .join("|");
-    let label = "[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*";
-    let last = "[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*";
+    // Underscores too: container and service names often have them.
+    let label = "[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*";
+    let last = "[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*";
     let name = format!("(?:{label}\\.)*{last}\\.?");
     let port =
         "(?::(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?";
@@ -211,6 +212,7 @@ mod tests {
             "http://[::ffff:10.0.0.1]/",
             "https://user:p%40ss@hooks.example/in",
             "http://my-host/",
+            "http://web_1:8080/hook",
             "http://a.example./trailing-dot",
             "http://1.2.3.a/",
         ] {

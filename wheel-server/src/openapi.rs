@@ -5,7 +5,7 @@
 //!
 //! What the annotations cannot say is added to the generated document
 //! here ([`contract`]): the statuses every operation shares (401 from the
-//! token check, 400/413/415/422 from reading a JSON body, 400/422 for a
+//! token check, 400/408/413/415/422 from reading a JSON body, 400/422 for a
 //! path key, 503 from the store), the either-or of `due_at` and `delay`,
 //! and the patterns computed from the server's own limits (delays,
 //! back-offs, cursors, header names). CI runs `schemathesis` against the
@@ -168,6 +168,10 @@ fn shared_statuses(doc: &mut Value) {
                     "The body is not sent as JSON (`Content-Type: application/json`)",
                 );
                 add("422", "A field is invalid");
+                add(
+                    "408",
+                    "The body did not arrive within the server's body timeout (--body-timeout); the connection is closed",
+                );
             }
             if has_key {
                 add("400", "The key in the path does not decode");
@@ -364,15 +368,23 @@ mod tests {
     fn every_operation_documents_every_status_it_answers() {
         let doc = doc();
         let expect = [
-            ("/v1/timers", "post", "200 201 400 401 409 413 415 422 503"),
+            (
+                "/v1/timers",
+                "post",
+                "200 201 400 401 408 409 413 415 422 503",
+            ),
             ("/v1/timers", "get", "200 400 401 503"),
-            ("/v1/timers:batch", "post", "200 400 401 413 415 422 503"),
+            (
+                "/v1/timers:batch",
+                "post",
+                "200 400 401 408 413 415 422 503",
+            ),
             ("/v1/timers/{key}", "get", "200 400 401 404 422 503"),
             ("/v1/timers/{key}", "delete", "204 400 401 404 422 503"),
             (
                 "/v1/timers/{key}",
                 "patch",
-                "200 400 401 404 409 413 415 422 503",
+                "200 400 401 404 408 409 413 415 422 503",
             ),
             ("/v1/dead-letters", "get", "200 400 401 503"),
             (
