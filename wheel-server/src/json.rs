@@ -31,7 +31,8 @@ use crate::problem::Problem;
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewTimer {
-    /// The key (1 to 1024 bytes); a random 128-bit hex id when absent.
+    /// The key (1 to 1024 bytes; not `.` or `..`, which no URL path can
+    /// name); a time-ordered 128-bit hex id when absent.
     #[schema(min_length = 1, max_length = 1024)]
     pub(crate) key: Option<String>,
     /// When to call, RFC 3339 (e.g. `2030-01-01T09:00:00Z`). Give this or `delay`.
@@ -78,8 +79,8 @@ pub(crate) struct CallbackIn {
     pub(crate) headers: BTreeMap<String, String>,
     /// The body, as text. Give this or `json`, or neither.
     pub(crate) body: Option<String>,
-    /// The body, as JSON (sent with `Content-Type: application/json`
-    /// unless `headers` sets one).
+    /// The body, as JSON, sent exactly as written (with `Content-Type:
+    /// application/json` unless `headers` sets one).
     #[schema(value_type = Option<Value>)]
     pub(crate) json: Option<Box<RawValue>>,
 }

@@ -97,6 +97,8 @@ fn contract(doc: &mut Value) {
             { "required": ["delay"], "properties": { "delay": { "$ref": "#/components/schemas/Delay" } } },
         ]);
     }
+    // A dot segment is no key: no URL path could name its timer.
+    schemas["NewTimer"]["properties"]["key"]["not"] = json!({ "enum": [".", ".."] });
     let callback = &mut schemas["CallbackIn"];
     callback["properties"]["url"]["pattern"] = json!(*crate::decode::URL_PATTERN);
     // `body` and `json` are not both given (null stands for absent).
@@ -423,6 +425,10 @@ mod tests {
         let s = &doc["components"]["schemas"];
         assert_eq!(s["NewTimer"]["properties"]["key"]["minLength"], 1);
         assert_eq!(s["NewTimer"]["properties"]["key"]["maxLength"], 1024);
+        assert_eq!(
+            s["NewTimer"]["properties"]["key"]["not"],
+            json!({ "enum": [".", ".."] })
+        );
         assert_eq!(s["NewTimer"]["properties"]["due_at"]["format"], "date-time");
         let one_of = s["NewTimer"]["oneOf"].as_array().unwrap();
         assert_eq!(one_of[0]["required"], json!(["due_at"]));
