@@ -345,7 +345,7 @@ impl HttpCallback {
         // The client reads the URL again with its own parser, which
         // refuses some hosts the `Uri` takes (`0x100000000`): such a
         // callback could never be sent.
-        super::guard::sent_url(&uri).map_err(bad)?;
+        super::target::sent_url(&uri).map_err(bad)?;
         Ok(uri)
     }
 }

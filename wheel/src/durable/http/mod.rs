@@ -71,6 +71,7 @@ mod http_date;
 mod reply;
 mod send;
 mod sign;
+mod target;
 mod wire;
 
 use std::sync::Arc;
@@ -79,9 +80,10 @@ pub use self::callback::{
     HttpCallback, Method, MAX_HEADERS, MAX_HEADER_BYTES, RESERVED_HEADERS, RESERVED_HEADER_PREFIXES,
 };
 pub use self::config::HttpConfig;
-pub use self::guard::{callback_target, is_public_address, Target, TargetHost};
+pub use self::guard::is_public_address;
 use self::send::Sender;
 pub use self::sign::{verify_signature, SignatureError};
+pub use self::target::{callback_target, Target, TargetHost};
 use super::node::tasks::{AsyncHandler, HandlerFuture};
 use super::node::Handler;
 use super::stats::HttpCounters;
