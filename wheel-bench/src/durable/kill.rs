@@ -61,9 +61,18 @@ pub struct KillRun {
     pub killed_at: Duration,
     /// Timers the victim held that others ran later: lateness, ns, sorted.
     pub taken_over: Vec<i64>,
-    /// Runs started on the victim that never ended.
+    /// Runs started on the victim that never ended, or that ended less
+    /// than [`UNRECORDED`] before it was killed.
     pub cut_short: usize,
 }
+
+/// How long before the kill a run that ended on the victim still counts
+/// as cut short: its outcome goes to the store in the next group commit
+/// after the handler returns, and an outcome the store never got makes the
+/// run start again after the lease (at-least-once), as a run that never
+/// ended does. A store call takes a millisecond or so here; the rest is
+/// room for a loaded machine.
+pub const UNRECORDED: Duration = Duration::from_millis(250);
 
 /// What the parent tracks while the nodes run.
 struct Track {
@@ -72,6 +81,11 @@ struct Track {
     first: Vec<(i64, usize)>,
     /// Per node: started minus ended runs of each timer it ran.
     open: Vec<std::collections::HashMap<usize, i32>>,
+    /// Per node: when the parent last heard that a run of each timer ended
+    /// (never before the run ended).
+    ended: Vec<std::collections::HashMap<usize, SystemTime>>,
+    /// When the victim got its SIGKILL.
+    killed: Option<SystemTime>,
     ready: usize,
 }
 
@@ -88,7 +102,10 @@ impl Track {
                 }
                 *self.open[node].entry(i).or_default() += 1;
             }
-            Event::Ended(i) => *self.open[node].entry(i).or_default() -= 1,
+            Event::Ended(i) => {
+                *self.open[node].entry(i).or_default() -= 1;
+                self.ended[node].insert(i, SystemTime::now());
+            }
             Event::Took(_) | Event::Gone => {}
         }
     }
@@ -121,6 +138,8 @@ pub fn run(kind: Kind, p: &KillParams, exe: &Path, url: &str) -> Result<KillRun,
         rec: Arc::new(Recorder::new(&[])),
         first: vec![(i64::MAX, usize::MAX); n],
         open: vec![Default::default(); p.nodes],
+        ended: vec![Default::default(); p.nodes],
+        killed: None,
         ready: 0,
     };
     let out = drive(kind, p, url, &ns, &rx, &mut procs, &mut track);
@@ -187,6 +206,7 @@ fn drive(
             };
             if let Some(v) = chosen {
                 procs[v].kill();
+                track.killed = Some(SystemTime::now());
                 victim = Some((v, now.duration_since(start).unwrap_or_default()));
             }
         }
@@ -245,6 +265,23 @@ fn result(
         summary: track.rec.summary(),
         killed_at,
         taken_over,
-        cut_short: track.open[victim].values().filter(|&&v| v > 0).count(),
+        cut_short: cut_short(track, victim),
     }
+}
+
+/// The victim's runs that may run again: those that never ended, and
+/// those that ended within [`UNRECORDED`] of the kill.
+fn cut_short(track: &Track, victim: usize) -> usize {
+    let recent = |i: &usize| {
+        let (Some(killed), Some(ended)) = (track.killed, track.ended[victim].get(i)) else {
+            return false;
+        };
+        ended
+            .checked_add(UNRECORDED)
+            .is_some_and(|until| until >= killed)
+    };
+    track.open[victim]
+        .iter()
+        .filter(|&(i, &open)| open > 0 || recent(i))
+        .count()
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::DurableParams;
 use crate::durable::disk::{AppendRate, RECORD};
-use crate::durable::kill::{taken_over_after, KillParams, KillRun};
+use crate::durable::kill::{taken_over_after, KillParams, KillRun, UNRECORDED};
 use crate::durable::lateness::{LatenessRun, PEER_RUNNERS};
 use crate::durable::nearfar::{AddsWhileFiring, NearFarParams, FAR};
 use crate::durable::redis_cpu;
@@ -131,7 +131,8 @@ pub(super) fn kill(p: &KillParams) -> Table {
              peer, the node whose tick took a batch first after the midpoint, as soon as it reports it. \
              Killed at: ms after the first due time. Taken over: the killed node's timers, which another \
              node ran more than half the lease ({} ms) after due; their median and longest delay \
-             (handler start minus due) in ms. Cut short: runs started on the killed node that never ended; ours runs them \
+             (handler start minus due) in ms. Cut short: runs started on the killed node that never ended, or that \
+             ended less than {} ms before the kill (their outcome may not have reached the store); ours runs them \
              again after the lease (at-least-once), so they count as duplicates too. Lost: never ran. \
              Check: early and lost timers, and duplicates beyond the runs cut short.",
             p.nodes,
@@ -139,7 +140,8 @@ pub(super) fn kill(p: &KillParams) -> Table {
             p.workers,
             secs(p.lease),
             p.workers,
-            taken_over_after(p.lease).as_millis()
+            taken_over_after(p.lease).as_millis(),
+            UNRECORDED.as_millis()
         ),
         &[
             "implementation",
