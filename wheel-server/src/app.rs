@@ -224,11 +224,7 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem
     let message = inner.to_string();
     // A missing or repeated field is reported at its parent: name the
     // field itself.
-    let field = match ["missing field `", "duplicate field `"]
-        .iter()
-        .find_map(|start| message.strip_prefix(start))
-        .and_then(|m| m.split('`').next())
-    {
+    let field = match crate::problem::serde_field(&message) {
         Some(name) if path == "." => name.to_owned(),
         Some(name) => format!("{path}.{name}"),
         None => path,

@@ -65,16 +65,11 @@ pub(crate) async fn retry(
     let dead = revived.ok_or_else(|| Problem::no_timer(&key, "dead letter"))?;
     // What the revival made: pending, due now (first due now too, as for a
     // timer added then), no attempts yet.
-    Ok(Json(Timer {
+    Ok(Json(Timer::pending(
         key,
-        state: json::State::Pending,
-        due_at: json::format_time(due),
-        first_due_at: json::format_time(due),
-        attempts: 0,
-        callback: CallbackOut::of_payload(&dead.payload),
-        failed_at: None,
-        reason: None,
-    }))
+        due,
+        CallbackOut::of_payload(&dead.payload),
+    )))
 }
 
 /// Removes a dead letter.

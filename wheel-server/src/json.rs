@@ -418,6 +418,23 @@ impl From<TimerState> for State {
     }
 }
 
+impl Timer {
+    /// A timer as an add or a revival makes it: pending, due at `due`
+    /// (first due then too), no attempts yet.
+    pub(crate) fn pending(key: String, due: SystemTime, callback: Option<CallbackOut>) -> Timer {
+        Timer {
+            key,
+            state: State::Pending,
+            due_at: format_time(due),
+            first_due_at: format_time(due),
+            attempts: 0,
+            callback,
+            failed_at: None,
+            reason: None,
+        }
+    }
+}
+
 impl CallbackOut {
     /// The callback stored in `payload`, if it holds one.
     pub(crate) fn of_payload(payload: &[u8]) -> Option<CallbackOut> {

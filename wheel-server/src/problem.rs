@@ -182,10 +182,7 @@ impl Problem {
     /// parameter given twice (`limit=1&limit=2`) is named.
     pub(crate) fn query(rejection: &QueryRejection) -> Problem {
         let text = rejection.body_text();
-        let repeated = text
-            .split_once("duplicate field `")
-            .and_then(|(_, rest)| rest.split_once('`'))
-            .map(|(name, _)| name.to_owned());
+        let repeated = serde_field(&text).map(str::to_owned);
         let problem = Problem::new(
             StatusCode::BAD_REQUEST,
             "invalid-parameter",
@@ -202,6 +199,15 @@ impl Problem {
     pub(crate) fn path(rejection: &PathRejection) -> Problem {
         Problem::bad_parameter("key", rejection.body_text())
     }
+}
+
+/// The field a serde message names when it reports a field missing or
+/// given twice (serde reports both at the parent, not at the field).
+pub(crate) fn serde_field(message: &str) -> Option<&str> {
+    ["missing field `", "duplicate field `"]
+        .iter()
+        .find_map(|start| message.split_once(start))
+        .and_then(|(_, rest)| rest.split('`').next())
 }
 
 impl IntoResponse for Problem {

@@ -17,7 +17,7 @@ use wheel::durable::{DurableError, DurableTimers, TimerInfo, TimerState};
 use crate::adder::{add_group, Added};
 use crate::app::{AppState, JsonBody};
 use crate::guard::Guard;
-use crate::json::{self, format_time, CallbackOut, Checked, Delay, NewTimer, Timer};
+use crate::json::{format_time, CallbackOut, Checked, Delay, NewTimer, Timer};
 use crate::listing::{self, ListQuery, TimerPage};
 use crate::problem::Problem;
 
@@ -66,16 +66,11 @@ pub(crate) fn timer_path(key: &str) -> String {
 
 /// The timer a successful add made, as the store now holds it.
 fn added(c: &Checked) -> Timer {
-    Timer {
-        key: c.key.clone(),
-        state: json::State::Pending,
-        due_at: format_time(c.due),
-        first_due_at: format_time(c.due),
-        attempts: 0,
-        callback: Some(CallbackOut::of(c.callback.clone())),
-        failed_at: None,
-        reason: None,
-    }
+    Timer::pending(
+        c.key.clone(),
+        c.due,
+        Some(CallbackOut::of(c.callback.clone())),
+    )
 }
 
 fn churning(key: &str) -> Problem {
