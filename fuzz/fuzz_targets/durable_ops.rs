@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wheel::fuzzing::{run_durable_ops, DurableOp};
+use wheel_durable::fuzzing::{run_durable_ops, DurableOp};
 
 fuzz_target!(|ops: Vec<DurableOp>| {
     run_durable_ops(&ops);

@@ -31,8 +31,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use tokio::sync::{mpsc, oneshot, Semaphore};
-use wheel::durable::http::HttpCallback;
-use wheel::durable::{AddMode, DurableError, DurableTimers, TimerInfo};
+use wheel_durable::http::HttpCallback;
+use wheel_durable::{AddMode, DurableError, DurableTimers, TimerInfo};
 
 use crate::json::Checked;
 
@@ -211,8 +211,8 @@ async fn gather(timers: Arc<DurableTimers>, mut waiting: mpsc::UnboundedReceiver
 mod tests {
     use std::time::Duration;
 
-    use wheel::durable::http::Method;
-    use wheel::durable::DEFAULT_MAX_PAYLOAD;
+    use wheel_durable::http::Method;
+    use wheel_durable::DEFAULT_MAX_PAYLOAD;
 
     use super::*;
 

@@ -26,7 +26,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use tower_http::catch_panic::CatchPanicLayer;
-use wheel::durable::{DurableStats, DurableTimers};
+use wheel_durable::{DurableStats, DurableTimers};
 
 use crate::adder::Adder;
 use crate::auth::Token;

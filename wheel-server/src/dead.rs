@@ -13,7 +13,7 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use wheel::durable::{DurableError, TimerInfo, TimerState};
+use wheel_durable::{DurableError, TimerInfo, TimerState};
 
 use crate::app::AppState;
 use crate::json::{self, CallbackOut, Timer};

@@ -10,8 +10,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use wheel::durable::http::HttpCallback;
-use wheel::durable::MAX_KEY_LEN;
+use wheel_durable::http::HttpCallback;
+use wheel_durable::MAX_KEY_LEN;
 
 use crate::app::parse_json;
 use crate::json::{is_dot_segment, parse_time, Checked, NewTimer};
@@ -99,7 +99,7 @@ fn assert_accepted(given: &NewTimer, c: &Checked, now: SystemTime) {
     // The URL has the documented form, and the client reads it.
     assert!(crate::decode::url_has_form(&cb.url), "{:?}", cb.url);
     assert!(
-        wheel::durable::http::callback_target(&cb.url).is_ok(),
+        wheel_durable::http::callback_target(&cb.url).is_ok(),
         "{:?}",
         cb.url
     );

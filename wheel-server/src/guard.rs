@@ -33,7 +33,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use wheel::durable::http::{callback_target, is_public_address, Target, TargetHost};
+use wheel_durable::http::{callback_target, is_public_address, Target, TargetHost};
 
 use crate::problem::Problem;
 

@@ -21,8 +21,8 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
-use wheel::durable::http::{HttpCallback, Method};
-use wheel::durable::{DeadLetter, RetryPolicy, TimerInfo, TimerState};
+use wheel_durable::http::{HttpCallback, Method};
+use wheel_durable::{DeadLetter, RetryPolicy, TimerInfo, TimerState};
 
 use crate::decode::{object, optional_object, Whole};
 use crate::problem::Problem;
@@ -136,7 +136,7 @@ impl NewTimer {
             }
         };
         let key = match self.key {
-            Some(k) if k.is_empty() || k.len() > wheel::durable::MAX_KEY_LEN => {
+            Some(k) if k.is_empty() || k.len() > wheel_durable::MAX_KEY_LEN => {
                 return Err(Problem::invalid(f("key"), "a key is 1 to 1024 bytes"))
             }
             // A URL path takes these as dot segments, even percent-encoded

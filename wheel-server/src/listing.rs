@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use wheel::durable::{Cursor, DurableError, Listing, Page, TimerState};
+use wheel_durable::{Cursor, DurableError, Listing, Page, TimerState};
 
 use crate::app::AppState;
 use crate::json::{parse_time, DeadOut, Timer};

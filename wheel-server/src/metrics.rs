@@ -19,7 +19,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use wheel::durable::DurableStats;
+use wheel_durable::DurableStats;
 
 use crate::app::AppState;
 use crate::listener::BodyTimedOut;

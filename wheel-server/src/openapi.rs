@@ -18,7 +18,7 @@ use axum::Json;
 use serde_json::{json, Value};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
-use wheel::durable::http::{MAX_HEADERS, RESERVED_HEADERS, RESERVED_HEADER_PREFIXES};
+use wheel_durable::http::{MAX_HEADERS, RESERVED_HEADERS, RESERVED_HEADER_PREFIXES};
 
 use crate::{dead, json, listing, problem, timers};
 
@@ -576,7 +576,7 @@ mod tests {
                 ("d", Listing::Dead),
             ] {
                 let text = format!("{tag}.1700000000000.{hex}");
-                let c: wheel::durable::Cursor = text.parse().unwrap();
+                let c: wheel_durable::Cursor = text.parse().unwrap();
                 assert_eq!(c.listing(), listing);
                 assert_eq!(timers.is_match(&text), tag != "d", "{text}");
                 assert_eq!(dead.is_match(&text), tag == "d", "{text}");
@@ -593,10 +593,10 @@ mod tests {
             "p.1.+6b",
             "x.1.6b",
         ] {
-            assert!(bad.parse::<wheel::durable::Cursor>().is_err(), "{bad}");
+            assert!(bad.parse::<wheel_durable::Cursor>().is_err(), "{bad}");
             assert!(!timers.is_match(bad), "{bad}");
         }
     }
 
-    use wheel::durable::Listing;
+    use wheel_durable::Listing;
 }

@@ -15,7 +15,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
-use wheel::durable::DurableError;
+use wheel_durable::DurableError;
 
 /// The media type of a problem document.
 pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
@@ -126,7 +126,7 @@ impl Problem {
         match err {
             DurableError::InvalidKey => Problem::invalid(
                 f("key"),
-                format!("a key is 1 to {} bytes", wheel::durable::MAX_KEY_LEN),
+                format!("a key is 1 to {} bytes", wheel_durable::MAX_KEY_LEN),
             ),
             DurableError::PayloadTooLarge { len, max } => Problem::new(
                 StatusCode::PAYLOAD_TOO_LARGE,

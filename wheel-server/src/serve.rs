@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
-use wheel::durable::http::HttpConfig;
-use wheel::durable::{DurableTimers, RetryPolicy};
+use wheel_durable::http::HttpConfig;
+use wheel_durable::{DurableTimers, RetryPolicy};
 
 use crate::app::{router, AppState};
 use crate::args::Args;

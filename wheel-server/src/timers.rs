@@ -12,7 +12,7 @@ use axum::Json;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use wheel::durable::{DurableError, DurableTimers, TimerInfo, TimerState};
+use wheel_durable::{DurableError, DurableTimers, TimerInfo, TimerState};
 
 use crate::adder::{add_group, Added};
 use crate::app::{AppState, JsonBody};
@@ -308,7 +308,7 @@ pub(crate) async fn reschedule(
     let k = key.clone();
     let moved = state
         .run(move |t| -> Result<Moved, DurableError> {
-            if t.reschedule(&k, due)? {
+            if t.reset_at(&k, due)? {
                 return Ok(Moved::Done(t.get(&k)?));
             }
             Ok(Moved::Not(t.get(&k)?.map(|i| i.state)))

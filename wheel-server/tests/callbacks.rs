@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use common::{eventually, Receiver, Server};
 use serde_json::json;
-use wheel::durable::http::verify_signature;
+use wheel_durable::http::verify_signature;
 
 const OLD: &str = "whsec_c2VydmVyLXRlc3RzLW9sZC1zZWNyZXQ=";
 const NEW: &str = "whsec_c2VydmVyLXRlc3RzLW5ldy1zZWNyZXQ=";

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use common::{assert_problem, eventually, Receiver, Server};
 use serde_json::json;
-use wheel::durable::http::{HttpCallback, Method};
-use wheel::durable::DurableTimers;
+use wheel_durable::http::{HttpCallback, Method};
+use wheel_durable::DurableTimers;
 
 /// Spellings of a loopback host, each followed by `:port` in the URL.
 const LOOPBACK_SPELLINGS: [&str; 16] = [
@@ -110,7 +110,7 @@ fn add_through_the_library(data: &Path, port: &str) {
     let due = SystemTime::now() + Duration::from_secs(2);
     for (i, host) in LOOPBACK_SPELLINGS.iter().enumerate() {
         let cb = HttpCallback::new(Method::Post, url(host, port, &format!("t{i}")));
-        timers.add_callback(&format!("t{i}"), due, &cb).unwrap();
+        timers.add_callback_at(&format!("t{i}"), due, &cb).unwrap();
     }
     timers.shutdown().unwrap();
 }

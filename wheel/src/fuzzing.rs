@@ -4,9 +4,8 @@
 //!
 //! Only re-exports: the wheel's harness and decoders live beside the wheel
 //! (`core/testing/`), the `DelayQueue`'s beside the queue
-//! (`delay_queue/fuzz.rs`), the durable stores' beside the stores
-//! (`durable/store/fuzz.rs`, feature `durable`); their module docs say
-//! what each checks.
+//! (`delay_queue/fuzz.rs`); their module docs say what each checks. The
+//! durable stores' harness lives in the `wheel-durable` crate.
 
 pub use crate::core::testing::{
     checked_config, layout_is_valid, run_config, run_config_ops, run_config_with, run_ops,
@@ -17,8 +16,4 @@ pub use crate::core::testing::{
 pub use crate::delay_queue::fuzz::{
     run_delay_queue, run_delay_queue_ops, run_delay_queue_with, Delay, DqHarness, DqInput, DqOp,
     TickSpec,
-};
-#[cfg(feature = "durable")]
-pub use crate::durable::store::fuzz::{
-    run_durable_ops, DurableBench, DurableOp, KEYS as DURABLE_KEYS, MAX_DURABLE_OPS,
 };

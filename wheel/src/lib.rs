@@ -65,8 +65,6 @@
 mod clock;
 mod core;
 mod delay_queue;
-#[cfg(feature = "durable")]
-pub mod durable;
 mod error;
 mod future;
 mod scheduler;

@@ -1,4 +1,4 @@
-//! The durable comparison: our durable timers (`wheel::durable`, on the
+//! The durable comparison: our durable timers (`wheel_durable`, on the
 //! embedded store and on Redis with one and three nodes) against the
 //! one-second Redis time wheel that users build by hand ([`peer`]).
 //!

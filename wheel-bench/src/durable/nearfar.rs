@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use wheel::durable::{Fired, Outcome};
+use wheel_durable::{Fired, Outcome};
 
 use super::ours::{self, Store};
 use super::throughput::add_rate_due;
@@ -86,7 +86,7 @@ struct Seen {
 pub fn run(url: &str, p: &NearFarParams, near: bool) -> Result<AddsWhileFiring, String> {
     let store = Store::Redis(url.into());
     let ns = if near { "near" } else { "far" };
-    let err = |e: wheel::durable::DurableError| e.to_string();
+    let err = |e: wheel_durable::DurableError| e.to_string();
     let seen = Arc::new(Seen::default());
     let nodes = (0..p.nodes)
         .map(|_| {

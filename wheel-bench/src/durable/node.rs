@@ -16,7 +16,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use wheel::durable::{Fired, Outcome};
+use wheel_durable::{Fired, Outcome};
 
 use super::ours::{self, Store};
 use super::peer::{PeerNode, SecondWheel, Task};

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use wheel::durable::{DurableError, DurableTimers, DurableTimersBuilder, Fired, Outcome};
+use wheel_durable::{DurableError, DurableTimers, DurableTimersBuilder, Fired, Outcome};
 
 use super::{index_of, unix_ns, Recorder};
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use wheel::durable::{DurableTimers, Fired, Outcome};
+use wheel_durable::{DurableTimers, Fired, Outcome};
 
 use super::disk::{self, AppendRate};
 use super::ours::{self, NodeSettings, Store};
@@ -46,7 +46,7 @@ pub trait Adder: Sync {
 
 impl Adder for DurableTimers {
     fn add_one(&self, key: &str, due: SystemTime) -> Result<(), String> {
-        self.add(key, due, PAYLOAD).map_err(|e| e.to_string())
+        self.add_at(key, due, PAYLOAD).map_err(|e| e.to_string())
     }
 
     fn add_batch(&self, items: &[(String, SystemTime)]) -> Result<(), String> {
@@ -285,7 +285,7 @@ pub fn restart(p: &ThroughputParams) -> Result<Restart, String> {
 
 fn restart_in(path: &std::path::Path, p: &ThroughputParams) -> Result<Restart, String> {
     let store = Store::Embedded(path.to_owned());
-    let e = |e: wheel::durable::DurableError| e.to_string();
+    let e = |e: wheel_durable::DurableError| e.to_string();
     let now = whole_ms(SystemTime::now());
     let later = now + Duration::from_secs(3_600);
     let keys: Vec<String> = (0..p.restart).map(key).collect();
@@ -393,7 +393,7 @@ pub fn disk_rates(p: &ThroughputParams) -> Result<DiskRates, String> {
 /// Measures `imp` (the node count is ignored: both are measured).
 pub fn measure(imp: Impl, p: &ThroughputParams, url: Option<&str>) -> Result<Measured, String> {
     let need_url = || url.ok_or_else(|| "no Redis server".to_string());
-    let err = |e: wheel::durable::DurableError| e.to_string();
+    let err = |e: wheel_durable::DurableError| e.to_string();
     match imp {
         Impl::Embedded => {
             let path = super::temp_store("adds");

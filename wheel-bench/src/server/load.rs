@@ -13,8 +13,8 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use wheel::durable::http::{HttpCallback, HttpConfig, Method};
-use wheel::durable::DurableTimers;
+use wheel_durable::http::{HttpCallback, HttpConfig, Method};
+use wheel_durable::DurableTimers;
 
 use super::process::{Backend, ServerProcess};
 use super::procfs::{self, Idle};
@@ -217,7 +217,7 @@ pub fn library_adds(n: u64, threads: usize, dir: &Workdir) -> Result<LibraryAdds
                 let share = n / threads as u64 + u64::from((i as u64) < n % threads as u64);
                 s.spawn(move || -> Result<u64, String> {
                     for k in 0..share {
-                        t.add_callback(&thread_key('l', i, k), due, cb)
+                        t.add_callback_at(&thread_key('l', i, k), due, cb)
                             .map_err(|e| e.to_string())?;
                     }
                     Ok(share)

@@ -148,8 +148,20 @@ impl SchedulerBuilder {
     /// with a timer due every millisecond or two keeps no thread spinning.
     /// For users whose own work after the timer takes far longer than
     /// that, such as the durable tier, whose closures call a store.
-    #[cfg_attr(not(feature = "durable"), allow(dead_code))]
-    pub(crate) fn sleep_only(mut self) -> Self {
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use wheel::Scheduler;
+    ///
+    /// let s = Scheduler::builder().sleep_only().build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// s.schedule(Duration::from_millis(5), move || tx.send(()).unwrap()).unwrap();
+    /// rx.recv().unwrap();
+    /// s.shutdown();
+    /// ```
+    pub fn sleep_only(mut self) -> Self {
         self.poll_before_due = false;
         self
     }

@@ -20,8 +20,8 @@ pub mod tally;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use wheel::durable::http::{HttpCallback, HttpConfig, Method};
-use wheel::durable::{DurableTimers, TimerState};
+use wheel_durable::http::{HttpCallback, HttpConfig, Method};
+use wheel_durable::{DurableTimers, TimerState};
 
 use super::ours::{self, Store};
 use super::peer::{PeerNode, SecondWheel};

@@ -1,0 +1,500 @@
+//! [`DurableTimersBuilder`]: which store, and how this node fires.
+
+#[cfg(feature = "embedded")]
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::node::{notify_window, Handler, NodeConfig};
+use super::stats::HttpCounters;
+use super::store::{Store, StoreClock};
+use super::timers::DurableTimers;
+use super::{DurableError, Fired, Outcome, RetryPolicy, DEFAULT_MAX_PAYLOAD};
+
+/// Where the timers live.
+#[derive(Debug, Clone)]
+enum Choice {
+    #[cfg(feature = "embedded")]
+    Embedded(PathBuf),
+    #[cfg(feature = "redis")]
+    Redis(String),
+}
+
+/// Configures and opens [`DurableTimers`].
+///
+/// Pick one store: [`embedded`](Self::embedded) (one file, one process) or
+/// [`redis`](Self::redis) (feature `redis`, shared). Without a
+/// [`handler`](Self::handler) (or `http`, feature `http`) the result is a
+/// client that adds, cancels and reads but fires nothing.
+///
+/// Defaults: namespace `"wheel"`, 4 workers, a 5 s lease, the default
+/// [`RetryPolicy`], timers claimed 2 s ahead, a safety poll every 500 ms,
+/// at most 10 000 claimed timers in memory, payloads up to
+/// [`DEFAULT_MAX_PAYLOAD`], and a store that keeps failing for 5 s is
+/// [`Unavailable`](DurableError::Unavailable).
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use wheel_durable::{DurableTimers, Outcome, RetryPolicy};
+///
+/// # fn main() -> Result<(), wheel_durable::DurableError> {
+/// let timers = DurableTimers::builder()
+///     .embedded("/var/lib/orders/timers")
+///     .namespace("orders")
+///     .workers(8)
+///     .lease(Duration::from_secs(10))
+///     .retry(RetryPolicy::new().max_attempts(5))
+///     .handler(|t| if t.payload == b"close" { Outcome::Done } else { Outcome::Retry })
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[must_use]
+#[derive(Clone)]
+pub struct DurableTimersBuilder {
+    choice: Result<Option<Choice>, String>,
+    namespace: String,
+    handler: Option<Handler>,
+    node: NodeConfig,
+    max_payload: usize,
+    unavailable_after: Duration,
+    clock: StoreClock,
+    /// Set: this node sends callback timers by HTTP.
+    #[cfg(feature = "http")]
+    http: Option<super::http::HttpConfig>,
+    /// Async handlers and how they run (`builder_async.rs`).
+    #[cfg(feature = "tokio")]
+    pub(super) tasks: super::builder_async::AsyncOptions,
+}
+
+impl std::fmt::Debug for DurableTimersBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableTimersBuilder")
+            .field("store", &self.choice)
+            .field("namespace", &self.namespace)
+            .field("handler", &self.handler.is_some())
+            .field("workers", &self.node.workers)
+            .field("lease", &self.node.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for DurableTimersBuilder {
+    fn default() -> Self {
+        DurableTimersBuilder {
+            choice: Ok(None),
+            namespace: "wheel".into(),
+            handler: None,
+            node: NodeConfig {
+                namespace: "wheel".into(),
+                handler: Arc::new(|_: &Fired| Outcome::Done),
+                workers: 4,
+                lease: Duration::from_secs(5),
+                window: Duration::from_secs(2),
+                poll: Duration::from_millis(500),
+                max_held: 10_000,
+                retry: RetryPolicy::default(),
+                #[cfg(feature = "tokio")]
+                tasks: None,
+            },
+            max_payload: DEFAULT_MAX_PAYLOAD,
+            unavailable_after: Duration::from_secs(5),
+            clock: StoreClock::Real,
+            #[cfg(feature = "http")]
+            http: None,
+            #[cfg(feature = "tokio")]
+            tasks: super::builder_async::AsyncOptions::default(),
+        }
+    }
+}
+
+impl DurableTimersBuilder {
+    fn choose(mut self, c: Choice) -> Self {
+        self.choice = match self.choice {
+            Ok(None) => Ok(Some(c)),
+            Ok(Some(_)) | Err(_) => Err("choose one store: embedded or redis".into()),
+        };
+        self
+    }
+
+    /// The embedded store in the directory `path`. One process at a time
+    /// may open it, and it once.
+    ///
+    /// A path that does not exist (its parent must) or an empty directory,
+    /// such as a freshly mounted volume, becomes a new store. An existing
+    /// store is opened as it is. Anything else is refused untouched, with
+    /// [`DurableError::Corrupt`]: a regular file, empty or not, or a
+    /// directory that holds other files or another program's fjall
+    /// database. A directory this process has open already is
+    /// [`DurableError::Locked`] saying so; one another process holds is
+    /// `Locked` too, saying that.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder()
+    ///     .embedded(dir.path().join("timers"))
+    ///     .build()?;
+    /// timers.shutdown()?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "embedded")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "embedded")))]
+    pub fn embedded(self, path: impl AsRef<Path>) -> Self {
+        self.choose(Choice::Embedded(path.as_ref().to_owned()))
+    }
+
+    /// The Redis store at `url`, e.g. `"redis://127.0.0.1:6379/0"`, shared
+    /// by every node that names the same URL and namespace.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel_durable::DurableTimers::builder().redis("redis://127.0.0.1:6379/0");
+    /// # drop(b);
+    /// ```
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    pub fn redis(self, url: &str) -> Self {
+        self.choose(Choice::Redis(url.to_owned()))
+    }
+
+    /// Keeps these timers apart from other namespaces in the same store
+    /// (for Redis, every key carries the hash tag `{ns}`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel_durable::DurableTimers::builder().namespace("billing");
+    /// # drop(b);
+    /// ```
+    pub fn namespace(mut self, ns: &str) -> Self {
+        self.namespace = ns.to_owned();
+        self
+    }
+
+    /// Makes this node fire due timers with `f`, on worker threads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_durable::Outcome;
+    /// let b = wheel_durable::DurableTimers::builder().handler(|t| {
+    ///     println!("{} is due", t.key);
+    ///     Outcome::Done
+    /// });
+    /// # drop(b);
+    /// ```
+    pub fn handler<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&Fired) -> Outcome + Send + Sync + 'static,
+    {
+        self.handler = Some(Arc::new(f));
+        self
+    }
+
+    /// Makes this node send callback timers (added with
+    /// [`add_callback`](DurableTimers::add_callback)) by HTTP, with or
+    /// without a [`handler`](Self::handler) for the other timers (feature
+    /// `http`, which implies `tokio`). Requests run as tasks on the node's
+    /// runtime, as async handlers do (see
+    /// [`max_in_flight`](Self::max_in_flight)); a blocking handler runs on
+    /// the runtime's blocking threads. See [`wheel_durable::http`].
+    ///
+    /// [`wheel_durable::http`]: super::http
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_durable::http::HttpConfig;
+    /// let b = wheel_durable::DurableTimers::builder().http(HttpConfig::new());
+    /// # drop(b);
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn http(mut self, config: super::http::HttpConfig) -> Self {
+        self.http = Some(config);
+        self
+    }
+
+    /// Handler threads (at least 1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel_durable::DurableTimers::builder().workers(16);
+    /// # drop(b);
+    /// ```
+    pub fn workers(mut self, n: usize) -> Self {
+        self.node.workers = n;
+        self
+    }
+
+    /// How long a claim or a run stays this node's without news: a node
+    /// that dies or stalls longer has its timers fired by another within
+    /// about `lease` plus the safety poll. Running handlers renew it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel_durable::DurableTimers::builder().lease(Duration::from_secs(30));
+    /// # drop(b);
+    /// ```
+    pub fn lease(mut self, d: Duration) -> Self {
+        self.node.lease = d;
+        self
+    }
+
+    /// The back-off for handlers that ask to retry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel_durable::DurableTimers::builder()
+    ///     .retry(wheel_durable::RetryPolicy::new().max_attempts(3));
+    /// # drop(b);
+    /// ```
+    pub fn retry(mut self, p: RetryPolicy) -> Self {
+        self.node.retry = p;
+        self
+    }
+
+    /// How far ahead of their due time timers are claimed into memory
+    /// (at least the safety poll, so that a timer is held before it is
+    /// due even when a notification is lost).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel_durable::DurableTimers::builder().claim_ahead(Duration::from_secs(5));
+    /// # drop(b);
+    /// ```
+    pub fn claim_ahead(mut self, d: Duration) -> Self {
+        self.node.window = d;
+        self
+    }
+
+    /// The longest a node goes without looking at the store: bounds how late
+    /// a lost notification can make a timer, and how soon a dead node's
+    /// expired leases are taken over.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel_durable::DurableTimers::builder().poll(Duration::from_millis(200));
+    /// # drop(b);
+    /// ```
+    pub fn poll(mut self, d: Duration) -> Self {
+        self.node.poll = d;
+        self
+    }
+
+    /// Claimed timers held in memory at most (at least 1): with millions
+    /// overdue, the node claims more as it fires them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel_durable::DurableTimers::builder().max_claimed(50_000);
+    /// # drop(b);
+    /// ```
+    pub fn max_claimed(mut self, n: usize) -> Self {
+        self.node.max_held = n;
+        self
+    }
+
+    /// The payload limit in bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel_durable::DurableTimers::builder().max_payload(64 * 1024);
+    /// # drop(b);
+    /// ```
+    pub fn max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = bytes;
+        self
+    }
+
+    /// How long a store may keep failing (connection refused, timeouts,
+    /// Redis loading after a restart) before a call reports
+    /// [`Unavailable`](DurableError::Unavailable). Calls retry with
+    /// back-off until then. Default 5 s.
+    ///
+    /// This bounds how long `add`, `cancel`, `reschedule`, `get` and the
+    /// other calls wait for an unreachable store (a call already sent may
+    /// also wait up to 5 s for its reply), and how long `shutdown` waits
+    /// to hand claims back. [`stats`](super::DurableTimers::stats) never
+    /// waits for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel_durable::DurableTimers::builder().unavailable_after(Duration::from_secs(1));
+    /// # drop(b);
+    /// ```
+    pub fn unavailable_after(mut self, d: Duration) -> Self {
+        self.unavailable_after = d;
+        self
+    }
+
+    /// Test support: the store reads this clock (milliseconds since the
+    /// epoch) instead of its own; the Redis store passes it to its scripts
+    /// instead of `TIME`. Every node and client of a namespace must share
+    /// it, as they share a server's clock. Only the Redis store's tests
+    /// set it on a builder.
+    #[cfg(all(test, feature = "redis"))]
+    pub(crate) fn manual_store_clock(mut self, ms: Arc<std::sync::atomic::AtomicU64>) -> Self {
+        self.clock = StoreClock::Manual(ms);
+        self
+    }
+
+    /// Opens the store and, with a handler, starts firing.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Config`] for settings that cannot work (no store or
+    /// two, zero workers or `max_claimed`, a zero lease, a claim window
+    /// shorter than the poll, an empty namespace, `redis` without the
+    /// feature, zero HTTP timeouts or a per-host limit outside 1 to 65 536, both
+    /// `handler` and `handler_async`); the store's errors on opening ([`Locked`],
+    /// [`Corrupt`], [`Io`], [`Unavailable`]).
+    ///
+    /// [`Locked`]: DurableError::Locked
+    /// [`Corrupt`]: DurableError::Corrupt
+    /// [`Io`]: DurableError::Io
+    /// [`Unavailable`]: DurableError::Unavailable
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_durable::{DurableError, DurableTimers};
+    /// let e = DurableTimers::builder().build().unwrap_err();
+    /// assert!(matches!(e, DurableError::Config(_)));
+    /// ```
+    pub fn build(self) -> Result<DurableTimers, DurableError> {
+        self.check()?;
+        let store = self.open_store()?;
+        let http_counts = Arc::new(HttpCounters::default());
+        let node = self.node_config(&http_counts)?;
+        DurableTimers::start(store, node, self.max_payload, http_counts)
+    }
+
+    /// How the node fires, or `None` for a client that fires nothing; an
+    /// HTTP node counts its attempts in `http_counts`.
+    #[cfg_attr(not(feature = "http"), allow(unused_variables))]
+    fn node_config(
+        &self,
+        http_counts: &Arc<HttpCounters>,
+    ) -> Result<Option<NodeConfig>, DurableError> {
+        let mut config = self.node.clone();
+        config.namespace = self.namespace.as_str().into();
+        #[cfg(feature = "http")]
+        if let Some(http) = &self.http {
+            use super::http::Others;
+            let others = match (self.tasks.handler(), self.handler.clone()) {
+                (Some(h), _) => Others::Async(h),
+                (None, Some(h)) => Others::Blocking(h),
+                (None, None) => Others::None,
+            };
+            let handler = super::http::handler(
+                http,
+                &config.namespace,
+                others,
+                &config.retry,
+                http_counts.clone(),
+            )?;
+            config.tasks = Some(self.tasks.config_with(handler));
+            return Ok(Some(config));
+        }
+        #[cfg(feature = "tokio")]
+        if let Some(tasks) = self.tasks.config() {
+            config.tasks = Some(tasks);
+            return Ok(Some(config));
+        }
+        let Some(handler) = self.handler.clone() else {
+            return Ok(None);
+        };
+        config.handler = handler;
+        Ok(Some(config))
+    }
+
+    /// Whether this node sends callback timers by HTTP.
+    #[cfg(feature = "tokio")]
+    fn has_http(&self) -> bool {
+        #[cfg(feature = "http")]
+        return self.http.is_some();
+        #[cfg(not(feature = "http"))]
+        false
+    }
+
+    fn check(&self) -> Result<(), DurableError> {
+        let bad = |why: &str| Err(DurableError::Config(why.into()));
+        match &self.choice {
+            Err(why) => return bad(why),
+            Ok(None) => return bad("choose a store: embedded(path) or redis(url)"),
+            Ok(Some(_)) => {}
+        }
+        if self.namespace.is_empty() || self.namespace.contains(['{', '}']) {
+            return bad("the namespace must be non-empty, without braces");
+        }
+        #[cfg(feature = "tokio")]
+        if let Err(why) = self.tasks.check(self.handler.is_some(), self.has_http()) {
+            return bad(why);
+        }
+        if self.node.workers == 0 || self.node.max_held == 0 {
+            return bad("workers and max_claimed must be at least 1");
+        }
+        if self.node.lease < Duration::from_millis(10) {
+            return bad("the lease must be at least 10 ms");
+        }
+        if self.node.window < self.node.poll || self.node.poll.is_zero() {
+            return bad("the poll must be non-zero and no longer than claim_ahead");
+        }
+        #[cfg(feature = "http")]
+        if let Some(Err(why)) = self.http.as_ref().map(super::http::HttpConfig::check) {
+            return bad(why);
+        }
+        Ok(())
+    }
+
+    /// How close to now a timer made pending is announced to the nodes
+    /// (see [`notify_window`]).
+    fn window_ms(&self) -> u64 {
+        u64::try_from(notify_window(&self.node).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn open_store(&self) -> Result<Arc<dyn Store>, DurableError> {
+        match self.choice.clone() {
+            #[cfg(feature = "embedded")]
+            Ok(Some(Choice::Embedded(path))) => {
+                Ok(Arc::new(super::store::embedded::Embedded::open(
+                    &path,
+                    self.clock.clone(),
+                    self.window_ms(),
+                )?))
+            }
+            #[cfg(feature = "redis")]
+            Ok(Some(Choice::Redis(url))) => self.open_redis(&url),
+            _ => Err(DurableError::Config("no store".into())),
+        }
+    }
+
+    #[cfg(feature = "redis")]
+    fn open_redis(&self, url: &str) -> Result<Arc<dyn Store>, DurableError> {
+        let options = super::store::redis::Options {
+            url: url.to_owned(),
+            namespace: self.namespace.clone(),
+            clock: self.clock.clone(),
+            window: self.window_ms(),
+            unavailable_after: self.unavailable_after,
+        };
+        Ok(Arc::new(super::store::redis::RedisStore::open(options)?))
+    }
+}

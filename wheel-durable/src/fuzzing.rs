@@ -1,0 +1,9 @@
+//! Fuzzing and property-test support for the cargo-fuzz targets in `fuzz/`
+//! (`cfg(fuzzing)`) and the stable tests; not part of the stable API.
+//!
+//! Only re-exports: the stores' differential harness lives beside the
+//! stores (`store/fuzz.rs`), whose module doc says what it checks.
+
+pub use crate::store::fuzz::{
+    run_durable_ops, DurableBench, DurableOp, KEYS as DURABLE_KEYS, MAX_DURABLE_OPS,
+};

@@ -1,0 +1,194 @@
+//! The claimer thread: moves timers due soon from the store into the node.
+//!
+//! It claims when its plan says so: when the earliest pending timer enters
+//! the claim window, when the earliest lease may have ended, or at the
+//! safety poll. A store notification ("a timer due at `d` became pending")
+//! changes the plan only if the planned claim would come too late for `d`:
+//! the claim moves to [`LEAD`] before `d`, and never sooner than
+//! [`MIN_GAP`] after the last claim. So a burst of adds costs each node a
+//! bounded number of claims (at most one per `MIN_GAP`, and none at all for
+//! timers that the next planned claim takes in time), instead of one claim
+//! per add on every node.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::clock::Reading;
+use super::hold::hold;
+use super::signal::Woken;
+use super::{starter, NodeShared, STORE_BATCH};
+use crate::store::{ClaimBatch, ClaimRequest, Fenced};
+use crate::sync::lock;
+use crate::time::Backoff;
+
+/// Timers claimed by one store call at most: bounds how long one claim
+/// holds the store (a Redis script blocks the server while it runs, about
+/// a millisecond for this many; other nodes' starts wait meanwhile).
+const CLAIM_BATCH: usize = 128;
+
+/// A node claims timers entering the window at most this many times per
+/// window: each claim then takes a step's worth of timers, at least
+/// `window - window / STEPS` ahead of their due time, instead of a claim
+/// for every millisecond's few timers.
+const STEPS: u32 = 64;
+
+/// How long before a notified due time the claim for it comes: room for
+/// the claim's round trip and the scheduling.
+pub(super) const LEAD: Duration = Duration::from_millis(100);
+
+/// The shortest time between two claims made for notifications.
+const MIN_GAP: Duration = Duration::from_millis(5);
+
+/// The first wait after a failed store call; doubles up to the poll.
+const FIRST_BACKOFF: Duration = Duration::from_millis(20);
+
+pub(super) fn run(shared: &Arc<NodeShared>) {
+    let mut backoff = Backoff::new(FIRST_BACKOFF, shared.config.poll);
+    while !shared.stopping.load(Ordering::SeqCst) {
+        let claimed_at = Instant::now();
+        let room = shared.config.max_held.saturating_sub(shared.held_count());
+        let req = ClaimRequest {
+            window: shared.window_ms,
+            lease: shared.lease_ms,
+            max: room.min(CLAIM_BATCH),
+            max_attempts: shared.config.retry.attempts(),
+        };
+        shared.counters.claims.fetch_add(1, Ordering::Relaxed);
+        let mut plan = match shared.store.claim(&req) {
+            Ok(batch) => {
+                backoff.reset();
+                log_takeovers(shared, &batch);
+                let m = shared.observe(batch.now, Instant::now());
+                let full = batch.timers.len() == req.max && req.max > 0;
+                let next = next_wake(shared, &batch, m, claimed_at, room > batch.timers.len());
+                // The store answers earliest due first; what is due already
+                // starts in that order.
+                let now = Instant::now();
+                let mut due_now = Vec::new();
+                for c in batch.timers {
+                    let at = m.instant(c.due);
+                    if at <= now {
+                        due_now.push(c);
+                    } else {
+                        hold(shared, c, at);
+                    }
+                }
+                starter::offer_due(shared, due_now);
+                if full && room > req.max {
+                    continue; // more are due: claim again at once
+                }
+                next
+            }
+            Err(e) => {
+                shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(namespace = %shared.config.namespace, error = %e, "claim failed; retried");
+                Instant::now() + backoff.next()
+            }
+        };
+        renew(shared);
+        // A safety net: runs taken for handlers resume the starts that
+        // waited for room, but a wake-up lost in a race waits no longer
+        // than this.
+        starter::resume(shared);
+        // Fold notifications into the plan until it is time to claim.
+        loop {
+            match shared.signal.wait_until(plan.min(renew_due(shared))) {
+                Woken::Timeout | Woken::Now => break,
+                Woken::Due(due) => {
+                    let map = lock(&shared.store_time).best();
+                    let wanted = map.map_or(claimed_at, |m| m.instant(due));
+                    let wanted = wanted.checked_sub(LEAD).unwrap_or(wanted);
+                    plan = plan.min(wanted.max(claimed_at + MIN_GAP));
+                }
+            }
+        }
+    }
+}
+
+/// Logs the leases a claim found over: timers of a node that stopped or
+/// stalled, taken back for any node to run again.
+fn log_takeovers(shared: &NodeShared, batch: &ClaimBatch) {
+    let ns = &*shared.config.namespace;
+    // The first few keys, in lease order; the counts say how many in all.
+    let keys = &batch.expired_keys;
+    if batch.reclaimed > 0 {
+        tracing::warn!(
+            namespace = %ns,
+            timers = batch.reclaimed,
+            ?keys,
+            "leases passed (a node stopped or stalled): timers taken back to run again"
+        );
+    }
+    if batch.expired_dead > 0 {
+        tracing::warn!(
+            namespace = %ns,
+            timers = batch.expired_dead,
+            ?keys,
+            "leases passed on the last attempt: timers made dead letters"
+        );
+    }
+}
+
+/// When to claim next: when the earliest pending timer enters the window
+/// (but at most once per [`STEPS`]th of the window, and only while the node
+/// has room), when the earliest lease may have ended, or at the safety
+/// poll.
+fn next_wake(
+    shared: &NodeShared,
+    batch: &ClaimBatch,
+    map: Reading,
+    claimed_at: Instant,
+    has_room: bool,
+) -> Instant {
+    // `map` may be a reading of seconds ago: the poll counts from now.
+    let mut wake = claimed_at + shared.config.poll;
+    if let Some(due) = batch.next_due.filter(|_| has_room) {
+        let enters = map.instant(due.saturating_sub(shared.window_ms));
+        wake = wake.min(enters.max(claimed_at + shared.config.window / STEPS));
+    }
+    if let Some(lease) = batch.next_lease {
+        wake = wake.min(map.instant(lease.saturating_add(1)));
+    }
+    wake
+}
+
+/// Renews, in batched store calls, the lease of every run not renewed for
+/// a third of the lease.
+fn renew(shared: &NodeShared) {
+    let every = shared.config.lease / 3;
+    let now = Instant::now();
+    let stale: Vec<(String, u64)> = lock(&shared.running)
+        .iter()
+        .filter(|(_, r)| now.duration_since(r.renewed) >= every)
+        .map(|(k, r)| (k.clone(), r.fence))
+        .collect();
+    for part in stale.chunks(STORE_BATCH) {
+        let held: Vec<Fenced<'_>> = part
+            .iter()
+            .map(|(key, fence)| Fenced { key, fence: *fence })
+            .collect();
+        if let Err(e) = shared.store.renew(&held, shared.lease_ms) {
+            shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(namespace = %shared.config.namespace, error = %e, "renewal failed; retried");
+            continue;
+        }
+        let mut running = lock(&shared.running);
+        for (key, fence) in part {
+            if let Some(r) = running.get_mut(key).filter(|r| r.fence == *fence) {
+                r.renewed = now;
+            }
+        }
+    }
+}
+
+/// The next instant a running handler's lease wants renewing.
+fn renew_due(shared: &NodeShared) -> Instant {
+    let every = shared.config.lease / 3;
+    let far = Instant::now() + shared.config.poll;
+    lock(&shared.running)
+        .values()
+        .map(|r| r.renewed + every)
+        .min()
+        .map_or(far, |at| at.min(far))
+}

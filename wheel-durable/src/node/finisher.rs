@@ -1,0 +1,94 @@
+//! The finisher thread: records, in one store call, every outcome handed
+//! over while the previous call ran (a group commit: an outcome waits at
+//! most for the call before it, never for a timer).
+//!
+//! A call that fails is tried again with back-off, together with whatever
+//! arrived meanwhile, for as long as each run's lease lasts; past that the
+//! store has handed the timer to another run and the outcome is dropped.
+//! Once an outcome is recorded (or dropped), its run is no longer renewed.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::{Ending, NodeShared, STORE_BATCH};
+use crate::store::{Fenced, Finish};
+use crate::sync::lock;
+use crate::time::Backoff;
+
+pub(super) fn run(shared: &NodeShared) {
+    while let Some(mut batch) = shared.to_finish.take_up_to(STORE_BATCH) {
+        let mut backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
+        while !record(shared, &batch) {
+            shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            let now = Instant::now();
+            let (live, over): (Vec<Ending>, Vec<Ending>) =
+                batch.into_iter().partition(|e| e.give_up > now);
+            if !over.is_empty() {
+                tracing::warn!(
+                    namespace = %shared.config.namespace,
+                    outcomes = over.len(),
+                    "outcomes not recorded before their leases ended; those timers run again"
+                );
+            }
+            forget(shared, &over);
+            batch = live;
+            if batch.is_empty() {
+                break;
+            }
+            shared.to_finish.wait_until(now + backoff.next());
+            let room = STORE_BATCH.saturating_sub(batch.len());
+            batch.extend(shared.to_finish.try_take_up_to(room));
+        }
+        forget(shared, &batch);
+    }
+}
+
+/// One store call for the batch; false if the store could not take it.
+fn record(shared: &NodeShared, batch: &[Ending]) -> bool {
+    let runs: Vec<(Fenced<'_>, Finish)> = batch
+        .iter()
+        .map(|e| {
+            let run = Fenced {
+                key: &e.key,
+                fence: e.fence,
+            };
+            (run, e.finish.clone())
+        })
+        .collect();
+    match shared.store.finish(&runs) {
+        Ok(recorded) => {
+            log_dead_letters(shared, batch, &recorded);
+            true
+        }
+        Err(e) => {
+            tracing::debug!(namespace = %shared.config.namespace, error = %e, "finish failed; retried");
+            false
+        }
+    }
+}
+
+/// Logs each run the store recorded as a dead letter.
+fn log_dead_letters(shared: &NodeShared, batch: &[Ending], recorded: &[bool]) {
+    for (e, _) in batch.iter().zip(recorded).filter(|(_, &r)| r) {
+        if let Finish::Dead { reason } = &e.finish {
+            tracing::warn!(
+                namespace = %shared.config.namespace,
+                key = ?e.key,
+                fence = e.fence,
+                reason = ?reason,
+                "timer became a dead letter"
+            );
+        }
+    }
+}
+
+/// Stops renewing the runs of these outcomes.
+fn forget(shared: &NodeShared, batch: &[Ending]) {
+    if batch.is_empty() {
+        return;
+    }
+    let mut running = lock(&shared.running);
+    for e in batch {
+        shared.forget_run(&mut running, &e.key, e.fence);
+    }
+}

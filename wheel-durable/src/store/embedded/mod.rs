@@ -1,0 +1,558 @@
+//! The embedded store: one fjall database (a directory), owned by one
+//! process.
+//!
+//! fjall is a log-structured merge tree: every write batch is appended to a
+//! journal, and `persist(SyncData)` makes everything appended before it
+//! durable with one `fdatasync`, so one writer thread ([`writer`]) commits
+//! the steps of many callers in one group and one fsync. Deletes leave
+//! tombstones until compaction; the index keys start with their time, so
+//! the tombstones of fired timers gather at the head of the due index, and
+//! the claim scan starts after them ([`tables::Cursor`]). Reads run on the
+//! caller's thread, each from one snapshot ([`read`]).
+//!
+//! The process holds the directory exclusively (fjall locks it against
+//! other processes, [`dir`] against a second open in this one, and refuses
+//! a path that is not a store of ours), so a claim can only belong to this
+//! process: [`Embedded::open`] turns every
+//! claimed or running timer back into a pending one, which fires at once
+//! if overdue.
+
+mod dir;
+mod read;
+mod tables;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use fjall::{Database, PersistMode};
+
+use self::read::first_keys;
+use self::tables::{Cursor, Space, Spaces, Tables};
+use self::writer::{call, Job, Reply, Step, Writer};
+use super::record::DeadRecord;
+use super::{
+    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
+    StoreClock, StoreResult, Wake,
+};
+use crate::sync::lock;
+use crate::time::system_time_of;
+use crate::{AddMode, DeadLetter, DurableError, ErrorDetail, Listing, TimerInfo};
+
+/// Maps any fjall error to ours: a held directory, a damaged store, or
+/// I/O, keeping fjall's error (or the `std::io::Error` inside it) as the
+/// source. The store adds its path ([`DurableError::in_store`]).
+pub(super) fn db_err(e: fjall::Error) -> DurableError {
+    use fjall::Error as E;
+    let detail = |message: &str| ErrorDetail::new(message);
+    match e {
+        E::Locked => DurableError::Locked(
+            detail("another process has the store open").with_source(E::Locked),
+        ),
+        E::Io(e) | E::Storage(fjall::LsmError::Io(e)) => io_err(e),
+        E::Poisoned => DurableError::Io(
+            detail("an earlier write failed; reopen the store to recover what was written")
+                .with_source(E::Poisoned),
+        ),
+        E::KeyspaceDeleted => {
+            DurableError::Store(detail("a keyspace was deleted").with_source(E::KeyspaceDeleted))
+        }
+        other => DurableError::Corrupt(detail("fjall cannot read it").with_source(other)),
+    }
+}
+
+fn io_err(e: std::io::Error) -> DurableError {
+    match e.kind() {
+        std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof => {
+            DurableError::Corrupt(e.into())
+        }
+        _ => DurableError::Io(e.into()),
+    }
+}
+
+/// The journals' size at most: beyond it the memtables that hold the
+/// oldest journal's batches are written out and that journal deleted,
+/// which bounds what an open replays (fjall's minimum; its default is
+/// 512 MiB).
+const MAX_JOURNAL: u64 = 64 << 20;
+
+/// The embedded store.
+pub(crate) struct Embedded {
+    /// The directory, as the caller named it, for error messages.
+    path: PathBuf,
+    /// This process's claim on the directory, dropped after the database.
+    registered: Mutex<Option<dir::Registered>>,
+    /// The database and its keyspaces, until `close`.
+    open: Mutex<Option<(Database, Arc<Spaces>)>>,
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    wakers: Arc<Mutex<Vec<Wake>>>,
+    /// Set by the writer when a write failed (see `reachable`).
+    broken: Arc<AtomicBool>,
+}
+
+impl Embedded {
+    /// Opens (or creates) the store's directory, and recovers claims left
+    /// by an earlier process. `window` is how far ahead a newly pending
+    /// timer wakes the watchers.
+    pub(crate) fn open(path: &Path, clock: StoreClock, window: Millis) -> StoreResult<Embedded> {
+        let registered = dir::claim(path)?;
+        let in_store = |e: DurableError| e.in_store(path);
+        let db = Database::builder(path)
+            .manual_journal_persist(true)
+            .max_journaling_size(MAX_JOURNAL)
+            .open()
+            .map_err(|e| in_store(db_err(e)))?;
+        check_ours(&db, path)?;
+        let spaces = Arc::new(Spaces::open(&db).map_err(in_store)?);
+        let cursor = recover(&db, &spaces, clock.local_now()).map_err(in_store)?;
+        let (jobs, queue) = mpsc::channel();
+        let wakers = Arc::new(Mutex::new(Vec::new()));
+        let broken = Arc::new(AtomicBool::new(false));
+        let writer = Writer {
+            db: db.clone(),
+            spaces: spaces.clone(),
+            cursor,
+            clock,
+            window,
+            wakers: wakers.clone(),
+            broken: broken.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("wheel-durable-writer".into())
+            .spawn(move || writer.run(queue))
+            .map_err(|e| {
+                DurableError::Io(ErrorDetail::new("cannot start the writer").with_source(e))
+            })?;
+        Ok(Embedded {
+            path: path.to_path_buf(),
+            registered: Mutex::new(Some(registered)),
+            open: Mutex::new(Some((db, spaces))),
+            jobs: Mutex::new(Some(jobs)),
+            writer: Mutex::new(Some(thread)),
+            wakers,
+            broken,
+        })
+    }
+
+    fn call(&self, durable: bool, step: Step) -> StoreResult<Reply> {
+        call(&self.jobs, durable, step).map_err(|e| e.in_store(&self.path))
+    }
+
+    fn bool(&self, durable: bool, step: Step) -> StoreResult<bool> {
+        match self.call(durable, step)? {
+            Reply::Bool(b) => Ok(b),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Runs a batch step that answers each entry with a bool.
+    fn bools(
+        &self,
+        durable: bool,
+        f: impl for<'t> FnOnce(&mut Tables<'t>) -> StoreResult<Vec<bool>> + Send + 'static,
+    ) -> StoreResult<Vec<bool>> {
+        match self.call(durable, Box::new(move |t| f(t).map(Reply::Bools)))? {
+            Reply::Bools(b) => Ok(b),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// A consistent view for reads on the caller's thread.
+    fn read(&self) -> StoreResult<(fjall::Snapshot, Arc<Spaces>)> {
+        match lock(&self.open).as_ref() {
+            Some((db, spaces)) => Ok((db.snapshot(), spaces.clone())),
+            None => Err(DurableError::Closed),
+        }
+    }
+}
+
+impl Embedded {
+    /// One timer, from a snapshot (the store's `get`).
+    fn read_timer(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
+        let (snap, spaces) = self.read()?;
+        read::info(&snap, &spaces, key, false)
+    }
+
+    /// The oldest dead letters, from a snapshot (the store's `dead_letters`).
+    fn read_dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
+        use fjall::Readable;
+        let (snap, spaces) = self.read()?;
+        let order = spaces.get(Space::DeadOrder);
+        let dead = spaces.get(Space::Dead);
+        let mut out = Vec::new();
+        for (failed_at, key) in first_keys(&snap, order, limit)? {
+            let v = snap
+                .get(dead, key.as_str())
+                .map_err(db_err)?
+                .ok_or_else(|| tables::corrupt("dead order"))?;
+            let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
+            out.push(DeadLetter {
+                key,
+                payload: d.payload,
+                attempts: d.attempts,
+                reason: d.reason,
+                failed_at: system_time_of(failed_at),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The keys and fences of a batch, owned for the writer thread.
+fn owned(batch: &[Fenced<'_>]) -> Vec<(String, u64)> {
+    batch.iter().map(|f| (f.key.to_owned(), f.fence)).collect()
+}
+
+fn unexpected(r: Reply) -> DurableError {
+    DurableError::Store(format!("unexpected answer {r:?}").into())
+}
+
+/// Refuses a fjall database that holds keyspaces but not ours: another
+/// program's database, which opening would write our keyspaces into.
+fn check_ours(db: &Database, path: &Path) -> StoreResult<()> {
+    if db.list_keyspace_names().is_empty() || db.keyspace_exists(tables::NAMES[0]) {
+        return Ok(());
+    }
+    let detail = ErrorDetail::new(format!(
+        "{} is not a wheel store: a fjall database without a `{}` keyspace",
+        path.display(),
+        tables::NAMES[0]
+    ));
+    Err(DurableError::Corrupt(detail.with_path(path)))
+}
+
+/// The recovery at open (durable): what the writer starts from.
+fn recover(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
+    let mut tables = Tables::new(spaces, Cursor::scan(db, spaces)?, now, 0);
+    tables.recover()?;
+    let cursor = tables.cursor.clone();
+    tables.into_batch(db).commit().map_err(db_err)?;
+    db.persist(PersistMode::SyncData).map_err(db_err)?;
+    Ok(cursor)
+}
+
+impl Store for Embedded {
+    fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>> {
+        let owned: Vec<(String, Due, Vec<u8>)> = timers
+            .iter()
+            .map(|t| (t.key.to_owned(), t.due, t.payload.to_vec()))
+            .collect();
+        self.bools(true, move |t| {
+            owned
+                .iter()
+                .map(|(key, due, payload)| t.add_as(key, due.resolve(t.now), payload, mode))
+                .collect()
+        })
+    }
+
+    fn cancel(&self, key: &str) -> StoreResult<bool> {
+        let key = key.to_owned();
+        self.bool(true, Box::new(move |t| t.cancel(&key).map(Reply::Bool)))
+    }
+
+    fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool> {
+        let key = key.to_owned();
+        self.bool(
+            true,
+            Box::new(move |t| t.reschedule(&key, due.resolve(t.now)).map(Reply::Bool)),
+        )
+    }
+
+    fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
+        self.read_timer(key).map_err(|e| e.in_store(&self.path))
+    }
+
+    fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
+        let req = *req;
+        match self.call(false, Box::new(move |t| t.claim(&req).map(Reply::Claim)))? {
+            Reply::Claim(batch) => Ok(batch),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
+        let claims = owned(claims);
+        let step: Step = Box::new(move |t| {
+            let started: StoreResult<Vec<Start>> = claims
+                .iter()
+                .map(|(key, fence)| t.start(key, *fence, lease))
+                .collect();
+            started.map(Reply::Starts)
+        });
+        match self.call(false, step)? {
+            Reply::Starts(s) => Ok(s),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
+        let held = owned(held);
+        self.bools(false, move |t| {
+            held.iter()
+                .map(|(key, fence)| t.renew(key, *fence, lease))
+                .collect()
+        })
+    }
+
+    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
+        let runs: Vec<(String, u64, Finish)> = runs
+            .iter()
+            .map(|(r, how)| (r.key.to_owned(), r.fence, how.clone()))
+            .collect();
+        self.bools(true, move |t| {
+            runs.iter()
+                .map(|(key, fence, how)| t.finish(key, *fence, how))
+                .collect()
+        })
+    }
+
+    fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>> {
+        let claims = owned(claims);
+        self.bools(true, move |t| {
+            claims
+                .iter()
+                .map(|(key, fence)| t.release(key, *fence))
+                .collect()
+        })
+    }
+
+    fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
+        self.read_dead_letters(limit)
+            .map_err(|e| e.in_store(&self.path))
+    }
+
+    fn retry_dead(&self, key: &str, due: Due) -> StoreResult<bool> {
+        let key = key.to_owned();
+        self.bool(
+            true,
+            Box::new(move |t| t.retry_dead(&key, due.resolve(t.now)).map(Reply::Bool)),
+        )
+    }
+
+    fn list(
+        &self,
+        which: Listing,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>> {
+        let (snap, spaces) = self.read()?;
+        read::list(&snap, &spaces, which, after, limit).map_err(|e| e.in_store(&self.path))
+    }
+
+    fn counts(&self) -> StoreResult<Counts> {
+        match self.call(false, Box::new(|t| t.counts().map(Reply::Counts)))? {
+            Reply::Counts(c) => Ok(c),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    fn watch(&self, wake: Wake) -> StoreResult<()> {
+        lock(&self.wakers).push(wake);
+        Ok(())
+    }
+
+    /// False once a write failed (a full disk): fjall refuses every later
+    /// write until the store is opened again, which recovers everything
+    /// acknowledged.
+    fn reachable(&self) -> bool {
+        !self.broken.load(Ordering::SeqCst)
+    }
+
+    fn close(&self) -> StoreResult<()> {
+        drop(lock(&self.jobs).take());
+        if let Some(thread) = lock(&self.writer).take() {
+            thread
+                .join()
+                .map_err(|_| DurableError::Store("the writer thread panicked".into()))?;
+        }
+        lock(&self.wakers).clear();
+        drop(lock(&self.open).take());
+        // Only now may this process open the directory again.
+        drop(lock(&self.registered).take());
+        Ok(())
+    }
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Claimed;
+
+    /// Adds one timer per key, the i-th due at `due(i)`, with no payload.
+    fn add_each(store: &Embedded, keys: &[String], due: impl Fn(usize) -> Millis) {
+        let timers: Vec<NewTimer<'_>> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| NewTimer {
+                key,
+                due: Due::At(due(i)),
+                payload: b"",
+            })
+            .collect();
+        store.add(&timers, AddMode::Replace).unwrap();
+    }
+
+    /// A claim of what is due now, up to `max` timers.
+    fn claim_up_to(max: usize) -> ClaimRequest {
+        ClaimRequest {
+            window: 0,
+            lease: 60_000,
+            max,
+            max_attempts: 3,
+        }
+    }
+
+    fn open(path: &Path) -> StoreResult<Embedded> {
+        Embedded::open(path, StoreClock::Real, 1_000)
+    }
+
+    #[test]
+    fn a_second_open_in_the_same_process_is_locked_until_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        let first = open(&path).unwrap();
+        assert!(matches!(open(&path), Err(DurableError::Locked(_))));
+        first.close().unwrap();
+        open(&path).unwrap().close().unwrap();
+    }
+
+    #[test]
+    fn another_program_s_fjall_database_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("theirs");
+        let db = Database::builder(&path).open().unwrap();
+        db.keyspace("photos", fjall::KeyspaceCreateOptions::default)
+            .unwrap();
+        drop(db);
+        let Err(e) = open(&path) else {
+            panic!("not ours")
+        };
+        assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
+        assert!(e.to_string().contains("not a wheel store"), "{e}");
+        let db = Database::builder(&path).open().unwrap();
+        assert!(
+            !db.keyspace_exists(tables::NAMES[0]),
+            "nothing of ours added"
+        );
+        // A fresh fjall database with no keyspace yet is taken.
+        let fresh = dir.path().join("fresh");
+        drop(Database::builder(&fresh).open().unwrap());
+        open(&fresh).unwrap().close().unwrap();
+    }
+
+    #[test]
+    fn claims_resume_after_fired_timers_and_still_see_earlier_adds() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("store")).unwrap();
+        let keys: Vec<String> = (0..50).map(|i| format!("k{i:02}")).collect();
+        add_each(&store, &keys, |i| 1_000 + i as u64);
+        let req = claim_up_to(10);
+        let mut claimed = Vec::new();
+        for _ in 0..3 {
+            let batch = store.claim(&req).unwrap();
+            let held: Vec<Fenced<'_>> = batch.timers.iter().map(Claimed::fenced).collect();
+            let started = store.start(&held, 60_000).unwrap();
+            assert!(started
+                .iter()
+                .all(|s| matches!(s, Start::Started { attempt: 1, .. })));
+            let done: Vec<(Fenced<'_>, Finish)> = held.iter().map(|h| (*h, Finish::Done)).collect();
+            assert!(store.finish(&done).unwrap().iter().all(|d| *d));
+            claimed.extend(batch.timers.iter().map(|c| c.key.clone()));
+        }
+        assert_eq!(claimed, keys[..30]);
+        // Due before everything fired so far: the claim still finds it.
+        store
+            .add(
+                &[NewTimer {
+                    key: "early",
+                    due: Due::At(5),
+                    payload: b"",
+                }],
+                AddMode::Replace,
+            )
+            .unwrap();
+        let batch = store.claim(&req).unwrap();
+        let got: Vec<&str> = batch.timers.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(got[0], "early");
+        assert_eq!(
+            got[1..],
+            keys[30..39].iter().map(String::as_str).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(batch.next_due, Some(1_039));
+        let counts = store.counts().unwrap();
+        assert_eq!((counts.pending, counts.claimed), (11, 10));
+        store.close().unwrap();
+    }
+
+    /// Many timers due at the same millisecond: each claim goes on after
+    /// the last one claimed (the scans start at an index key, not a time),
+    /// and a timer added later with a key before them is still found.
+    #[test]
+    fn claims_of_timers_sharing_a_due_time_resume_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("store")).unwrap();
+        let keys: Vec<String> = (0..300).map(|i| format!("k{i:03}")).collect();
+        add_each(&store, &keys, |_| 1_000);
+        let req = claim_up_to(64);
+        let mut claimed: Vec<String> = Vec::new();
+        for round in 0..5 {
+            if round == 2 {
+                let early = NewTimer {
+                    key: "a",
+                    due: Due::At(1_000),
+                    payload: b"",
+                };
+                store.add(&[early], AddMode::Replace).unwrap();
+            }
+            let batch = store.claim(&req).unwrap();
+            claimed.extend(batch.timers.iter().map(|c| c.key.clone()));
+        }
+        let mut want: Vec<String> = keys[..128].to_vec();
+        want.push("a".into());
+        want.extend(keys[128..].iter().cloned());
+        assert_eq!(claimed, want[..claimed.len()]);
+        assert_eq!(claimed.len(), 301);
+    }
+
+    /// Only a timer actually added wakes the watchers: an add if absent
+    /// that finds the key taken announces nothing.
+    #[test]
+    fn an_add_kept_out_by_an_existing_timer_wakes_nobody() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("store")).unwrap();
+        let woken = Arc::new(AtomicUsize::new(0));
+        let w = woken.clone();
+        store
+            .watch(Arc::new(move |_| {
+                w.fetch_add(1, Ordering::SeqCst);
+            }))
+            .unwrap();
+        let t = |payload: &'static [u8]| NewTimer {
+            key: "k",
+            due: Due::After(0),
+            payload,
+        };
+        // The writer wakes the watchers of a group before it runs the next
+        // one, so a later call's answer means the earlier wakes happened.
+        let added = |mode, payload| {
+            let a = store.add(&[t(payload)], mode).unwrap();
+            store.counts().unwrap();
+            (a, woken.load(Ordering::SeqCst))
+        };
+        assert_eq!(added(AddMode::IfAbsent, b"1"), (vec![true], 1));
+        assert_eq!(added(AddMode::IfAbsent, b"2"), (vec![false], 1));
+        assert_eq!(added(AddMode::Replace, b"3"), (vec![true], 2));
+        assert_eq!(store.get("k").unwrap().unwrap().payload, b"3");
+    }
+}

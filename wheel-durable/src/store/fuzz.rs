@@ -1,0 +1,472 @@
+//! The durable stores' differential harness: one operation type
+//! ([`DurableOp`]) and one bench ([`DurableBench`]) that applies each
+//! operation to the [`Model`] and to every real store on one manual clock
+//! and asserts that every answer is the same. Compiled only for tests and
+//! `cfg(fuzzing)`: the proptests in `store/tests.rs` generate operations
+//! with their strategies, the `durable_ops` fuzz target decodes them with
+//! [`Arbitrary`]; both run them here, so the two cannot drift.
+//!
+//! Operations name keys by index into a small fixed set (so that they
+//! collide), times as offsets from the clock's reading, and fences by
+//! "the last one a claim handed out for this key", optionally made stale.
+//! Every field is taken modulo its meaningful range, so any decoded value
+//! is a valid operation; the stores must agree on edge values too.
+//!
+//! Under `cfg(fuzzing)` only the embedded store runs beside the model; the
+//! tests add the Redis store when `redis-server` is available.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arbitrary::Arbitrary;
+
+use super::model::Model;
+use super::{
+    embedded, ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer,
+    Start, Store, StoreClock, StoreResult,
+};
+use crate::{AddMode, DeadLetter, Listing, TimerInfo};
+
+/// The store clock's reading when a sequence starts.
+pub(crate) const START: Millis = 1_700_000_000_000;
+
+/// The keys operations name (by index, modulo their count): byte order and
+/// prefixes matter to listings ("a" < "ab" < "b").
+pub const KEYS: [&str; 7] = ["a", "ab", "b", "order:17", "é", "k|x", "z"];
+
+/// Operations a fuzz input runs at most.
+pub const MAX_DURABLE_OPS: usize = 300;
+
+/// One store operation. Keys are indexes into [`KEYS`], times offsets in
+/// ms from the clock's reading; a `stale` flag makes the fence one less
+/// than the last one a claim handed out for the key.
+#[derive(Debug, Clone, Arbitrary)]
+pub enum DurableOp {
+    /// Adds one timer.
+    Add {
+        /// The key's index.
+        key: u8,
+        /// The due time (an offset from now).
+        at: i16,
+        /// Due `|at|` after the store's now instead (`Due::After`).
+        after: bool,
+        /// The payload: `payload % 5` copies of this byte.
+        payload: u8,
+        /// `AddMode::IfAbsent` instead of `Replace`.
+        if_absent: bool,
+    },
+    /// Adds a batch in one store operation.
+    AddMany {
+        /// (key index, due offset) of each timer.
+        timers: Vec<(u8, i16)>,
+        /// `AddMode::IfAbsent` instead of `Replace`.
+        if_absent: bool,
+    },
+    /// Cancels a key.
+    Cancel(u8),
+    /// Reschedules a key.
+    Reschedule {
+        /// The key's index.
+        key: u8,
+        /// The new due time (an offset from now).
+        at: i16,
+    },
+    /// Reads a key.
+    Get(u8),
+    /// Claims (and first takes expired leases back).
+    Claim {
+        /// How far ahead of now, in ms.
+        window: u8,
+        /// The lease, in ms (at least 1).
+        lease: u8,
+        /// Timers at most (modulo 8).
+        max: u8,
+        /// Attempts allowed (modulo 4, at least 1).
+        max_attempts: u8,
+    },
+    /// One batch of starts.
+    Start {
+        /// (key index, stale fence) of each entry.
+        keys: Vec<(u8, bool)>,
+        /// The run's lease, in ms (at least 1).
+        lease: u8,
+    },
+    /// One batch of renewals.
+    Renew {
+        /// (key index, stale fence) of each entry.
+        keys: Vec<(u8, bool)>,
+        /// The new lease, in ms (at least 1).
+        lease: u8,
+    },
+    /// One batch of outcomes: (key index, stale fence, how modulo 3 —
+    /// done, retry, dead —, retry delay or reason number) each.
+    Finish(Vec<(u8, bool, u8, u8)>),
+    /// One batch of releases: (key index, stale fence) each.
+    Release(Vec<(u8, bool)>),
+    /// The first dead letters, up to this many.
+    DeadLetters(u8),
+    /// Revives a dead letter.
+    RetryDead {
+        /// The key's index.
+        key: u8,
+        /// The new due time (an offset from now).
+        at: i16,
+    },
+    /// The counts.
+    Counts,
+    /// One page of a listing.
+    List {
+        /// The listing: pending, claimed, dead (modulo 3).
+        which: u8,
+        /// Resume strictly after (score offset from now, key index).
+        after: Option<(i16, u8)>,
+        /// Timers at most.
+        limit: u8,
+    },
+    /// A whole listing, page by page, each resuming after the last timer
+    /// of the page before.
+    ListAll {
+        /// The listing: pending, claimed, dead (modulo 3).
+        which: u8,
+        /// The page size less one (modulo 4).
+        page: u8,
+    },
+    /// Moves the store clock forward by this many ms.
+    Advance(u16),
+}
+
+/// Every answer a store gives, in one comparable form.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Unit,
+    Bool(bool),
+    Info(Option<TimerInfo>),
+    Claim(ClaimBatch),
+    Starts(Vec<Start>),
+    Bools(Vec<bool>),
+    Dead(Vec<DeadLetter>),
+    Counts(Counts),
+    Listed(Vec<Listed>),
+}
+
+fn key(k: u8) -> &'static str {
+    KEYS[usize::from(k) % KEYS.len()]
+}
+
+fn listing(which: u8) -> Listing {
+    match which % 3 {
+        0 => Listing::Pending,
+        1 => Listing::Claimed,
+        _ => Listing::Dead,
+    }
+}
+
+fn mode(if_absent: bool) -> AddMode {
+    if if_absent {
+        AddMode::IfAbsent
+    } else {
+        AddMode::Replace
+    }
+}
+
+/// The stores under test and the model, on one manual clock.
+pub struct DurableBench {
+    clock: Arc<AtomicU64>,
+    model: Model,
+    stores: Vec<(&'static str, Box<dyn Store>)>,
+    /// The last fence a claim handed out for each key (by the model).
+    fences: [u64; KEYS.len()],
+    /// The first fence the last claim of each key answered (by the model).
+    #[cfg_attr(not(test), allow(dead_code))]
+    first_fences: [u64; KEYS.len()],
+    _dir: tempfile::TempDir,
+    #[cfg(all(test, feature = "redis"))]
+    _server: Option<wheel_testkit::RedisServer>,
+}
+
+impl DurableBench {
+    /// The model and an embedded store in a fresh directory (and, in the
+    /// tests, a Redis store on a fresh server when one can be started).
+    ///
+    /// # Panics
+    ///
+    /// If a store cannot be opened.
+    pub fn new() -> DurableBench {
+        let clock = Arc::new(AtomicU64::new(START));
+        let manual = StoreClock::Manual(clock.clone());
+        let dir = scratch_dir();
+        let embedded = embedded::Embedded::open(&dir.path().join("store"), manual.clone(), 10)
+            .expect("open the embedded store");
+        #[allow(unused_mut)]
+        let mut stores: Vec<(&'static str, Box<dyn Store>)> =
+            vec![("embedded", Box::new(embedded))];
+        #[cfg(all(test, feature = "redis"))]
+        let server =
+            super::redis::tests::store_for_differential(manual.clone()).map(|(server, store)| {
+                stores.push(("redis", store));
+                server
+            });
+        DurableBench {
+            clock,
+            model: Model::new(manual),
+            stores,
+            fences: [0; KEYS.len()],
+            first_fences: [0; KEYS.len()],
+            _dir: dir,
+            #[cfg(all(test, feature = "redis"))]
+            _server: server,
+        }
+    }
+
+    fn now(&self) -> Millis {
+        self.clock.load(Ordering::SeqCst)
+    }
+
+    /// The (fence, first fence) the last claim of key index `key`
+    /// answered; every store agreed with the model on it.
+    #[cfg(test)]
+    pub(crate) fn last_claim(&self, key: usize) -> (u64, u64) {
+        (self.fences[key], self.first_fences[key])
+    }
+
+    /// The model, which every store agreed with on the steps so far.
+    #[cfg(test)]
+    pub(crate) fn model(&self) -> &Model {
+        &self.model
+    }
+
+    fn due(&self, at: i16) -> Due {
+        Due::At(self.now().saturating_add_signed(i64::from(at)))
+    }
+
+    /// The keys of a batch with the fences the bench holds for them.
+    fn held(&self, keys: &[(u8, bool)]) -> Vec<Fenced<'static>> {
+        keys.iter()
+            .map(|&(k, stale)| Fenced {
+                key: key(k),
+                fence: self.fences[usize::from(k) % KEYS.len()].saturating_sub(u64::from(stale)),
+            })
+            .collect()
+    }
+
+    fn add(&self, store: &dyn Store, op: &DurableOp) -> StoreResult<Vec<bool>> {
+        match op {
+            &DurableOp::Add {
+                key: k,
+                at,
+                after,
+                payload,
+                if_absent,
+            } => {
+                let due = if after {
+                    Due::After(u64::from(at.unsigned_abs()))
+                } else {
+                    self.due(at)
+                };
+                let payload = vec![payload; usize::from(payload % 5)];
+                let t = NewTimer {
+                    key: key(k),
+                    due,
+                    payload: &payload,
+                };
+                store.add(&[t], mode(if_absent))
+            }
+            DurableOp::AddMany { timers, if_absent } => {
+                let batch: Vec<NewTimer<'_>> = timers
+                    .iter()
+                    .map(|&(k, at)| NewTimer {
+                        key: key(k),
+                        due: self.due(at),
+                        payload: b"m",
+                    })
+                    .collect();
+                store.add(&batch, mode(*if_absent))
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// A whole listing in pages of `page` (at least 1).
+    fn list_all(&self, store: &dyn Store, which: Listing, page: usize) -> StoreResult<Vec<Listed>> {
+        let mut all: Vec<Listed> = Vec::new();
+        loop {
+            let after = all.last().map(|l| (l.score, l.info.key.as_str()));
+            let next = store.list(which, after, page)?;
+            let last = next.len() < page;
+            all.extend(next);
+            if last {
+                return Ok(all);
+            }
+        }
+    }
+
+    fn ask(&self, store: &dyn Store, op: &DurableOp) -> StoreResult<Answer> {
+        use DurableOp as O;
+        Ok(match op {
+            O::Add { .. } | O::AddMany { .. } => Answer::Bools(self.add(store, op)?),
+            O::Cancel(k) => Answer::Bool(store.cancel(key(*k))?),
+            O::Reschedule { key: k, at } => Answer::Bool(store.reschedule(key(*k), self.due(*at))?),
+            O::Get(k) => Answer::Info(store.get(key(*k))?),
+            O::Claim {
+                window,
+                lease,
+                max,
+                max_attempts,
+            } => Answer::Claim(store.claim(&ClaimRequest {
+                window: u64::from(*window),
+                lease: u64::from(*lease).max(1),
+                max: usize::from(*max % 8),
+                max_attempts: u32::from(*max_attempts % 4).max(1),
+            })?),
+            O::Start { keys, lease } => {
+                Answer::Starts(store.start(&self.held(keys), u64::from(*lease).max(1))?)
+            }
+            O::Renew { keys, lease } => {
+                Answer::Bools(store.renew(&self.held(keys), u64::from(*lease).max(1))?)
+            }
+            O::Finish(runs) => {
+                let runs: Vec<(Fenced<'_>, Finish)> = runs
+                    .iter()
+                    .map(|&(k, stale, how, delay)| {
+                        let how = match how % 3 {
+                            0 => Finish::Done,
+                            1 => Finish::Retry {
+                                delay: u64::from(delay),
+                            },
+                            _ => Finish::Dead {
+                                reason: format!("failed after {delay}"),
+                            },
+                        };
+                        (self.held(&[(k, stale)])[0], how)
+                    })
+                    .collect();
+                Answer::Bools(store.finish(&runs)?)
+            }
+            O::Release(keys) => Answer::Bools(store.release(&self.held(keys))?),
+            O::DeadLetters(limit) => Answer::Dead(store.dead_letters(usize::from(*limit))?),
+            O::RetryDead { key: k, at } => Answer::Bool(store.retry_dead(key(*k), self.due(*at))?),
+            O::Counts => Answer::Counts(store.counts()?),
+            O::List {
+                which,
+                after,
+                limit,
+            } => {
+                let after =
+                    after.map(|(at, k)| (self.now().saturating_add_signed(at.into()), key(k)));
+                Answer::Listed(store.list(listing(*which), after, usize::from(*limit))?)
+            }
+            O::ListAll { which, page } => {
+                let page = usize::from(*page % 4) + 1;
+                Answer::Listed(self.list_all(store, listing(*which), page)?)
+            }
+            O::Advance(_) => Answer::Unit,
+        })
+    }
+
+    /// Applies `op` to the model and to every store.
+    ///
+    /// # Panics
+    ///
+    /// If a store fails or answers differently from the model.
+    pub fn step(&mut self, op: &DurableOp) {
+        if let DurableOp::Advance(ms) = op {
+            self.clock.fetch_add(u64::from(*ms), Ordering::SeqCst);
+            return;
+        }
+        let want = self.ask(&self.model, op).expect("the model never fails");
+        for (name, store) in &self.stores {
+            let got = self
+                .ask(store.as_ref(), op)
+                .unwrap_or_else(|e| panic!("{name}: {op:?}: {e}"));
+            assert_eq!(got, want, "{name} differs from the model on {op:?}");
+        }
+        if let Answer::Claim(batch) = &want {
+            for c in &batch.timers {
+                let k = KEYS.iter().position(|k| *k == c.key).expect("a known key");
+                self.fences[k] = c.fence;
+                self.first_fences[k] = c.first_fence;
+            }
+        }
+    }
+
+    /// Compares everything the stores hold: the counts, the dead letters
+    /// and every listing.
+    pub fn check_all(&mut self) {
+        self.step(&DurableOp::Counts);
+        self.step(&DurableOp::DeadLetters(u8::MAX));
+        for which in 0..3 {
+            self.step(&DurableOp::ListAll { which, page: 3 });
+        }
+    }
+}
+
+impl Default for DurableBench {
+    fn default() -> Self {
+        DurableBench::new()
+    }
+}
+
+/// A fresh directory for the embedded store, in memory (`/dev/shm`) where
+/// there is one: every durable step fsyncs, which on a disk costs more
+/// than everything else a run does.
+fn scratch_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(dir) = tempfile::Builder::new()
+            .prefix("wheel-durable")
+            .tempdir_in(shm)
+        {
+            return dir;
+        }
+    }
+    tempfile::tempdir().expect("a temporary directory")
+}
+
+/// Runs up to [`MAX_DURABLE_OPS`] operations on a fresh bench, comparing
+/// the stores with the model after each, then everything they hold.
+///
+/// # Panics
+///
+/// On the first difference.
+pub fn run_durable_ops(ops: &[DurableOp]) {
+    let mut bench = DurableBench::new();
+    for op in ops.iter().take(MAX_DURABLE_OPS) {
+        bench.step(op);
+    }
+    bench.check_all();
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use arbitrary::Unstructured;
+
+    use super::*;
+
+    /// The committed seeds of the `durable_ops` target, replayed on every
+    /// store the tests can open (Redis too, when available).
+    #[test]
+    fn replay_seed_corpus_durable_ops() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/durable_ops");
+        let mut seeds: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("seed corpus {} missing: {e}", dir.display()))
+            .map(|e| e.expect("corpus entry").path())
+            // `seed-*` files are committed; the rest is what local fuzzing grew.
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("seed-"))
+            })
+            .collect();
+        seeds.sort();
+        assert!(!seeds.is_empty(), "seed corpus {} is empty", dir.display());
+        for path in seeds {
+            let data = std::fs::read(&path).expect("read corpus file");
+            let ops: Vec<DurableOp> =
+                arbitrary::Arbitrary::arbitrary_take_rest(Unstructured::new(&data))
+                    .expect("a seed decodes");
+            assert!(!ops.is_empty());
+            run_durable_ops(&ops);
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! The reference model of a store: the state machine of the module docs in
+//! plain maps, with nothing durable and nothing clever, for the
+//! differential tests to compare the real stores against.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
+use std::sync::Mutex;
+
+use super::record::{DeadRecord, Record};
+use super::{
+    claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Due,
+    Fenced, Finish, Listed, Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
+    EXPIRED_KEYS,
+};
+use crate::sync::lock;
+use crate::time::system_time_of;
+use crate::{AddMode, DeadLetter, Listing, TimerInfo, TimerState};
+
+#[derive(Debug, Clone)]
+struct Timer {
+    due: Millis,
+    first_due: Millis,
+    payload: Vec<u8>,
+    attempts: u32,
+    fence: u64,
+    state: TimerState,
+    lease_until: Millis,
+    /// The fence of the first started run, once a later claim replaced it.
+    first_fence: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+struct Dead {
+    payload: Vec<u8>,
+    attempts: u32,
+    reason: String,
+    failed_at: Millis,
+    due: Millis,
+    first_due: Millis,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    timers: HashMap<String, Timer>,
+    dead: HashMap<String, Dead>,
+    fence: u64,
+}
+
+/// The model store; its clock is manual.
+pub(crate) struct Model {
+    clock: StoreClock,
+    state: Mutex<State>,
+}
+
+impl Model {
+    pub(crate) fn new(clock: StoreClock) -> Model {
+        Model {
+            clock,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn now(&self) -> Millis {
+        self.clock.local_now()
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State, Millis) -> R) -> R {
+        let now = self.now();
+        f(&mut lock(&self.state), now)
+    }
+}
+
+impl State {
+    fn pending(&mut self, key: &str, due: Millis, payload: Vec<u8>, attempts: u32) {
+        self.dead.remove(key);
+        let t = Timer {
+            due,
+            first_due: due,
+            payload,
+            attempts,
+            fence: 0,
+            state: TimerState::Pending,
+            lease_until: 0,
+            first_fence: None,
+        };
+        self.timers.insert(key.to_owned(), t);
+    }
+
+    fn held(&mut self, key: &str, fence: u64, state: TimerState) -> Option<&mut Timer> {
+        self.timers
+            .get_mut(key)
+            .filter(|t| t.fence == fence && t.state == state)
+    }
+
+    fn make_dead(&mut self, key: &str, reason: String, now: Millis) {
+        if let Some(t) = self.timers.remove(key) {
+            let d = Dead {
+                payload: t.payload,
+                attempts: t.attempts,
+                reason,
+                failed_at: now,
+                due: t.due,
+                first_due: t.first_due,
+            };
+            self.dead.insert(key.to_owned(), d);
+        }
+    }
+
+    fn expire_leases(&mut self, now: Millis, max_attempts: u32, batch: &mut ClaimBatch) {
+        // In lease order, as the stores' lease indexes give them.
+        let mut expired: Vec<(Millis, String)> = self
+            .timers
+            .iter()
+            .filter(|(_, t)| t.state != TimerState::Pending && t.lease_until <= now)
+            .map(|(k, t)| (t.lease_until, k.clone()))
+            .collect();
+        expired.sort();
+        for (_, key) in expired {
+            if batch.expired_keys.len() < EXPIRED_KEYS {
+                batch.expired_keys.push(key.clone());
+            }
+            let t = self.timers.get_mut(&key).unwrap();
+            if t.state == TimerState::Running && t.attempts >= max_attempts {
+                let reason = lease_lost_reason(t.attempts);
+                self.make_dead(&key, reason, now);
+                batch.expired_dead += 1;
+            } else {
+                t.state = TimerState::Pending;
+                batch.reclaimed += 1;
+            }
+        }
+    }
+
+    /// The timer or dead letter with this key, as `get` reports it (built
+    /// by the stores' own conversions, so that the model cannot drift).
+    fn info(&self, key: &str) -> Option<TimerInfo> {
+        if let Some(t) = self.timers.get(key) {
+            let r = Record {
+                due: t.due,
+                first_due: t.first_due,
+                lease_until: t.lease_until,
+                fence: t.fence,
+                attempts: t.attempts,
+                state: t.state,
+                first_fence: t.first_fence,
+                payload: t.payload.clone(),
+            };
+            return Some(r.info(key));
+        }
+        self.dead.get(key).map(|d| {
+            let d = DeadRecord {
+                failed_at: d.failed_at,
+                due: d.due,
+                first_due: d.first_due,
+                attempts: d.attempts,
+                reason: d.reason.clone(),
+                payload: d.payload.clone(),
+            };
+            d.info(key)
+        })
+    }
+
+    /// Every key of a listing with its score, in the listing's order.
+    fn listing(&self, which: Listing) -> BTreeSet<(Millis, &str)> {
+        match which {
+            Listing::Pending => self.by_due(TimerState::Pending),
+            Listing::Claimed => self
+                .timers
+                .iter()
+                .filter(|(_, t)| t.state != TimerState::Pending)
+                .map(|(k, t)| (t.lease_until, k.as_str()))
+                .collect(),
+            Listing::Dead => self
+                .dead
+                .iter()
+                .map(|(k, d)| (d.failed_at, k.as_str()))
+                .collect(),
+        }
+    }
+
+    fn by_due(&self, state: TimerState) -> BTreeSet<(Millis, &str)> {
+        self.timers
+            .iter()
+            .filter(|(_, t)| t.state == state)
+            .map(|(k, t)| (t.due, k.as_str()))
+            .collect()
+    }
+}
+
+impl Store for Model {
+    fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>> {
+        Ok(self.with(|s, now| {
+            let mut add = |t: &NewTimer<'_>| {
+                let taken = s.timers.contains_key(t.key) || s.dead.contains_key(t.key);
+                if mode == AddMode::IfAbsent && taken {
+                    return false;
+                }
+                s.pending(t.key, t.due.resolve(now), t.payload.to_vec(), 0);
+                true
+            };
+            timers.iter().map(&mut add).collect()
+        }))
+    }
+
+    fn cancel(&self, key: &str) -> StoreResult<bool> {
+        Ok(self.with(|s, _| {
+            if s.dead.remove(key).is_some() {
+                return false;
+            }
+            match s.timers.remove(key) {
+                Some(t) => t.state != TimerState::Running,
+                None => false,
+            }
+        }))
+    }
+
+    fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool> {
+        Ok(self.with(|s, now| match s.timers.get_mut(key) {
+            Some(t) if t.state != TimerState::Running => {
+                t.due = due.resolve(now);
+                t.first_due = t.due;
+                t.state = TimerState::Pending;
+                true
+            }
+            _ => false,
+        }))
+    }
+
+    fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
+        Ok(self.with(|s, _| s.info(key)))
+    }
+
+    fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
+        Ok(self.with(|s, now| {
+            let mut batch = ClaimBatch::empty(now);
+            s.expire_leases(now, req.max_attempts, &mut batch);
+            let horizon = now.saturating_add(req.window);
+            let due: Vec<(Millis, String)> = s
+                .by_due(TimerState::Pending)
+                .into_iter()
+                .take_while(|(due, _)| *due <= horizon)
+                .take(req.max)
+                .map(|(d, k)| (d, k.to_owned()))
+                .collect();
+            for (due, key) in due {
+                s.fence += 1;
+                let t = s.timers.get_mut(&key).unwrap();
+                // Written out rather than through `Record::claim_with`, so
+                // that the model states the rule on its own.
+                if t.attempts >= 1 && t.first_fence.is_none() {
+                    t.first_fence = Some(t.fence);
+                }
+                t.fence = s.fence;
+                t.state = TimerState::Claimed;
+                t.lease_until = claim_lease_end(due, now, req.lease);
+                batch.timers.push(Claimed {
+                    key,
+                    due,
+                    first_due: t.first_due,
+                    payload: t.payload.clone(),
+                    attempts: t.attempts,
+                    fence: t.fence,
+                    first_fence: t.first_fence.unwrap_or(t.fence),
+                });
+            }
+            batch.next_due = s.by_due(TimerState::Pending).first().map(|(d, _)| *d);
+            batch.next_lease = s
+                .timers
+                .values()
+                .filter(|t| t.state != TimerState::Pending)
+                .map(|t| t.lease_until)
+                .min();
+            batch
+        }))
+    }
+
+    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
+        Ok(self.with(|s, now| {
+            let start =
+                |s: &mut State, c: &Fenced<'_>| match s.held(c.key, c.fence, TimerState::Claimed) {
+                    None => Start::Stale,
+                    Some(t) if t.due > now => Start::NotYet { now, due: t.due },
+                    Some(t) => {
+                        t.state = TimerState::Running;
+                        t.attempts += 1;
+                        t.lease_until = later(now, lease);
+                        Start::Started {
+                            now,
+                            attempt: t.attempts,
+                        }
+                    }
+                };
+            claims.iter().map(|c| start(s, c)).collect()
+        }))
+    }
+
+    fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
+        Ok(self.with(|s, now| {
+            let renew = |s: &mut State, h: &Fenced<'_>| match s.timers.get_mut(h.key) {
+                Some(t) if t.fence == h.fence && t.state != TimerState::Pending => {
+                    t.lease_until = t.lease_until.max(later(now, lease));
+                    true
+                }
+                _ => false,
+            };
+            held.iter().map(|h| renew(s, h)).collect()
+        }))
+    }
+
+    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
+        Ok(self.with(|s, now| {
+            let finish = |s: &mut State, r: &Fenced<'_>, how: &Finish| {
+                let Some(t) = s.held(r.key, r.fence, TimerState::Running) else {
+                    return false;
+                };
+                match how {
+                    Finish::Done => {
+                        s.timers.remove(r.key);
+                    }
+                    Finish::Retry { delay } => {
+                        t.state = TimerState::Pending;
+                        t.due = later(now, *delay);
+                    }
+                    Finish::Dead { reason } => s.make_dead(r.key, reason.clone(), now),
+                }
+                true
+            };
+            runs.iter().map(|(r, how)| finish(s, r, how)).collect()
+        }))
+    }
+
+    fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>> {
+        Ok(self.with(|s, _| {
+            let release =
+                |s: &mut State, c: &Fenced<'_>| match s.held(c.key, c.fence, TimerState::Claimed) {
+                    Some(t) => {
+                        t.state = TimerState::Pending;
+                        true
+                    }
+                    None => false,
+                };
+            claims.iter().map(|c| release(s, c)).collect()
+        }))
+    }
+
+    fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
+        Ok(self.with(|s, _| {
+            let order: BTreeMap<(Millis, &str), &Dead> = s
+                .dead
+                .iter()
+                .map(|(k, d)| ((d.failed_at, k.as_str()), d))
+                .collect();
+            order
+                .into_iter()
+                .take(limit)
+                .map(|((at, key), d)| DeadLetter {
+                    key: key.to_owned(),
+                    payload: d.payload.clone(),
+                    attempts: d.attempts,
+                    reason: d.reason.clone(),
+                    failed_at: system_time_of(at),
+                })
+                .collect()
+        }))
+    }
+
+    fn retry_dead(&self, key: &str, due: Due) -> StoreResult<bool> {
+        Ok(self.with(|s, now| match s.dead.remove(key) {
+            Some(d) => {
+                s.pending(key, due.resolve(now), d.payload, 0);
+                true
+            }
+            None => false,
+        }))
+    }
+
+    fn list(
+        &self,
+        which: Listing,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>> {
+        Ok(self.with(|s, _| {
+            let all = s.listing(which);
+            let from = match after {
+                Some(pos) => Bound::Excluded(pos),
+                None => Bound::Unbounded,
+            };
+            all.range((from, Bound::Unbounded))
+                .take(limit)
+                .map(|&(score, key)| Listed {
+                    score,
+                    info: s.info(key).expect("a listed key has a timer"),
+                })
+                .collect()
+        }))
+    }
+
+    fn counts(&self) -> StoreResult<Counts> {
+        Ok(self.with(|s, now| {
+            let pending = s.by_due(TimerState::Pending);
+            Counts {
+                now,
+                pending: pending.len() as u64,
+                claimed: (s.timers.len() - pending.len()) as u64,
+                dead: s.dead.len() as u64,
+                next_due: pending.first().map(|(d, _)| *d),
+            }
+        }))
+    }
+
+    fn watch(&self, _wake: Wake) -> StoreResult<()> {
+        Ok(())
+    }
+
+    fn close(&self) -> StoreResult<()> {
+        Ok(())
+    }
+}

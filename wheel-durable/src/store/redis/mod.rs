@@ -1,0 +1,580 @@
+//! The Redis store: timers shared by any number of processes.
+//!
+//! Layout (every key carries the hash tag `{ns}`, so a namespace lives on
+//! one shard of a Redis Cluster): `{ns}:t` hash key → timer record,
+//! `{ns}:due` sorted set of pending keys by due time, `{ns}:lease` sorted
+//! set of claimed and running keys by lease end, `{ns}:dead` hash key →
+//! dead letter, `{ns}:deadq` sorted set of dead keys by failure time,
+//! `{ns}:fence` the fence counter, and the channel `{ns}:wake`.
+//!
+//! Every operation is one Lua script (`*.lua` beside this file, each after
+//! `prelude.lua`), so it is atomic and reads the clock once, with `TIME`,
+//! on the server. Scripts are called by SHA (`EVALSHA`) and loaded again
+//! when the server answers `NOSCRIPT` (after a restart). Each touches only
+//! the keys of the timers it names and O(log n) entries of the sorted sets
+//! (a listing page: O(log n) to find where it resumes, then its entries);
+//! nothing runs `KEYS` or `SCAN`.
+//!
+//! Connections come from a small pool. A call that fails because the
+//! server is unreachable, restarting or still loading its data is retried
+//! on a new connection with back-off until `unavailable_after` has passed,
+//! then reported as [`DurableError::Unavailable`].
+
+mod watch;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvocation, Value};
+
+use super::health::Health;
+use super::record::{DeadRecord, Record};
+use super::{
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer,
+    Start, Store, StoreClock, StoreResult, Wake, EXPIRED_KEYS,
+};
+use crate::sync::lock;
+use crate::time::{system_time_of, Backoff};
+use crate::{AddMode, DeadLetter, DurableError, ErrorDetail, Listing, TimerInfo, TimerState};
+
+/// Expired leases taken back by one claim at most.
+const EXPIRED_PER_CLAIM: usize = 10_000;
+
+/// The longest a reply may take before the connection counts as broken.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+macro_rules! script {
+    ($file:literal) => {
+        Script::new(concat!(include_str!("prelude.lua"), include_str!($file)))
+    };
+}
+
+/// The scripts, each compiled once into its SHA.
+struct Scripts {
+    add: Script,
+    cancel: Script,
+    reschedule: Script,
+    get: Script,
+    claim: Script,
+    start: Script,
+    renew: Script,
+    finish: Script,
+    release: Script,
+    dead_letters: Script,
+    retry_dead: Script,
+    counts: Script,
+    list: Script,
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        Scripts {
+            add: script!("add.lua"),
+            cancel: script!("cancel.lua"),
+            reschedule: script!("reschedule.lua"),
+            get: script!("get.lua"),
+            claim: script!("claim.lua"),
+            start: script!("start.lua"),
+            renew: script!("renew.lua"),
+            finish: script!("finish.lua"),
+            release: script!("release.lua"),
+            dead_letters: script!("dead_letters.lua"),
+            retry_dead: script!("retry_dead.lua"),
+            counts: script!("counts.lua"),
+            list: script!("list.lua"),
+        }
+    }
+}
+
+/// How to reach the server and run there.
+pub(crate) struct Options {
+    pub(crate) url: String,
+    pub(crate) namespace: String,
+    pub(crate) clock: StoreClock,
+    /// A timer that becomes pending this close to now is announced.
+    pub(crate) window: Millis,
+    pub(crate) unavailable_after: Duration,
+}
+
+/// The Redis store.
+pub(crate) struct RedisStore {
+    client: redis::Client,
+    pool: Mutex<Vec<Connection>>,
+    keys: [String; 6],
+    channel: String,
+    scripts: Scripts,
+    options: Options,
+    closed: Arc<AtomicBool>,
+    watcher: Mutex<Option<JoinHandle<()>>>,
+    health: Health,
+}
+
+/// Whether a failed call may succeed on a new connection after a wait.
+fn transient(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_unrecoverable_error()
+        || matches!(
+            e.retry_method(),
+            RetryMethod::WaitAndRetry | RetryMethod::RetryImmediately
+        )
+}
+
+fn bad_reply(what: &str) -> DurableError {
+    DurableError::Store(format!("unexpected reply to {what}").into())
+}
+
+impl RedisStore {
+    /// Connects (within `unavailable_after`) and checks that the server
+    /// answers.
+    pub(crate) fn open(options: Options) -> StoreResult<RedisStore> {
+        let client = redis::Client::open(options.url.as_str())
+            .map_err(|e| DurableError::Config(format!("redis url: {e}")))?;
+        let ns = &options.namespace;
+        let keys = ["t", "due", "lease", "dead", "deadq", "fence"].map(|k| format!("{{{ns}}}:{k}"));
+        let health = Health::new(ns);
+        let store = RedisStore {
+            client,
+            pool: Mutex::new(Vec::new()),
+            keys,
+            channel: format!("{{{ns}}}:wake"),
+            scripts: Scripts::new(),
+            options,
+            closed: Arc::new(AtomicBool::new(false)),
+            watcher: Mutex::new(None),
+            health,
+        };
+        store.with_conn(|c| redis::cmd("PING").query::<String>(c))?;
+        Ok(store)
+    }
+
+    fn connect(&self, budget: Duration) -> RedisResult<Connection> {
+        let c = self
+            .client
+            .get_connection_with_timeout(budget.clamp(Duration::from_millis(50), IO_TIMEOUT))?;
+        c.set_read_timeout(Some(IO_TIMEOUT))?;
+        c.set_write_timeout(Some(IO_TIMEOUT))?;
+        Ok(c)
+    }
+
+    /// Runs `f` on a pooled connection, retrying transient failures with
+    /// back-off until `unavailable_after` has passed.
+    fn with_conn<T>(&self, mut f: impl FnMut(&mut Connection) -> RedisResult<T>) -> StoreResult<T> {
+        let deadline = Instant::now() + self.options.unavailable_after;
+        let mut backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
+        loop {
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(DurableError::Closed);
+            }
+            let pooled = lock(&self.pool).pop();
+            let conn = match pooled {
+                Some(c) => Ok(c),
+                None => self.connect(deadline.saturating_duration_since(Instant::now())),
+            };
+            let error = match conn {
+                Err(e) => e,
+                Ok(mut c) => match f(&mut c) {
+                    Ok(v) => {
+                        self.health.reached();
+                        lock(&self.pool).push(c);
+                        return Ok(v);
+                    }
+                    Err(e) if transient(&e) => e, // the connection is dropped
+                    Err(e) => {
+                        self.health.reached(); // it answered, with an error
+                        lock(&self.pool).push(c);
+                        let detail = ErrorDetail::new("the server answered with an error");
+                        return Err(DurableError::Store(detail.with_source(e)));
+                    }
+                },
+            };
+            self.health.failed(&error);
+            if !transient(&error) {
+                let detail = ErrorDetail::new("cannot connect");
+                return Err(DurableError::Unavailable(detail.with_source(error)));
+            }
+            let wait = backoff.next();
+            if Instant::now() + wait >= deadline {
+                let detail = ErrorDetail::new(format!(
+                    "still failing after {:?}",
+                    self.options.unavailable_after
+                ));
+                return Err(DurableError::Unavailable(detail.with_source(error)));
+            }
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// An invocation of `script` with the keys and the common arguments.
+    fn invocation<'a>(&self, script: &'a Script) -> ScriptInvocation<'a> {
+        let mut inv = script.prepare_invoke();
+        for k in &self.keys {
+            inv.key(k);
+        }
+        let clock = self
+            .options
+            .clock
+            .manual()
+            .map_or(String::new(), |ms| ms.to_string());
+        inv.arg(clock).arg(self.options.window).arg(&self.channel);
+        inv
+    }
+
+    fn run<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        args: impl Fn(&mut ScriptInvocation<'_>),
+    ) -> StoreResult<T> {
+        self.with_conn(|c| {
+            let mut inv = self.invocation(script);
+            args(&mut inv);
+            inv.invoke(c)
+        })
+    }
+
+    fn flag(&self, script: &Script, args: impl Fn(&mut ScriptInvocation<'_>)) -> StoreResult<bool> {
+        self.run::<i64>(script, args).map(|n| n == 1)
+    }
+
+    /// A batch script's answer: one 0 or 1 for each of its `n` entries.
+    fn flags(
+        &self,
+        script: &Script,
+        n: usize,
+        args: impl Fn(&mut ScriptInvocation<'_>),
+    ) -> StoreResult<Vec<bool>> {
+        let reply: Vec<i64> = self.run(script, args)?;
+        if reply.len() != n {
+            return Err(bad_reply("a batch"));
+        }
+        Ok(reply.into_iter().map(|v| v == 1).collect())
+    }
+}
+
+/// Key and fence of each entry of a batch.
+fn fenced_args(inv: &mut ScriptInvocation<'_>, batch: &[Fenced<'_>]) {
+    for f in batch {
+        inv.arg(f.key).arg(f.fence);
+    }
+}
+
+/// The two arguments of a due time: its kind and its value.
+fn due_args(inv: &mut ScriptInvocation<'_>, due: Due) {
+    match due {
+        Due::At(at) => inv.arg("a").arg(at),
+        Due::After(ms) => inv.arg("r").arg(ms),
+    };
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(n) => Some(*n),
+        _ => None,
+    }
+}
+
+fn bytes(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::BulkString(b) => Some(b.clone()),
+        _ => None,
+    }
+}
+
+fn millis(v: &Value) -> Option<Millis> {
+    int(v).and_then(|n| u64::try_from(n).ok())
+}
+
+/// -1 for "none", as the scripts answer.
+fn maybe_millis(v: &Value) -> Option<Option<Millis>> {
+    int(v).map(|n| u64::try_from(n).ok())
+}
+
+/// A timer record (or a dead letter's, with `dead`) as a listing reports
+/// it: its score is the time its index orders it by.
+fn listed(key: &str, rec: &Value, dead: bool) -> Option<Listed> {
+    let rec = bytes(rec)?;
+    if dead {
+        let d = DeadRecord::decode(&rec)?;
+        return Some(Listed {
+            score: d.failed_at,
+            info: d.info(key),
+        });
+    }
+    let r = Record::decode(&rec)?;
+    let score = match r.state {
+        TimerState::Pending => r.due,
+        _ => r.lease_until,
+    };
+    Some(Listed {
+        score,
+        info: r.info(key),
+    })
+}
+
+fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
+    let (head, rest) = reply.split_at_checked(6)?;
+    let shown = usize::try_from(int(&head[5])?).ok()?;
+    let (shown, rest) = rest.split_at_checked(shown)?;
+    let expired_keys = shown
+        .iter()
+        .map(|k| String::from_utf8(bytes(k)?).ok())
+        .collect::<Option<Vec<String>>>()?;
+    let mut batch = ClaimBatch {
+        expired_keys,
+        now: millis(&head[0])?,
+        reclaimed: u32::try_from(int(&head[1])?).ok()?,
+        expired_dead: u32::try_from(int(&head[2])?).ok()?,
+        next_due: maybe_millis(&head[3])?,
+        next_lease: maybe_millis(&head[4])?,
+        timers: Vec::with_capacity(rest.len() / 7),
+    };
+    for t in rest.chunks(7) {
+        let [key, due, first_due, attempts, fence, first_fence, payload] = t else {
+            return None;
+        };
+        batch.timers.push(Claimed {
+            key: String::from_utf8(bytes(key)?).ok()?,
+            due: millis(due)?,
+            first_due: millis(first_due)?,
+            attempts: u32::try_from(int(attempts)?).ok()?,
+            fence: millis(fence)?,
+            first_fence: millis(first_fence)?,
+            payload: bytes(payload)?,
+        });
+    }
+    Some(batch)
+}
+
+impl Store for RedisStore {
+    fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>> {
+        if timers.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flags(&self.scripts.add, timers.len(), |inv| {
+            inv.arg(match mode {
+                AddMode::Replace => "r",
+                AddMode::IfAbsent => "i",
+            });
+            for t in timers {
+                inv.arg(t.key);
+                due_args(inv, t.due);
+                inv.arg(t.payload);
+            }
+        })
+    }
+
+    fn cancel(&self, key: &str) -> StoreResult<bool> {
+        self.flag(&self.scripts.cancel, |inv| {
+            inv.arg(key);
+        })
+    }
+
+    fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool> {
+        self.flag(&self.scripts.reschedule, |inv| {
+            inv.arg(key);
+            due_args(inv, due);
+        })
+    }
+
+    fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
+        let reply: Vec<Value> = self.run(&self.scripts.get, |inv| {
+            inv.arg(key);
+        })?;
+        let parsed = match reply.as_slice() {
+            [kind] if int(kind) == Some(0) => Some(None),
+            [kind, rec] if int(kind) == Some(1) => listed(key, rec, false).map(|l| Some(l.info)),
+            [kind, rec] if int(kind) == Some(2) => listed(key, rec, true).map(|l| Some(l.info)),
+            _ => None,
+        };
+        parsed.ok_or_else(|| bad_reply("get"))
+    }
+
+    fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
+        let reply: Vec<Value> = self.run(&self.scripts.claim, |inv| {
+            inv.arg(req.window)
+                .arg(req.lease)
+                .arg(req.max)
+                .arg(req.max_attempts)
+                .arg(EXPIRED_PER_CLAIM)
+                .arg(EXPIRED_KEYS);
+        })?;
+        claim_batch(&reply).ok_or_else(|| bad_reply("claim"))
+    }
+
+    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        let reply: Vec<i64> = self.run(&self.scripts.start, |inv| {
+            inv.arg(lease);
+            fenced_args(inv, claims);
+        })?;
+        let ms = |n: i64| u64::try_from(n).ok();
+        let start = |t: &[i64]| match *t {
+            [0, _, _] => Some(Start::Stale),
+            [1, now, due] => ms(now)
+                .zip(ms(due))
+                .map(|(now, due)| Start::NotYet { now, due }),
+            [2, now, attempt] => ms(now)
+                .zip(u32::try_from(attempt).ok())
+                .map(|(now, attempt)| Start::Started { now, attempt }),
+            _ => None,
+        };
+        let starts: Option<Vec<Start>> = reply.chunks(3).map(start).collect();
+        starts
+            .filter(|s| s.len() == claims.len())
+            .ok_or_else(|| bad_reply("start"))
+    }
+
+    fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
+        if held.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flags(&self.scripts.renew, held.len(), |inv| {
+            inv.arg(lease);
+            fenced_args(inv, held);
+        })
+    }
+
+    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
+        if runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flags(&self.scripts.finish, runs.len(), |inv| {
+            for (run, how) in runs {
+                inv.arg(run.key).arg(run.fence);
+                match how {
+                    Finish::Done => inv.arg("done").arg(0),
+                    Finish::Retry { delay } => inv.arg("retry").arg(*delay),
+                    Finish::Dead { reason } => inv.arg("dead").arg(reason.as_str()),
+                };
+            }
+        })
+    }
+
+    fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flags(&self.scripts.release, claims.len(), |inv| {
+            fenced_args(inv, claims);
+        })
+    }
+
+    fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let last = i64::try_from(limit - 1).unwrap_or(-1);
+        let reply: Vec<Value> = self.run(&self.scripts.dead_letters, |inv| {
+            inv.arg(last);
+        })?;
+        let parse = |pair: &[Value]| {
+            let key = String::from_utf8(bytes(&pair[0])?).ok()?;
+            let d = DeadRecord::decode(&bytes(&pair[1])?)?;
+            Some(DeadLetter {
+                key,
+                payload: d.payload,
+                attempts: d.attempts,
+                reason: d.reason,
+                failed_at: system_time_of(d.failed_at),
+            })
+        };
+        reply
+            .chunks(2)
+            .map(|pair| parse(pair).ok_or_else(|| bad_reply("dead_letters")))
+            .collect()
+    }
+
+    fn retry_dead(&self, key: &str, due: Due) -> StoreResult<bool> {
+        self.flag(&self.scripts.retry_dead, |inv| {
+            inv.arg(key);
+            due_args(inv, due);
+        })
+    }
+
+    fn list(
+        &self,
+        which: Listing,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>> {
+        let reply: Vec<Value> = self.run(&self.scripts.list, |inv| {
+            inv.arg(match which {
+                Listing::Pending => "d",
+                Listing::Claimed => "l",
+                Listing::Dead => "q",
+            });
+            match after {
+                Some((score, key)) => inv.arg(score).arg(key),
+                None => inv.arg("").arg(""),
+            };
+            inv.arg(limit);
+        })?;
+        let dead = which == Listing::Dead;
+        let parse = |pair: &[Value]| {
+            let key = String::from_utf8(bytes(pair.first()?)?).ok()?;
+            listed(&key, pair.get(1)?, dead)
+        };
+        reply
+            .chunks(2)
+            .map(|pair| parse(pair).ok_or_else(|| bad_reply("list")))
+            .collect()
+    }
+
+    fn counts(&self) -> StoreResult<Counts> {
+        let reply: Vec<i64> = self.run(&self.scripts.counts, |_| {})?;
+        let n = |v: i64| u64::try_from(v).ok();
+        match reply.as_slice() {
+            [now, pending, claimed, dead, next] => Some(Counts {
+                now: n(*now).ok_or_else(|| bad_reply("counts"))?,
+                pending: n(*pending).unwrap_or(0),
+                claimed: n(*claimed).unwrap_or(0),
+                dead: n(*dead).unwrap_or(0),
+                next_due: n(*next),
+            }),
+            _ => None,
+        }
+        .ok_or_else(|| bad_reply("counts"))
+    }
+
+    fn watch(&self, wake: Wake) -> StoreResult<()> {
+        let watcher = watch::Watcher {
+            client: self.client.clone(),
+            channel: self.channel.clone(),
+            closed: self.closed.clone(),
+            wake,
+        };
+        let thread = std::thread::Builder::new()
+            .name("wheel-durable-watch".into())
+            .spawn(move || watcher.run())
+            .map_err(|e| {
+                DurableError::Io(ErrorDetail::new("cannot start the watcher").with_source(e))
+            })?;
+        *lock(&self.watcher) = Some(thread);
+        Ok(())
+    }
+
+    fn reachable(&self) -> bool {
+        self.health.reachable()
+    }
+
+    fn close(&self) -> StoreResult<()> {
+        self.closed.store(true, Ordering::SeqCst);
+        if let Some(t) = lock(&self.watcher).take() {
+            let _ = t.join();
+        }
+        lock(&self.pool).clear();
+        Ok(())
+    }
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

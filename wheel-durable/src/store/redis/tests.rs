@@ -1,0 +1,267 @@
+//! Redis-specific tests; the differential tests in `store/tests.rs` also
+//! run every sequence on this store when `redis-server` is available. The
+//! skewed-clock test is here rather than in `wheel/tests/` because it sets
+//! the store's clock through a crate-private builder method.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::{Options, RedisStore};
+use crate::store::{Due, NewTimer, Store, StoreClock};
+use crate::{AddMode, DurableError, DurableTimers, Fired, Outcome};
+use wheel_testkit::{RedisServer, ServerOptions};
+
+fn options(url: String, clock: StoreClock) -> Options {
+    Options {
+        url,
+        namespace: "diff".into(),
+        clock,
+        window: 10,
+        unavailable_after: Duration::from_secs(2),
+    }
+}
+
+/// A fresh server and a store on it, for one differential sequence.
+#[cfg(feature = "embedded")] // the differential harness runs beside the embedded store
+pub(crate) fn store_for_differential(clock: StoreClock) -> Option<(RedisServer, Box<dyn Store>)> {
+    let server = RedisServer::for_test(ServerOptions::default())?;
+    let store = RedisStore::open(options(server.url(), clock)).expect("open the Redis store");
+    Some((server, Box::new(store)))
+}
+
+#[test]
+fn an_unreachable_server_is_unavailable_within_the_bound() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut o = options(format!("redis://127.0.0.1:{port}/0"), StoreClock::Real);
+    o.unavailable_after = Duration::from_millis(300);
+    let started = std::time::Instant::now();
+    let e = RedisStore::open(o).err().expect("nothing listens there");
+    assert!(matches!(e, DurableError::Unavailable(_)), "{e:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_restarted_server_is_reached_again_and_scripts_reload() {
+    let Some(mut server) = RedisServer::for_test(ServerOptions { aof: true }) else {
+        return;
+    };
+    let store = RedisStore::open(options(server.url(), StoreClock::Real)).unwrap();
+    let t = NewTimer {
+        key: "k",
+        due: Due::After(60_000),
+        payload: b"p",
+    };
+    store.add(&[t], AddMode::Replace).unwrap();
+    // AOF fsyncs every second: wait for the write to reach the file.
+    std::thread::sleep(Duration::from_millis(1_200));
+    server.restart().unwrap();
+    // The pooled connection is broken and the scripts are gone (NOSCRIPT).
+    let info = store
+        .get("k")
+        .unwrap()
+        .expect("kept by the append-only file");
+    assert_eq!(info.payload, b"p");
+    assert!(store.cancel("k").unwrap());
+}
+
+/// A store clock 2 s ahead of this machine's, then 2 s behind it, in a
+/// thread that keeps it moving; all nodes and clients read it (as they
+/// read a server's `TIME`), the nodes' own clocks stay the machine's.
+struct SkewedClock {
+    ms: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+impl SkewedClock {
+    fn new(offset_ms: i64) -> SkewedClock {
+        let ms = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let read = move || unix_ms(SystemTime::now()).saturating_add_signed(offset_ms);
+        ms.store(read(), Ordering::SeqCst);
+        let (m, s) = (ms.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                m.store(read(), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        });
+        SkewedClock {
+            ms,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for SkewedClock {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+/// A handler start: key, due time, the machine's clock and the store's
+/// clock at the start.
+struct Start {
+    key: String,
+    due: SystemTime,
+    at: SystemTime,
+    store_at: u64,
+}
+
+/// The handler starts of one node, with a wait for a count of them.
+#[derive(Clone, Default)]
+struct Starts(Arc<(Mutex<Vec<Start>>, Condvar)>);
+
+impl Starts {
+    fn record(&self, f: &Fired, store_at: u64) {
+        let at = SystemTime::now();
+        let (starts, cond) = &*self.0;
+        starts.lock().unwrap().push(Start {
+            key: f.key.clone(),
+            due: f.due,
+            at,
+            store_at,
+        });
+        cond.notify_all();
+    }
+
+    /// Waits until `n` starts are recorded; a liveness bound of 30 s, far
+    /// above the few seconds the test needs, so that a lost timer fails
+    /// instead of hanging.
+    fn wait_for(&self, n: usize) -> std::sync::MutexGuard<'_, Vec<Start>> {
+        let (starts, cond) = &*self.0;
+        let until = Instant::now() + Duration::from_secs(30);
+        let mut guard = starts.lock().unwrap();
+        while guard.len() < n {
+            let now = Instant::now();
+            assert!(now < until, "only {} of {n} timers ran", guard.len());
+            guard = cond.wait_timeout(guard, until - now).unwrap().0;
+        }
+        guard
+    }
+}
+
+/// The store's clock is ahead of (or behind) the nodes' by 2 s: due times
+/// and delays are read on the store's clock, so nothing starts before its
+/// due time by that clock, whatever the nodes' clocks say.
+///
+/// The store-clock checks compare readings of the store's own clock (taken
+/// before the add and in the handler), not the machine's clock plus the
+/// offset: the thread that moves the store's clock may be descheduled for
+/// a while on a busy machine, and a stale reading at the add would make a
+/// correct node look early by the machine's clock.
+#[test]
+fn a_store_clock_off_by_two_seconds_decides_and_nothing_starts_early_by_it() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let ms = Duration::from_millis;
+    for offset in [2_000i64, -2_000] {
+        let clock = SkewedClock::new(offset);
+        let starts = Starts::default();
+        let (recorder, store_clock) = (starts.clone(), clock.ms.clone());
+        let n = DurableTimers::builder()
+            .redis(&server.url())
+            .namespace(&format!("skew{offset}"))
+            .manual_store_clock(clock.ms.clone())
+            .handler(move |f: &Fired| {
+                recorder.record(f, store_clock.load(Ordering::SeqCst));
+                Outcome::Done
+            })
+            .build()
+            .unwrap();
+        let added = SystemTime::now();
+        // Due 1 s after the machine's now: by the store's clock 3 s ahead,
+        // or already 1 s ago.
+        n.add_at("absolute", added + ms(1_000), b"").unwrap();
+        // 500 ms after the store's now, whatever the machine's clock says.
+        let store_added = clock.ms.load(Ordering::SeqCst);
+        n.add("relative", ms(500), b"").unwrap();
+        let runs = starts.wait_for(2);
+        for r in runs.iter() {
+            assert!(
+                r.store_at >= unix_ms(r.due),
+                "{} started {} ms early by the store's clock",
+                r.key,
+                unix_ms(r.due) - r.store_at
+            );
+        }
+        let run = |key: &str| runs.iter().find(|r| r.key == key).unwrap();
+        assert!(
+            run("relative").store_at >= store_added + 500,
+            "the delay ran on a node clock"
+        );
+        let absolute = run("absolute");
+        if offset > 0 {
+            // Already due by the store's clock: it does not wait for the
+            // machine's clock to reach its due time.
+            assert!(absolute.at < absolute.due, "store time decides");
+        } else {
+            let after = absolute.at.duration_since(added).unwrap();
+            assert!(after >= ms(3_000), "store time decides: {after:?}");
+        }
+        drop(runs);
+        n.shutdown().unwrap();
+    }
+}
+
+/// A timer record whose state byte says a first due time follows, without
+/// its eight bytes: the scripts refuse it, nothing is claimed from it.
+#[test]
+fn a_flagged_record_missing_its_first_due_time_is_an_error_not_a_timer() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let store = RedisStore::open(options(
+        server.url(),
+        StoreClock::Manual(Default::default()),
+    ))
+    .unwrap();
+    let mut record = vec![0u8; 29];
+    record[28] = 0x80; // pending, flagged
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    redis::cmd("HSET")
+        .arg("{diff}:t")
+        .arg("k")
+        .arg(record)
+        .exec(&mut conn)
+        .unwrap();
+    redis::cmd("ZADD")
+        .arg("{diff}:due")
+        .arg(0)
+        .arg("k")
+        .exec(&mut conn)
+        .unwrap();
+    let e = store.get("k").unwrap_err();
+    assert!(matches!(e, DurableError::Store(_)), "{e:?}");
+    let req = crate::store::ClaimRequest {
+        window: 0,
+        lease: 1_000,
+        max: 10,
+        max_attempts: 3,
+    };
+    let e = store.claim(&req).unwrap_err();
+    assert!(matches!(e, DurableError::Store(_)), "{e:?}");
+    let source = std::error::Error::source(&e).expect("the script's error");
+    assert!(source.is::<redis::RedisError>(), "{source:?}");
+}

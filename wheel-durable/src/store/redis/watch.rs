@@ -1,0 +1,80 @@
+//! The subscriber thread: turns messages on the wake channel into calls of
+//! the node's wake-up.
+//!
+//! A message carries the earliest due time (store milliseconds) that the
+//! script made pending. A notification only makes a node claim sooner;
+//! correctness never depends on one arriving (the node's safety poll covers
+//! a lost one). So after every (re)connection the thread wakes the node
+//! once, as for a timer due at once, for whatever it may have missed while
+//! disconnected; a message it cannot read counts the same way.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::store::Wake;
+
+/// How often a blocked read looks at the stop flag.
+const READ_TIMEOUT: Duration = Duration::from_millis(200);
+
+pub(super) struct Watcher {
+    pub(super) client: redis::Client,
+    pub(super) channel: String,
+    pub(super) closed: Arc<AtomicBool>,
+    pub(super) wake: Wake,
+}
+
+/// The due time a message carries; 0 (due at once) if it does not parse.
+fn due_of(payload: &[u8]) -> u64 {
+    std::str::from_utf8(payload)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+impl Watcher {
+    pub(super) fn run(self) {
+        let mut wait = Duration::from_millis(10);
+        while !self.closed.load(Ordering::SeqCst) {
+            if self.listen().is_ok() {
+                wait = Duration::from_millis(10);
+            }
+            if self.closed.load(Ordering::SeqCst) {
+                break;
+            }
+            std::thread::sleep(wait);
+            wait = (wait * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// One connection's life: subscribe, then wake on every message until
+    /// the connection breaks or the store closes.
+    fn listen(&self) -> redis::RedisResult<()> {
+        let mut conn = self
+            .client
+            .get_connection_with_timeout(Duration::from_secs(1))?;
+        let mut sub = conn.as_pubsub();
+        sub.set_read_timeout(Some(READ_TIMEOUT))?;
+        sub.subscribe(&self.channel)?;
+        (self.wake)(0);
+        while !self.closed.load(Ordering::SeqCst) {
+            match sub.get_message() {
+                Ok(msg) => (self.wake)(due_of(msg.get_payload_bytes())),
+                Err(e) if e.is_timeout() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_message_gives_its_due_time_or_at_once() {
+        assert_eq!(super::due_of(b"1700000000123"), 1_700_000_000_123);
+        assert_eq!(super::due_of(b""), 0);
+        assert_eq!(super::due_of(b"soon"), 0);
+        assert_eq!(super::due_of(&[0xff]), 0);
+    }
+}

@@ -1,0 +1,546 @@
+//! [`DurableTimers`]: one node's handle on a store.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::add::add_bounded;
+use super::node::{Node, NodeConfig};
+use super::stats::{CountsReader, HttpCounters, STATS_WAIT};
+use super::store::{Due, NewTimer, Store};
+use super::time::{millis_ceil, millis_of};
+use super::{
+    check_input, AddMode, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo,
+};
+
+/// Durable timers: one node's handle on a store (`Send + Sync`; share it
+/// behind an `Arc`).
+///
+/// With a handler ([`DurableTimersBuilder::handler`]) the node fires due
+/// timers until [`shutdown`](Self::shutdown) (or drop, which does the same
+/// and ignores its errors); without one it is a client.
+///
+/// Every call that asks the store waits for an unreachable one at most
+/// [`unavailable_after`](DurableTimersBuilder::unavailable_after) (5 s by
+/// default), then returns [`DurableError::Unavailable`];
+/// [`stats`](Self::stats) never waits for it.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::mpsc;
+/// use std::time::Duration;
+/// use wheel_durable::{DurableTimers, Outcome};
+///
+/// # fn main() -> Result<(), wheel_durable::DurableError> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let (tx, rx) = mpsc::channel();
+/// let tx = std::sync::Mutex::new(tx);
+/// let timers = DurableTimers::builder()
+///     .embedded(dir.path().join("timers"))
+///     .handler(move |t| {
+///         tx.lock().unwrap().send(t.key.clone()).unwrap();
+///         Outcome::Done
+///     })
+///     .build()?;
+/// timers.add("reminder:1", Duration::from_millis(20), b"")?;
+/// assert_eq!(rx.recv().unwrap(), "reminder:1");
+/// timers.shutdown()?;
+/// # Ok(()) }
+/// ```
+pub struct DurableTimers {
+    pub(super) store: Arc<dyn Store>,
+    node: Option<Node>,
+    max_payload: usize,
+    /// Reads the store's counts for `stats` on its own thread.
+    counts: Arc<CountsReader>,
+    /// The node's HTTP callback attempts (shared with its sender).
+    http_counts: Arc<HttpCounters>,
+}
+
+impl std::fmt::Debug for DurableTimers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableTimers")
+            .field("fires", &self.node.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DurableTimers {
+    /// A builder with the defaults of [`DurableTimersBuilder`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = wheel_durable::DurableTimers::builder();
+    /// # drop(b);
+    /// ```
+    pub fn builder() -> DurableTimersBuilder {
+        DurableTimersBuilder::default()
+    }
+
+    pub(crate) fn start(
+        store: Arc<dyn Store>,
+        node: Option<NodeConfig>,
+        max_payload: usize,
+        http_counts: Arc<HttpCounters>,
+    ) -> Result<DurableTimers, DurableError> {
+        let node = match node {
+            Some(config) => Some(Node::start(store.clone(), config)?),
+            None => None,
+        };
+        Ok(DurableTimers {
+            counts: CountsReader::new(store.clone()),
+            store,
+            node,
+            max_payload,
+            http_counts,
+        })
+    }
+
+    /// Adds a timer due at `due` (by the store's clock), or replaces the
+    /// timer with this key, whatever its state. Returns once the store
+    /// holds it durably.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidKey`](DurableError::InvalidKey),
+    /// [`PayloadTooLarge`](DurableError::PayloadTooLarge),
+    /// [`InvalidTime`](DurableError::InvalidTime), or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let tomorrow = SystemTime::now() + Duration::from_secs(24 * 3600);
+    /// timers.add_at("rate:order:17", tomorrow, b"auto-rate")?;
+    /// assert!(timers.get("rate:order:17")?.is_some());
+    /// # Ok(()) }
+    /// ```
+    pub fn add_at(&self, key: &str, due: SystemTime, payload: &[u8]) -> Result<(), DurableError> {
+        self.add_one(key, due, payload, AddMode::Replace).map(drop)
+    }
+
+    /// Adds a timer due at `due` unless a timer with this key exists, in
+    /// any state (pending, claimed, running or a dead letter), which is
+    /// then left untouched. True if it added. The check and the add are
+    /// one atomic store operation: of concurrent calls for one key, from
+    /// any nodes, exactly one adds.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](Self::add).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// assert!(timers.add_if_absent("invoice:5", at, b"first")?);
+    /// assert!(!timers.add_if_absent("invoice:5", at, b"second")?);
+    /// assert_eq!(timers.get("invoice:5")?.unwrap().payload, b"first");
+    /// # Ok(()) }
+    /// ```
+    pub fn add_if_absent(
+        &self,
+        key: &str,
+        due: SystemTime,
+        payload: &[u8],
+    ) -> Result<bool, DurableError> {
+        self.add_one(key, due, payload, AddMode::IfAbsent)
+    }
+
+    fn add_one(
+        &self,
+        key: &str,
+        due: SystemTime,
+        payload: &[u8],
+        mode: AddMode,
+    ) -> Result<bool, DurableError> {
+        check_input(key, payload, self.max_payload)?;
+        let due = Due::At(millis_of(due)?);
+        let added = self.store.add(&[NewTimer { key, due, payload }], mode)?;
+        Ok(added.first() == Some(&true))
+    }
+
+    /// Adds a timer due `delay` from now, measured on the store's clock.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](Self::add).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// timers.add("heartbeat:7", Duration::from_secs(30), b"")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn add(&self, key: &str, delay: Duration, payload: &[u8]) -> Result<(), DurableError> {
+        check_input(key, payload, self.max_payload)?;
+        let due = Due::After(millis_ceil(delay).ok_or(DurableError::InvalidTime)?);
+        self.store
+            .add(&[NewTimer { key, due, payload }], AddMode::Replace)
+            .map(drop)
+    }
+
+    /// Adds a callback timer (or replaces the timer with this key): at
+    /// `due`, a node built with
+    /// [`http`](crate::DurableTimersBuilder::http) sends `cb`
+    /// (feature `http`; see [`wheel_durable::http`](crate::http)).
+    /// Checked, then stored like [`add`](Self::add): durable on return.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidUrl`](DurableError::InvalidUrl) (not an `http://` or
+    /// `https://` URL with a host), [`InvalidHeader`](DurableError::InvalidHeader)
+    /// (a bad name or value, or a name the node sets), then as for
+    /// [`add`](Self::add) ([`PayloadTooLarge`](DurableError::PayloadTooLarge)
+    /// counts the encoded request: URL, headers and body).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::http::{HttpCallback, Method};
+    /// use wheel_durable::DurableError;
+    /// # fn main() -> Result<(), DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let remind = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
+    /// timers.add_callback_at("remind:9", at, &remind)?;
+    /// let ftp = HttpCallback::new(Method::Get, "ftp://files.example/x");
+    /// assert!(matches!(timers.add_callback_at("x", at, &ftp), Err(DurableError::InvalidUrl(_))));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn add_callback_at(
+        &self,
+        key: &str,
+        due: SystemTime,
+        cb: &super::http::HttpCallback,
+    ) -> Result<(), DurableError> {
+        self.add_at(key, due, &cb.to_payload()?)
+    }
+
+    /// Adds a callback timer like [`add_callback`](Self::add_callback),
+    /// unless a timer with this key exists, in any state; as
+    /// [`add_if_absent`](Self::add_if_absent), true if it added (feature
+    /// `http`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_callback`](Self::add_callback).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::http::{HttpCallback, Method};
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
+    /// assert!(timers.add_callback_if_absent("remind:9", at, &cb)?);
+    /// assert!(!timers.add_callback_if_absent("remind:9", at, &cb)?);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn add_callback_if_absent(
+        &self,
+        key: &str,
+        due: SystemTime,
+        cb: &super::http::HttpCallback,
+    ) -> Result<bool, DurableError> {
+        self.add_if_absent(key, due, &cb.to_payload()?)
+    }
+
+    /// Adds (or replaces) many timers, as [`add`](Self::add) each. Every
+    /// input is checked before anything is written. The batch is stored in
+    /// chunks of at most 1000 timers and 4 MiB of keys and payloads (a
+    /// larger timer goes alone), each chunk one atomic store operation (one
+    /// write batch of the embedded store, one Lua script on Redis); the
+    /// whole call is not atomic: if it fails, earlier chunks may be stored.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](Self::add), for the first bad timer (nothing added),
+    /// or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(60);
+    /// timers.add_many(&[("a", at, b"1".as_slice()), ("b", at, b"2".as_slice())])?;
+    /// assert_eq!(timers.stats().pending, 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn add_many(&self, timers: &[(&str, SystemTime, &[u8])]) -> Result<(), DurableError> {
+        self.add_many_with(timers, AddMode::Replace).map(drop)
+    }
+
+    /// Adds many timers as `mode` says, in order, chunked as
+    /// [`add_many`](Self::add_many) (each chunk atomic, the call not). One
+    /// answer per timer: true if it was added. With
+    /// [`AddMode::IfAbsent`], a key that comes twice is added once, by its
+    /// first entry.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_many`](Self::add_many).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::AddMode;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(60);
+    /// timers.add_at("a", at, b"old")?;
+    /// let batch = [("a", at, b"new".as_slice()), ("b", at, b"new".as_slice())];
+    /// assert_eq!(timers.add_many_with(&batch, AddMode::IfAbsent)?, [false, true]);
+    /// assert_eq!(timers.get("a")?.unwrap().payload, b"old");
+    /// # Ok(()) }
+    /// ```
+    pub fn add_many_with(
+        &self,
+        timers: &[(&str, SystemTime, &[u8])],
+        mode: AddMode,
+    ) -> Result<Vec<bool>, DurableError> {
+        let mut batch = Vec::with_capacity(timers.len());
+        for &(key, due, payload) in timers {
+            check_input(key, payload, self.max_payload)?;
+            let due = Due::At(millis_of(due)?);
+            batch.push(NewTimer { key, due, payload });
+        }
+        add_bounded(self.store.as_ref(), &batch, mode)
+    }
+
+    /// Cancels a timer. True iff it was pending or claimed and had not
+    /// started: then it never starts, on any node. A timer whose handler
+    /// has started is removed too (false): the run finishes, and its
+    /// outcome, even a retry, is ignored. A dead letter is removed (false).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidKey`](DurableError::InvalidKey) or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// timers.add("order:17", Duration::from_secs(1800), b"close")?;
+    /// assert!(timers.cancel("order:17")?);
+    /// assert!(!timers.cancel("order:17")?);
+    /// # Ok(()) }
+    /// ```
+    pub fn cancel(&self, key: &str) -> Result<bool, DurableError> {
+        check_input(key, &[], 0)?;
+        self.store.cancel(key)
+    }
+
+    /// Moves a pending or claimed timer to `due` (keeping its payload and
+    /// attempts). False if there is no such timer or it has started.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](Self::add).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// timers.add("session:9", Duration::from_secs(60), b"")?;
+    /// let later = SystemTime::now() + Duration::from_secs(600);
+    /// assert!(timers.reset_at("session:9", later)?);
+    /// # Ok(()) }
+    /// ```
+    pub fn reset_at(&self, key: &str, due: SystemTime) -> Result<bool, DurableError> {
+        check_input(key, &[], 0)?;
+        self.store.reschedule(key, Due::At(millis_of(due)?))
+    }
+
+    /// One timer, whatever its state (dead letters included).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidKey`](DurableError::InvalidKey) or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// assert_eq!(timers.get("nothing")?, None);
+    /// # Ok(()) }
+    /// ```
+    pub fn get(&self, key: &str) -> Result<Option<TimerInfo>, DurableError> {
+        check_input(key, &[], 0)?;
+        self.store.get(key)
+    }
+
+    /// Up to `limit` dead letters, oldest failure first.
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// for d in timers.dead_letters(100)? {
+    ///     println!("{}: {}", d.key, d.reason);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn dead_letters(&self, limit: usize) -> Result<Vec<DeadLetter>, DurableError> {
+        self.store.dead_letters(limit)
+    }
+
+    /// Makes a dead letter pending again, due at `due`, with its attempts
+    /// reset. False if there is no dead letter with this key.
+    ///
+    /// # Errors
+    ///
+    /// As for [`reschedule`](Self::reschedule).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// assert!(!timers.retry_dead("hook:3", SystemTime::now())?);
+    /// # Ok(()) }
+    /// ```
+    pub fn retry_dead(&self, key: &str, due: SystemTime) -> Result<bool, DurableError> {
+        check_input(key, &[], 0)?;
+        self.store.retry_dead(key, Due::At(millis_of(due)?))
+    }
+
+    /// The store's counts and this node's counters. Never fails, and
+    /// never waits for the store longer than 25 ms: it asks for a fresh
+    /// read of the counts and waits that long for it (not at all while
+    /// the store is known to be unreachable); otherwise the counts are the
+    /// last ones read. [`DurableStats::store_available`] and
+    /// [`DurableStats::store_counts_age`] say which.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let s = timers.stats();
+    /// if s.store_available {
+    ///     println!("{} pending (read {:?} ago)", s.pending, s.store_counts_age);
+    /// }
+    /// assert_eq!(s.fired, 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn stats(&self) -> DurableStats {
+        let snap = self.counts.snapshot(STATS_WAIT);
+        let mut s = DurableStats {
+            store_available: snap.available,
+            ..DurableStats::default()
+        };
+        if let Some((counts, read_at)) = snap.counts {
+            s.store_counts_age = Some(read_at.elapsed());
+            s.pending = counts.pending;
+            s.claimed = counts.claimed;
+            s.dead = counts.dead;
+            let overdue = counts
+                .next_due
+                .map_or(0, |due| counts.now.saturating_sub(due));
+            s.oldest_overdue = Duration::from_millis(overdue);
+        }
+        if let Some(node) = &self.node {
+            let n = node.shared();
+            let c = &n.counters;
+            s.held = n.held_count() as u64;
+            s.fired = c.fired.load(Ordering::Relaxed);
+            s.retried = c.retried.load(Ordering::Relaxed);
+            s.failed = c.failed.load(Ordering::Relaxed);
+            s.stale = c.stale.load(Ordering::Relaxed);
+            s.store_errors = c.store_errors.load(Ordering::Relaxed);
+            s.claims = c.claims.load(Ordering::Relaxed);
+            (s.lateness_p50, s.lateness_p99, s.lateness_max) = n.lateness();
+            s.lateness_buckets = n.lateness_buckets();
+        }
+        s.http = self.http_counts.snapshot();
+        s
+    }
+
+    /// Stops firing: hands claimed timers that have not started back to
+    /// the store (other nodes fire them on time), waits for running
+    /// handlers to finish and report, and closes the store (the embedded
+    /// store's last commits become durable).
+    ///
+    /// # Waits
+    ///
+    /// For the running handlers, for their outcomes to be recorded (each
+    /// at most until its run's lease ends, while the store fails), and for
+    /// one hand-back call, which an unreachable store fails after
+    /// [`unavailable_after`](DurableTimersBuilder::unavailable_after):
+    /// the claims are then left to their leases, and other nodes fire them
+    /// when the leases end.
+    ///
+    /// # Errors
+    ///
+    /// The store's error on closing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// timers.shutdown()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn shutdown(mut self) -> Result<(), DurableError> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<(), DurableError> {
+        self.counts.stop();
+        if let Some(node) = self.node.take() {
+            node.shutdown();
+        }
+        self.store.close()
+    }
+}
+
+impl Drop for DurableTimers {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}

@@ -1,0 +1,153 @@
+//! Helpers shared by the durable tests: a recorder of handler runs, a
+//! bounded wait, and the path of the `durable_node` example used as a child
+//! process.
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use wheel_durable::{Fired, Outcome};
+
+/// How long a test waits for something that must happen before failing.
+pub const LIVENESS: Duration = Duration::from_secs(30);
+
+/// One handler run as seen by the handler.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub key: String,
+    pub due: SystemTime,
+    pub fence: u64,
+    pub attempt: u32,
+    pub payload: Vec<u8>,
+    /// The machine's clock when the handler started.
+    pub at: SystemTime,
+    /// Which node ran it.
+    pub node: usize,
+}
+
+/// Collects handler runs from any number of nodes.
+#[derive(Default, Clone)]
+pub struct Recorder {
+    inner: Arc<(Mutex<Vec<Run>>, Condvar)>,
+}
+
+impl Recorder {
+    pub fn new() -> Recorder {
+        Recorder::default()
+    }
+
+    /// A handler for node `node` that records each run and answers with
+    /// `outcome(run)`.
+    pub fn handler(
+        &self,
+        node: usize,
+        outcome: impl Fn(&Fired) -> Outcome + Send + Sync + 'static,
+    ) -> impl Fn(&Fired) -> Outcome + Send + Sync + 'static {
+        let me = self.clone();
+        move |f: &Fired| {
+            let at = SystemTime::now();
+            me.push(Run {
+                key: f.key.clone(),
+                due: f.due,
+                fence: f.fence,
+                attempt: f.attempt,
+                payload: f.payload.clone(),
+                at,
+                node,
+            });
+            outcome(f)
+        }
+    }
+
+    pub fn push(&self, run: Run) {
+        let (runs, cond) = &*self.inner;
+        runs.lock().unwrap().push(run);
+        cond.notify_all();
+    }
+
+    pub fn runs(&self) -> Vec<Run> {
+        self.inner.0.lock().unwrap().clone()
+    }
+
+    /// Waits until at least `n` runs are recorded; panics after LIVENESS.
+    pub fn wait_for(&self, n: usize) -> Vec<Run> {
+        let (runs, cond) = &*self.inner;
+        let until = Instant::now() + LIVENESS;
+        let mut guard = runs.lock().unwrap();
+        while guard.len() < n {
+            let now = Instant::now();
+            assert!(
+                now < until,
+                "only {} of {n} runs after {LIVENESS:?}",
+                guard.len()
+            );
+            guard = cond.wait_timeout(guard, until - now).unwrap().0;
+        }
+        guard.clone()
+    }
+
+    /// Runs by key.
+    pub fn by_key(&self) -> HashMap<String, Vec<Run>> {
+        let mut m: HashMap<String, Vec<Run>> = HashMap::new();
+        for r in self.runs() {
+            m.entry(r.key.clone()).or_default().push(r);
+        }
+        m
+    }
+}
+
+/// Asserts that no run started before its due time by the machine's clock
+/// (the store's clock, for the embedded store and a local Redis).
+pub fn assert_none_early(runs: &[Run]) {
+    for r in runs {
+        assert!(
+            r.at >= r.due,
+            "{} started {:?} early",
+            r.key,
+            r.due.duration_since(r.at).unwrap()
+        );
+    }
+}
+
+/// Polls `f` until it is true; panics after LIVENESS.
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let until = Instant::now() + LIVENESS;
+    while !f() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The `durable_node` example, built (or brought up to date: a test run
+/// of one test file does not build the examples) once per test process,
+/// with the test's profile.
+pub fn node_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_node_binary).clone()
+}
+
+fn build_node_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap().to_owned();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "-p",
+        "wheel-durable",
+        "--example",
+        "durable_node",
+        "--features",
+        // http too: the callback tests start it with `--http`.
+        "embedded,redis,tls-ring",
+    ]);
+    if profile_dir.ends_with("release") {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("run cargo build");
+    assert!(status.success(), "building the durable_node example failed");
+    profile_dir.join("examples").join("durable_node")
+}
