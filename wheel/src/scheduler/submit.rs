@@ -224,9 +224,9 @@ impl Shared {
         }
     }
 
-    /// `TimerHandle::reset` for a handle of `lane`.
-    pub(crate) fn reset(&self, lane: usize, index: u32, gen: u32, delay: Duration) -> bool {
-        let due = self.time.due_after(delay);
+    /// `TimerHandle::reset`/`reset_at` for a handle of `lane`: the timer
+    /// is now due at `due` (nanoseconds after the origin).
+    pub(crate) fn reset(&self, lane: usize, index: u32, gen: u32, due: u64) -> bool {
         match self.slots.reset(index, gen) {
             None => false,
             Some(seq) => {
