@@ -1,7 +1,8 @@
-//! Random push / push_at / remove / reset / try_take / clock advances /
-//! close / drain on a `DelayQueue<u64>` driven by a `ManualClock` (one
-//! thread), checked step by step against the reference model in ticks and,
-//! independently, against the clock in `Instant`s (never early).
+//! Random insert / insert_at / remove / reset / reset_at / try_take / clock
+//! advances / close / drain on a `DelayQueue<u64>` driven by a
+//! `ManualClock` (one thread), checked step by step against the reference
+//! model in ticks and, independently, against the clock in `Instant`s
+//! (never early).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,7 +1,7 @@
 //! Criterion micro-benchmarks for regressions: our wheel on insert+cancel,
 //! insert+expire and a churn step, the floor beside them (so a change in the
-//! ratio shows), `DelayQueue` push+take, the cost of one uncontended
-//! `Mutex` lock and unlock (a floor for any `&self` queue: push and remove
+//! ratio shows), `DelayQueue` insert+take, the cost of one uncontended
+//! `Mutex` lock and unlock (a floor for any `&self` queue: insert and remove
 //! take the lock once each), and the producer floor: the work that any
 //! thread-safe scheduler with our scheduler's guarantees must do per
 //! schedule+cancel pair (see `producer_floor`).
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
-use wheel_bench::workloads::delay_queue::{push_take, OurDq};
+use wheel_bench::workloads::delay_queue::{insert_take, OurDq};
 use wheel_bench::workloads::single::{self, Churn, Inputs};
 use wheel_bench::workloads::Check;
 
@@ -109,14 +109,14 @@ fn churn(c: &mut Criterion) {
 
 fn delay_queue(c: &mut Criterion) {
     const N: usize = 100_000;
-    let mut g = c.benchmark_group("delay_queue_push_take");
+    let mut g = c.benchmark_group("delay_queue_insert_take");
     g.sample_size(10).warm_up_time(Duration::from_secs(1));
     g.throughput(Throughput::Elements(N as u64));
     g.bench_function(BenchmarkId::new("wheel", N), |b| {
         b.iter_custom(|iters| {
             (0..iters)
                 .map(|_| {
-                    let o = push_take(OurDq::new(N), N);
+                    let o = insert_take(OurDq::new(N), N);
                     assert_eq!(o.check, Check::Passed);
                     o.elapsed
                 })

@@ -74,7 +74,7 @@ enum Section {
     Memory,
     /// schedule+cancel, lateness, idle
     Threaded,
-    /// DelayQueue push+take and push+remove
+    /// DelayQueue insert+take and insert+remove
     Dq,
     /// durable timers (embedded, Redis) and the one-second Redis wheel
     Durable,

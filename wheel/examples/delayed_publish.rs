@@ -59,7 +59,7 @@ fn main() {
             x ^= x << 17;
             let publish_at = MINUTE * (x % (24 * 60)) as u32;
             let key = queue
-                .push_at(Product { id, publish_at }, day_start + publish_at)
+                .insert_at(Product { id, publish_at }, day_start + publish_at)
                 .expect("queue open");
             keys.insert(id, (key, publish_at));
         }

@@ -238,6 +238,34 @@ impl Scheduler {
         }
     }
 
+    /// Runs `fut` with the deadline `deadline` (on the scheduler's clock):
+    /// `Ok(output)` if it finishes first, `Err(Elapsed)` once the deadline
+    /// has passed (never before; on the next tick if it has passed
+    /// already). Otherwise as [`timeout`](Scheduler::timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// #[tokio::main(flavor = "current_thread")]
+    /// async fn main() {
+    ///     let s = wheel::Scheduler::new();
+    ///     let deadline = Instant::now() + Duration::from_millis(5);
+    ///     let fast = s.timeout_at(deadline, async { 7 }).await;
+    ///     assert_eq!(fast, Ok(7));
+    ///     let slow = s.timeout_at(deadline, s.sleep(Duration::from_secs(60))).await;
+    ///     assert!(slow.is_err());
+    ///     assert!(Instant::now() >= deadline);
+    /// }
+    /// ```
+    pub fn timeout_at<F: Future>(&self, deadline: Instant, fut: F) -> Timeout<F> {
+        Timeout {
+            fut: Box::pin(fut),
+            sleep: self.sleep_until(deadline),
+        }
+    }
+
     /// A fixed-rate ticker: tick `n` is due `n * period` after this call
     /// (the first one period from now, not at once). Ticks the consumer
     /// misses are not replayed in a burst: the next [`tick`](Interval::tick)
@@ -389,7 +417,8 @@ impl fmt::Display for Elapsed {
 
 impl std::error::Error for Elapsed {}
 
-/// A future with a deadline; see [`Scheduler::timeout`].
+/// A future with a deadline; see [`Scheduler::timeout`] and
+/// [`Scheduler::timeout_at`].
 ///
 /// # Examples
 ///

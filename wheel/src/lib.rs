@@ -4,18 +4,32 @@
 //! cancel and reset, lock-free scheduling and cancelling from any thread,
 //! never early, and no CPU while idle.
 //!
-//! The crate has three layers; each stands alone.
+//! The crate has three layers, each usable without the ones above it, and
+//! a clock for tests:
 //!
 //! | layer | types | for |
 //! | --- | --- | --- |
 //! | core | [`Wheel`], [`WheelConfig`], [`TimerKey`], [`Expired`], [`ConfigError`] | a single-threaded wheel over integer ticks, to embed in your own event loop |
-//! | engine | [`Scheduler`], [`SchedulerBuilder`], [`TimerHandle`], [`Stats`], [`ScheduleError`], [`BuildError`] | "run this closure in 30 s" / "every 5 s" / "cancel it", from any thread |
-//! | consumers | [`DelayQueue`], [`DelayQueueBuilder`], [`DelayKey`], [`Closed`], [`TakeFuture`], [`DelayQueueMut`] | delayed values to take from, blocking or async |
-//! | | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`] (via [`Scheduler::sleep`], [`Scheduler::timeout`], [`Scheduler::interval`]) | `.await` on any executor |
-//! | testing | [`ManualClock`] | "48 hours later" in microseconds |
+//! | scheduler | [`Scheduler`], [`SchedulerBuilder`], [`TimerHandle`], [`Stats`], [`ScheduleError`], [`BuildError`] | "run this closure in 30 s" / "every 5 s" / "cancel it", from any thread |
+//! | consumers | [`DelayQueue`], [`DelayQueueBuilder`], [`DelayKey`], [`Closed`], [`TakeFuture`], [`DelayQueueMut`] (on the core) | delayed values to take from, blocking or async |
+//! | | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`] (on the scheduler: [`Scheduler::sleep`], [`Scheduler::timeout`], [`Scheduler::interval`]) | `.await` on any executor |
+//! | clocks | [`ManualClock`] (for the scheduler and the delay queue; the system clock otherwise) | "48 hours later" in microseconds |
 //!
-//! Data flows one way: callers → command queues → tick thread → wheel →
-//! worker threads. The core knows nothing of threads or clocks.
+//! Durable timers (kept through crashes, shared by several processes, HTTP
+//! callbacks) are the crate `wheel-durable`, built on this crate.
+//!
+//! Naming follows tokio: a method that takes a relative duration has the
+//! plain name ([`Scheduler::schedule`], [`TimerHandle::reset`],
+//! [`DelayQueue::insert`], [`DelayQueue::reset`], [`Scheduler::timeout`]),
+//! its twin that takes an absolute deadline the `_at` name
+//! ([`Scheduler::schedule_at`], [`TimerHandle::reset_at`],
+//! [`DelayQueue::insert_at`], [`DelayQueue::reset_at`],
+//! [`Scheduler::timeout_at`]); [`Scheduler::sleep`] and
+//! [`Scheduler::sleep_until`] keep tokio's names.
+//!
+//! In the scheduler, data flows one way: callers → command queues → tick
+//! thread → wheel → worker threads. The core knows nothing of threads or
+//! clocks.
 //!
 //! `docs/design.md` explains the wheel, `docs/scheduler.md` the lock-free
 //! protocols, `docs/consumer-apis.md` the delay queue and futures, and

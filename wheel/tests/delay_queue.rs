@@ -50,12 +50,12 @@ fn send_sync() {
 #[test]
 fn deadline_order_ties_fifo() {
     let (clock, q) = manual();
-    q.push(30, Duration::from_secs(3)).unwrap();
-    q.push(10, Duration::from_secs(1)).unwrap();
-    q.push(11, Duration::from_secs(1)).unwrap();
-    q.push(20, Duration::from_secs(2)).unwrap();
-    q.push(12, Duration::from_secs(1)).unwrap();
-    q.push(0, Duration::ZERO).unwrap();
+    q.insert(30, Duration::from_secs(3)).unwrap();
+    q.insert(10, Duration::from_secs(1)).unwrap();
+    q.insert(11, Duration::from_secs(1)).unwrap();
+    q.insert(20, Duration::from_secs(2)).unwrap();
+    q.insert(12, Duration::from_secs(1)).unwrap();
+    q.insert(0, Duration::ZERO).unwrap();
     assert_eq!(q.try_take(), Some(0));
     assert_eq!(q.try_take(), None);
     clock.advance(Duration::from_secs(5));
@@ -73,7 +73,7 @@ fn manual_clock_exact_boundaries() {
         .build()
         .unwrap();
     // 25 ms rounds up to tick 3 (30 ms): not due at 25 ms, due at 30 ms.
-    q.push("a", ms(25)).unwrap();
+    q.insert("a", ms(25)).unwrap();
     clock.advance(ms(24));
     assert_eq!(q.try_take(), None);
     clock.advance(ms(1));
@@ -85,7 +85,7 @@ fn manual_clock_exact_boundaries() {
 #[test]
 fn manual_clock_ignores_real_time() {
     let (_clock, q) = manual();
-    q.push(1, ms(1)).unwrap();
+    q.insert(1, ms(1)).unwrap();
     thread::sleep(ms(20));
     assert_eq!(q.try_take(), None);
     assert_eq!(q.len(), 1);
@@ -96,7 +96,7 @@ fn never_early_system_clock() {
     let q = DelayQueue::new();
     let start = Instant::now();
     for d in [7u64, 0, 3, 15, 1, 9, 2] {
-        q.push_at(d, start + ms(d)).unwrap();
+        q.insert_at(d, start + ms(d)).unwrap();
     }
     let mut last = 0;
     for _ in 0..7 {
@@ -112,8 +112,8 @@ fn past_instants_are_due_at_once() {
     let q = DelayQueue::new();
     let now = Instant::now();
     let past = now.checked_sub(Duration::from_secs(1)).unwrap_or(now);
-    q.push_at("past", past).unwrap();
-    q.push("zero", Duration::ZERO).unwrap();
+    q.insert_at("past", past).unwrap();
+    q.insert("zero", Duration::ZERO).unwrap();
     assert_eq!(q.try_take(), Some("past"));
     assert_eq!(q.try_take(), Some("zero"));
 }
@@ -121,8 +121,8 @@ fn past_instants_are_due_at_once() {
 #[test]
 fn huge_delay_never_due_but_not_lost() {
     let (clock, q) = manual();
-    let k = q.push(1, Duration::MAX).unwrap();
-    q.push(2, Duration::from_secs(86_400 * 365 * 50)).unwrap();
+    let k = q.insert(1, Duration::MAX).unwrap();
+    q.insert(2, Duration::from_secs(86_400 * 365 * 50)).unwrap();
     clock.advance(Duration::from_secs(86_400 * 365));
     assert_eq!(q.try_take(), None);
     assert_eq!(q.remove(k), Some(1));
@@ -132,8 +132,8 @@ fn huge_delay_never_due_but_not_lost() {
 #[test]
 fn remove_and_reset_with_stale_keys() {
     let (clock, q) = manual();
-    let a = q.push(1, Duration::from_secs(10)).unwrap();
-    let b = q.push(2, Duration::from_secs(20)).unwrap();
+    let a = q.insert(1, Duration::from_secs(10)).unwrap();
+    let b = q.insert(2, Duration::from_secs(20)).unwrap();
     assert!(q.reset(b, Duration::from_secs(5)));
     clock.advance(Duration::from_secs(5));
     assert_eq!(q.try_take(), Some(2));
@@ -142,7 +142,7 @@ fn remove_and_reset_with_stale_keys() {
     assert_eq!(q.remove(a), Some(1));
     assert_eq!(q.remove(a), None);
     // The slot is reused: the stale keys must not touch the new item.
-    let c = q.push(3, Duration::from_secs(1)).unwrap();
+    let c = q.insert(3, Duration::from_secs(1)).unwrap();
     assert_eq!(q.remove(a), None);
     assert!(!q.reset(a, Duration::ZERO));
     assert_eq!(q.len(), 1);
@@ -153,7 +153,7 @@ fn remove_and_reset_with_stale_keys() {
 #[test]
 fn reset_later_delays_the_item() {
     let (clock, q) = manual();
-    let k = q.push(1, Duration::from_secs(1)).unwrap();
+    let k = q.insert(1, Duration::from_secs(1)).unwrap();
     assert!(q.reset(k, Duration::from_secs(10)));
     clock.advance(Duration::from_secs(9));
     assert_eq!(q.try_take(), None);
@@ -162,16 +162,54 @@ fn reset_later_delays_the_item() {
 }
 
 #[test]
+fn reset_at_moves_the_item_to_an_instant() {
+    let (clock, mut q) = manual();
+    let start = clock.now();
+    let a = q.insert(1, Duration::from_secs(10)).unwrap();
+    let b = q.insert(2, Duration::from_secs(10)).unwrap();
+    assert!(q.reset_at(a, start + Duration::from_secs(3)));
+    // Through the exclusive handle too, and to an instant already past.
+    assert!(q.exclusive().reset_at(b, start));
+    assert_eq!(q.try_take(), Some(2), "a past deadline is due at once");
+    assert!(!q.reset_at(b, start), "taken item's key is stale");
+    assert!(!q.exclusive().reset_at(b, start));
+    clock.advance(Duration::from_millis(2_999));
+    assert_eq!(q.try_take(), None, "never before the new deadline");
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(q.try_take(), Some(1));
+    // After close the item stays, and can still be moved.
+    let c = q.insert(3, Duration::from_secs(60)).unwrap();
+    q.close();
+    assert!(q.reset_at(c, clock.now()));
+    assert_eq!(q.try_take(), None);
+    assert_eq!(q.drain(), [3]);
+}
+
+#[test]
+fn reset_at_earlier_wakes_sleeping_taker() {
+    let q = DelayQueue::new();
+    let k = q.insert("x", Duration::from_secs(3600)).unwrap();
+    thread::scope(|s| {
+        let h = s.spawn(|| q.take());
+        thread::sleep(ms(30));
+        let deadline = Instant::now() + ms(5);
+        assert!(q.reset_at(k, deadline));
+        assert_eq!(join_taker(&q, h, "reset_at earlier"), Some("x"));
+        assert!(Instant::now() >= deadline);
+    });
+}
+
+#[test]
 fn take_timeout_gives_up_then_succeeds() {
     let q = DelayQueue::new();
-    q.push(1, Duration::from_secs(3600)).unwrap();
+    q.insert(1, Duration::from_secs(3600)).unwrap();
     let t0 = Instant::now();
     assert_eq!(q.take_timeout(ms(20)), None);
     assert!(t0.elapsed() >= ms(20));
-    q.push(2, ms(5)).unwrap();
+    q.insert(2, ms(5)).unwrap();
     assert_eq!(q.take_timeout(LIVENESS), Some(2));
     assert_eq!(q.take_timeout(Duration::ZERO), None);
-    q.push(3, ms(1)).unwrap();
+    q.insert(3, ms(1)).unwrap();
     // A timeout past the range of Instant waits like `take`.
     assert_eq!(q.take_timeout(Duration::MAX), Some(3));
 }
@@ -179,7 +217,7 @@ fn take_timeout_gives_up_then_succeeds() {
 #[test]
 fn manual_take_timeout_counts_manual_time() {
     let (clock, q) = manual();
-    q.push(1, Duration::from_secs(100)).unwrap();
+    q.insert(1, Duration::from_secs(100)).unwrap();
     thread::scope(|s| {
         let h = s.spawn(|| q.take_timeout(Duration::from_secs(10)));
         thread::sleep(ms(30));
@@ -193,7 +231,7 @@ fn manual_take_timeout_counts_manual_time() {
 #[test]
 fn blocked_taker_woken_by_advance() {
     let (clock, q) = manual();
-    q.push(7, Duration::from_secs(48 * 3600)).unwrap();
+    q.insert(7, Duration::from_secs(48 * 3600)).unwrap();
     thread::scope(|s| {
         let h = s.spawn(|| q.take());
         thread::sleep(ms(30));
@@ -207,28 +245,28 @@ fn blocked_taker_woken_by_advance() {
 }
 
 #[test]
-fn earlier_push_wakes_sleeping_taker() {
+fn earlier_insert_wakes_sleeping_taker() {
     let q = DelayQueue::new();
-    q.push("hour", Duration::from_secs(3600)).unwrap();
+    q.insert("hour", Duration::from_secs(3600)).unwrap();
     thread::scope(|s| {
         let h = s.spawn(|| {
             let v = q.take();
             (v, Instant::now())
         });
         thread::sleep(ms(30));
-        let pushed = Instant::now();
-        q.push("soon", ms(10)).unwrap();
-        let (v, at) = join_taker(&q, h, "earlier push");
+        let inserted = Instant::now();
+        q.insert("soon", ms(10)).unwrap();
+        let (v, at) = join_taker(&q, h, "earlier insert");
         assert_eq!(v, Some("soon"));
-        assert!(at >= pushed + ms(10));
-        assert!(at < pushed + LIVENESS);
+        assert!(at >= inserted + ms(10));
+        assert!(at < inserted + LIVENESS);
     });
 }
 
 #[test]
 fn reset_earlier_wakes_sleeping_taker() {
     let q = DelayQueue::new();
-    let k = q.push("x", Duration::from_secs(3600)).unwrap();
+    let k = q.insert("x", Duration::from_secs(3600)).unwrap();
     thread::scope(|s| {
         let h = s.spawn(|| q.take());
         thread::sleep(ms(30));
@@ -238,21 +276,21 @@ fn reset_earlier_wakes_sleeping_taker() {
 }
 
 #[test]
-fn push_into_empty_queue_wakes_taker() {
+fn insert_into_empty_queue_wakes_taker() {
     let q = DelayQueue::new();
     thread::scope(|s| {
         let h = s.spawn(|| q.take());
         thread::sleep(ms(30));
-        q.push(5u8, Duration::ZERO).unwrap();
-        assert_eq!(join_taker(&q, h, "push into an empty queue"), Some(5));
+        q.insert(5u8, Duration::ZERO).unwrap();
+        assert_eq!(join_taker(&q, h, "insert into an empty queue"), Some(5));
     });
 }
 
 #[test]
 fn close_wakes_every_taker_and_keeps_items() {
     let (_clock, q) = manual();
-    q.push(1, Duration::from_secs(1)).unwrap();
-    q.push(2, Duration::ZERO).unwrap();
+    q.insert(1, Duration::from_secs(1)).unwrap();
+    q.insert(2, Duration::ZERO).unwrap();
     assert_eq!(q.try_take(), Some(2));
     thread::scope(|s| {
         let takers: Vec<_> = (0..4).map(|_| s.spawn(|| q.take())).collect();
@@ -266,7 +304,7 @@ fn close_wakes_every_taker_and_keeps_items() {
         assert_eq!(iter.join().unwrap(), 0);
     });
     assert!(q.is_closed());
-    assert_eq!(q.push(3, Duration::ZERO), Err(Closed(3)));
+    assert_eq!(q.insert(3, Duration::ZERO), Err(Closed(3)));
     assert_eq!(q.try_take(), None);
     assert_eq!(q.take(), None);
     assert_eq!(q.take_timeout(Duration::from_secs(1)), None);
@@ -278,7 +316,7 @@ fn close_wakes_every_taker_and_keeps_items() {
 fn closed_queue_still_removes_and_drains_in_order() {
     let (_clock, q) = manual();
     let keys: Vec<DelayKey> = (0..5u32)
-        .map(|i| q.push(i, Duration::from_secs(u64::from(10 - i))).unwrap())
+        .map(|i| q.insert(i, Duration::from_secs(u64::from(10 - i))).unwrap())
         .collect();
     q.close();
     assert_eq!(q.remove(keys[2]), Some(2));
@@ -289,11 +327,11 @@ fn closed_queue_still_removes_and_drains_in_order() {
 #[test]
 fn exclusive_and_shared_methods_share_one_queue() {
     let (clock, mut q) = manual();
-    let k3 = q.push(3, ms(30)).unwrap();
+    let k3 = q.insert(3, ms(30)).unwrap();
     let (k1, k2) = {
         let mut x = q.exclusive();
-        let k1 = x.push(1, ms(10)).unwrap();
-        let k2 = x.push_at(2, clock.now() + ms(20)).unwrap();
+        let k1 = x.insert(1, ms(10)).unwrap();
+        let k2 = x.insert_at(2, clock.now() + ms(20)).unwrap();
         // A key from either side works on the other.
         assert!(x.reset(k3, ms(10)));
         assert_eq!(x.len(), 3);
@@ -301,7 +339,7 @@ fn exclusive_and_shared_methods_share_one_queue() {
     };
     assert_eq!(q.remove(k2), Some(2));
     clock.advance(ms(10));
-    // Same tick: 1 was pushed first, 3 was reset after it.
+    // Same tick: 1 was inserted first, 3 was reset after it.
     assert_eq!(q.exclusive().try_take(), Some(1));
     assert_eq!(q.try_take(), Some(3));
     assert!(q.exclusive().is_empty());
@@ -309,15 +347,15 @@ fn exclusive_and_shared_methods_share_one_queue() {
 }
 
 #[test]
-fn exclusive_after_close_refuses_pushes_and_takes_but_removes() {
+fn exclusive_after_close_refuses_inserts_and_takes_but_removes() {
     let (clock, mut q) = manual();
-    let k = q.push(1, ms(5)).unwrap();
-    q.push(2, ms(5)).unwrap();
+    let k = q.insert(1, ms(5)).unwrap();
+    q.insert(2, ms(5)).unwrap();
     q.close();
     clock.advance(ms(5));
     let mut x = q.exclusive();
-    assert!(matches!(x.push(9, ms(1)), Err(Closed(9))));
-    assert!(matches!(x.push_at(8, clock.now()), Err(Closed(8))));
+    assert!(matches!(x.insert(9, ms(1)), Err(Closed(9))));
+    assert!(matches!(x.insert_at(8, clock.now()), Err(Closed(8))));
     assert_eq!(x.try_take(), None, "closed: takes return None");
     assert!(x.reset(k, ms(1)));
     assert_eq!(x.remove(k), Some(1));
@@ -328,11 +366,11 @@ fn exclusive_after_close_refuses_pushes_and_takes_but_removes() {
 #[test]
 fn drain_on_open_queue_keeps_it_usable() {
     let (clock, q) = manual();
-    let old = q.push(1, Duration::from_secs(5)).unwrap();
+    let old = q.insert(1, Duration::from_secs(5)).unwrap();
     clock.advance(Duration::from_secs(1));
     assert_eq!(q.drain(), [1]);
     assert_eq!(q.remove(old), None);
-    q.push(2, Duration::from_secs(1)).unwrap();
+    q.insert(2, Duration::from_secs(1)).unwrap();
     assert_eq!(q.try_take(), None);
     clock.advance(Duration::from_secs(1));
     assert_eq!(q.try_take(), Some(2));
@@ -353,7 +391,7 @@ fn builder_validates() {
         .capacity(100)
         .build()
         .unwrap();
-    q.push(1, Duration::from_micros(50)).unwrap();
+    q.insert(1, Duration::from_micros(50)).unwrap();
     assert_eq!(q.take(), Some(1));
     assert!(format!("{q:?}").contains("DelayQueue"));
 }
@@ -371,7 +409,7 @@ fn manual_many_takers_each_item_once() {
             });
         }
         for i in 0..60 {
-            q.push(i, Duration::from_secs(u64::from(i % 7) + 1))
+            q.insert(i, Duration::from_secs(u64::from(i % 7) + 1))
                 .unwrap();
         }
         for _ in 0..8 {
@@ -405,7 +443,7 @@ fn leader_hands_off_to_followers() {
             .collect();
         thread::sleep(ms(20));
         for i in 0..4u64 {
-            q.push(i, ms(10 * (i + 1))).unwrap();
+            q.insert(i, ms(10 * (i + 1))).unwrap();
         }
         let mut got: Vec<u64> = hs.into_iter().map(|h| h.join().unwrap().unwrap()).collect();
         got.sort_unstable();
@@ -454,10 +492,10 @@ fn stress_mpmc_exactly_once_never_early() {
                     if i % 10 == 0 {
                         // A decoy removed before it is due: must never come out.
                         let far = Duration::from_secs(3600);
-                        let k = q.push((u64::MAX - id, due + far), far).unwrap();
+                        let k = q.insert((u64::MAX - id, due + far), far).unwrap();
                         assert_eq!(q.remove(k).map(|v| v.0), Some(u64::MAX - id));
                     }
-                    q.push((id, due), delay).unwrap();
+                    q.insert((id, due), delay).unwrap();
                 }
             });
         }
@@ -485,7 +523,7 @@ fn arc_shared_across_threads() {
     let h = thread::spawn(move || q2.iter().collect::<Vec<u32>>());
     let base = Instant::now() + ms(20);
     for i in 0..10 {
-        q.push_at(i, base + ms(2 * u64::from(10 - i))).unwrap();
+        q.insert_at(i, base + ms(2 * u64::from(10 - i))).unwrap();
     }
     thread::sleep(ms(60));
     q.close();
@@ -503,13 +541,13 @@ fn arc_shared_across_threads() {
 #[test]
 fn end_of_time_never_items_stay_pending() {
     // At the very end of `Instant`'s range the current tick must stay below
-    // the "never" tick, so an item pushed with an overflowing delay still
+    // the "never" tick, so an item inserted with an overflowing delay still
     // never comes due, and due items keep their order.
     let (clock, q) = manual();
     clock.advance(Duration::MAX);
-    let never = q.push(1, Duration::MAX).unwrap();
-    q.push(2, Duration::ZERO).unwrap();
-    q.push(3, Duration::ZERO).unwrap();
+    let never = q.insert(1, Duration::MAX).unwrap();
+    q.insert(2, Duration::ZERO).unwrap();
+    q.insert(3, Duration::ZERO).unwrap();
     clock.advance(Duration::from_secs(1));
     assert_eq!(q.try_take(), Some(2));
     assert_eq!(q.try_take(), Some(3));

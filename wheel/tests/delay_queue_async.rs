@@ -18,8 +18,8 @@ use common::{block_on, counting, ms, wait_for, LIVENESS};
 fn mini_executor_never_early() {
     let q = DelayQueue::new();
     let start = Instant::now();
-    q.push(2u64, ms(20)).unwrap();
-    q.push(1u64, ms(10)).unwrap();
+    q.insert(2u64, ms(20)).unwrap();
+    q.insert(1u64, ms(10)).unwrap();
     assert_eq!(block_on(q.take_async()), Some(1));
     assert!(start.elapsed() >= ms(10));
     assert_eq!(block_on(q.take_async()), Some(2));
@@ -29,7 +29,7 @@ fn mini_executor_never_early() {
 #[test]
 fn due_item_is_ready_on_first_poll() {
     let q = DelayQueue::new();
-    q.push("now", Duration::ZERO).unwrap();
+    q.insert("now", Duration::ZERO).unwrap();
     let (count, waker) = counting();
     let mut cx = Context::from_waker(&waker);
     let mut f = pin!(q.take_async());
@@ -38,13 +38,13 @@ fn due_item_is_ready_on_first_poll() {
 }
 
 #[test]
-fn earlier_push_wakes_async_taker() {
+fn earlier_insert_wakes_async_taker() {
     let q = DelayQueue::new();
-    q.push("hour", Duration::from_secs(3600)).unwrap();
+    q.insert("hour", Duration::from_secs(3600)).unwrap();
     thread::scope(|s| {
         let h = s.spawn(|| block_on(q.take_async()));
         thread::sleep(ms(30));
-        q.push("soon", ms(5)).unwrap();
+        q.insert("soon", ms(5)).unwrap();
         assert_eq!(h.join().unwrap(), Some("soon"));
     });
 }
@@ -52,7 +52,7 @@ fn earlier_push_wakes_async_taker() {
 #[test]
 fn close_wakes_async_taker() {
     let q = DelayQueue::<u8>::new();
-    q.push(1, Duration::from_secs(3600)).unwrap();
+    q.insert(1, Duration::from_secs(3600)).unwrap();
     thread::scope(|s| {
         let h = s.spawn(|| block_on(q.take_async()));
         thread::sleep(ms(30));
@@ -67,7 +67,7 @@ fn close_wakes_async_taker() {
 fn manual_clock_async() {
     let clock = ManualClock::new();
     let q = DelayQueue::builder().clock(clock.clone()).build().unwrap();
-    q.push("rated", Duration::from_secs(48 * 3600)).unwrap();
+    q.insert("rated", Duration::from_secs(48 * 3600)).unwrap();
     let (count, waker) = counting();
     let mut cx = Context::from_waker(&waker);
     let mut f = pin!(q.take_async());
@@ -87,7 +87,7 @@ fn manual_clock_async() {
 #[test]
 fn repoll_with_new_waker_wakes_the_new_one() {
     let q = DelayQueue::new();
-    q.push(9u8, ms(30)).unwrap();
+    q.insert(9u8, ms(30)).unwrap();
     let (old, old_waker) = counting();
     let (new, new_waker) = counting();
     let mut f = pin!(q.take_async());
@@ -112,7 +112,7 @@ fn repoll_with_new_waker_wakes_the_new_one() {
 #[test]
 fn dropped_future_withdraws_and_others_still_get_items() {
     let q = DelayQueue::new();
-    q.push(1u8, ms(20)).unwrap();
+    q.insert(1u8, ms(20)).unwrap();
     let (count, waker) = counting();
     {
         let mut f = pin!(q.take_async());
@@ -131,7 +131,7 @@ fn many_registrations_do_not_pile_up() {
     // A select-style loop creates and drops a future per round; each must
     // withdraw, or the queue would wake an ever-growing list.
     let q = DelayQueue::<u8>::new();
-    q.push(1, Duration::from_secs(3600)).unwrap();
+    q.insert(1, Duration::from_secs(3600)).unwrap();
     let (_count, waker) = counting();
     for _ in 0..10_000 {
         let mut f = pin!(q.take_async());
@@ -147,7 +147,7 @@ fn many_registrations_do_not_pile_up() {
         Poll::Pending
     );
     assert!(format!("{q:?}").contains("async_takers: 1"), "{q:?}");
-    q.push(2, Duration::ZERO).unwrap();
+    q.insert(2, Duration::ZERO).unwrap();
     assert_eq!(
         f.as_mut().poll(&mut Context::from_waker(&waker)),
         Poll::Ready(Some(2))
@@ -179,7 +179,7 @@ fn tokio_multi_thread_exactly_once() {
         }
         for i in 0..N {
             let delay = Duration::from_micros((i as u64 * 7919) % 15_000);
-            q.push((i, Instant::now() + delay), delay).unwrap();
+            q.insert((i, Instant::now() + delay), delay).unwrap();
             if i % 200 == 0 {
                 tokio::task::yield_now().await;
             }
@@ -225,7 +225,7 @@ fn tokio_current_thread_sync_and_async_takers_share() {
         })
     };
     for i in 0..100 {
-        q.push(i, ms(u64::from(i % 10))).unwrap();
+        q.insert(i, ms(u64::from(i % 10))).unwrap();
     }
     wait_for("items were never all taken", || q.is_empty());
     q.close();

@@ -182,6 +182,31 @@ fn timeout_ok_err_and_not_early() {
 }
 
 #[test]
+fn timeout_at_ok_err_and_not_early_with_manual_clock() {
+    let (clock, s) = manual_scheduler();
+    let start = clock.now();
+    let deadline = start + Duration::from_secs(30);
+    assert_eq!(block_on(s.timeout_at(deadline, async { 5 })), Ok(5));
+    // A deadline already past elapses without the clock moving.
+    let r = block_on(s.timeout_at(start, std::future::pending::<()>()));
+    assert_eq!(r.unwrap_err().to_string(), "deadline has elapsed");
+    // A future deadline elapses only once the clock gets there.
+    let t = s.timeout_at(deadline, std::future::pending::<()>());
+    let c = clock.clone();
+    let waiter = thread::spawn(move || {
+        let r = block_on(t);
+        (r, c.now())
+    });
+    clock.advance(Duration::from_millis(29_999));
+    thread::sleep(ms(20));
+    assert!(!waiter.is_finished(), "timed out before the deadline");
+    clock.advance(Duration::from_millis(1));
+    let (r, at) = waiter.join().unwrap();
+    assert!(r.is_err());
+    assert!(at >= deadline, "timed out early, at {:?}", at - start);
+}
+
+#[test]
 fn dropping_timeout_cancels_its_timer() {
     let s = Scheduler::new();
     let t = s.timeout(Duration::from_secs(3600), std::future::pending::<()>());
@@ -287,6 +312,7 @@ fn futures_are_send_and_unpin() {
     let s = Scheduler::new();
     check(&s.sleep(ms(1)));
     check(&s.timeout(ms(1), async {}));
+    check(&s.timeout_at(Instant::now(), async {}));
     check(&s.interval(ms(1)));
     let mut sleep = s.sleep(ms(1));
     block_on(Pin::new(&mut sleep));

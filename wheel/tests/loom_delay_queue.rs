@@ -1,9 +1,9 @@
-//! Loom models of `DelayQueue`: push/take/remove/reset/close/advance races.
+//! Loom models of `DelayQueue`: insert/take/remove/reset/close/advance races.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test --release -p wheel --test loom_delay_queue`
 //!
 //! Time is a `ManualClock`, so every wait in the queue is untimed and only
-//! an event (push, reset, close, advance, leader hand-off) can end it: a
+//! an event (insert, reset, close, advance, leader hand-off) can end it: a
 //! lost wake-up shows up as a loom deadlock.
 //!
 //! Not covered here: the hand-off from a *timed* leader to followers when
@@ -36,14 +36,14 @@ fn queue() -> (ManualClock, Arc<DelayQueue<u32>>) {
 
 const LATER: Duration = Duration::from_secs(1);
 
-/// A taker blocks on an empty queue while a due item is pushed.
+/// A taker blocks on an empty queue while a due item is inserted.
 #[test]
-fn push_wakes_blocked_taker() {
+fn insert_wakes_blocked_taker() {
     model(|| {
         let (_clock, q) = queue();
         let q2 = q.clone();
         let t = thread::spawn(move || q2.take());
-        q.push(1, Duration::ZERO).unwrap();
+        q.insert(1, Duration::ZERO).unwrap();
         assert_eq!(t.join().unwrap(), Some(1));
         assert!(q.is_empty());
     });
@@ -51,13 +51,13 @@ fn push_wakes_blocked_taker() {
 
 /// A taker sleeps for a later item; an earlier, due item must wake it.
 #[test]
-fn earlier_push_deposes_leader() {
+fn earlier_insert_deposes_leader() {
     model(|| {
         let (_clock, q) = queue();
-        q.push(1, LATER).unwrap();
+        q.insert(1, LATER).unwrap();
         let q2 = q.clone();
         let t = thread::spawn(move || q2.take());
-        q.push(2, Duration::ZERO).unwrap();
+        q.insert(2, Duration::ZERO).unwrap();
         assert_eq!(t.join().unwrap(), Some(2));
         assert_eq!(q.len(), 1);
     });
@@ -68,7 +68,7 @@ fn earlier_push_deposes_leader() {
 fn reset_earlier_wakes_taker() {
     model(|| {
         let (_clock, q) = queue();
-        let k = q.push(1, LATER).unwrap();
+        let k = q.insert(1, LATER).unwrap();
         let q2 = q.clone();
         let t = thread::spawn(move || q2.take());
         assert!(q.reset(k, Duration::ZERO));
@@ -81,7 +81,7 @@ fn reset_earlier_wakes_taker() {
 fn advance_wakes_taker() {
     model(|| {
         let (clock, q) = queue();
-        q.push(1, LATER).unwrap();
+        q.insert(1, LATER).unwrap();
         let q2 = q.clone();
         let t = thread::spawn(move || q2.take());
         clock.advance(LATER);
@@ -95,7 +95,7 @@ fn advance_wakes_taker() {
 fn close_while_taking() {
     model(|| {
         let (_clock, q) = queue();
-        q.push(1, LATER).unwrap();
+        q.insert(1, LATER).unwrap();
         let q2 = q.clone();
         let t = thread::spawn(move || q2.take());
         q.close();
@@ -104,20 +104,20 @@ fn close_while_taking() {
     });
 }
 
-/// Push of a due item, a blocked take and close all race: the item is
+/// Insert of a due item, a blocked take and close all race: the item is
 /// either taken or drained (exactly once), or refused with `Closed`.
 #[test]
-fn push_take_close_race() {
+fn insert_take_close_race() {
     model(|| {
         let (_clock, q) = queue();
         let (qa, qb) = (q.clone(), q.clone());
         let taker = thread::spawn(move || qa.take());
-        let pusher = thread::spawn(move || qb.push(7, Duration::ZERO));
+        let inserter = thread::spawn(move || qb.insert(7, Duration::ZERO));
         q.close();
-        let pushed = pusher.join().unwrap();
+        let inserted = inserter.join().unwrap();
         let taken = taker.join().unwrap();
         let drained = q.drain();
-        match pushed {
+        match inserted {
             Ok(_) => match taken {
                 Some(v) => {
                     assert_eq!(v, 7);
@@ -139,7 +139,7 @@ fn push_take_close_race() {
 fn remove_races_take() {
     model(|| {
         let (_clock, q) = queue();
-        let k = q.push(5, Duration::ZERO).unwrap();
+        let k = q.insert(5, Duration::ZERO).unwrap();
         let q2 = q.clone();
         let t = thread::spawn(move || q2.try_take());
         let removed = q.remove(k);
@@ -153,7 +153,7 @@ fn remove_races_take() {
     });
 }
 
-/// Two blocked takers, two due items pushed one after the other: the
+/// Two blocked takers, two due items inserted one after the other: the
 /// leader hand-off must get both taken (no follower left asleep).
 #[test]
 fn two_takers_two_items() {
@@ -162,8 +162,8 @@ fn two_takers_two_items() {
         let (qa, qb) = (q.clone(), q.clone());
         let a = thread::spawn(move || qa.take());
         let b = thread::spawn(move || qb.take());
-        q.push(1, Duration::ZERO).unwrap();
-        q.push(2, Duration::ZERO).unwrap();
+        q.insert(1, Duration::ZERO).unwrap();
+        q.insert(2, Duration::ZERO).unwrap();
         let mut got = [a.join().unwrap().unwrap(), b.join().unwrap().unwrap()];
         got.sort_unstable();
         assert_eq!(got, [1, 2]);
@@ -176,7 +176,7 @@ fn two_takers_two_items() {
 fn two_takers_advance_then_close() {
     model(|| {
         let (clock, q) = queue();
-        q.push(1, LATER).unwrap();
+        q.insert(1, LATER).unwrap();
         let (qa, qb) = (q.clone(), q.clone());
         let a = thread::spawn(move || qa.take());
         let b = thread::spawn(move || qb.take());
@@ -192,10 +192,10 @@ fn two_takers_advance_then_close() {
     });
 }
 
-/// An async taker registers while a due item is pushed: the helper thread
+/// An async taker registers while a due item is inserted: the helper thread
 /// (or the poll itself) must deliver the item; no lost wake-up.
 #[test]
-fn push_wakes_async_taker() {
+fn insert_wakes_async_taker() {
     use std::future::Future;
     use std::task::{Context, Poll, Wake, Waker};
 
@@ -210,7 +210,7 @@ fn push_wakes_async_taker() {
     model(|| {
         let (_clock, q) = queue();
         let q2 = q.clone();
-        let pusher = thread::spawn(move || q2.push(3, Duration::ZERO).unwrap());
+        let inserter = thread::spawn(move || q2.insert(3, Duration::ZERO).unwrap());
         let waker = Waker::from(std::sync::Arc::new(Unpark(thread::current())));
         let mut cx = Context::from_waker(&waker);
         let mut fut = q.take_async();
@@ -223,6 +223,6 @@ fn push_wakes_async_taker() {
         };
         assert_eq!(got, Some(3));
         drop(fut);
-        pusher.join().unwrap();
+        inserter.join().unwrap();
     });
 }

@@ -549,6 +549,64 @@ fn reset_with_manual_clock_moves_the_deadline() {
 }
 
 #[test]
+fn reset_at_with_manual_clock_moves_the_deadline_to_an_instant() {
+    let clock = ManualClock::new();
+    let start = clock.now();
+    let s = manual(&clock, 1);
+    let (tx, rx) = mpsc::channel();
+    let c = clock.clone();
+    let h = s
+        .schedule(Duration::from_secs(10), move || tx.send(c.now()).unwrap())
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    assert!(h.reset_at(start + Duration::from_secs(15)));
+    clock.advance(Duration::from_secs(5)); // 10 s: the old deadline
+    settle(&s, &clock, start, |st| st.queued == 0);
+    assert_eq!(s.stats().fired, 0, "fired at the old deadline");
+    clock.advance(Duration::from_secs(5));
+    assert_eq!(
+        rx.recv_timeout(EVENTUALLY).unwrap() - start,
+        Duration::from_secs(15)
+    );
+    assert!(!h.reset_at(clock.now()), "already fired");
+    // An instant already past runs the timer at once, without the clock
+    // moving.
+    let (tx, rx) = mpsc::channel();
+    let c = clock.clone();
+    let late = s
+        .schedule(Duration::from_secs(60), move || tx.send(c.now()).unwrap())
+        .unwrap();
+    assert!(late.reset_at(start));
+    assert_eq!(
+        rx.recv_timeout(EVENTUALLY).unwrap() - start,
+        Duration::from_secs(15)
+    );
+    // A repeating timer: the next run moves, later runs keep the period
+    // from there.
+    let (tx, rx) = mpsc::channel();
+    let c = clock.clone();
+    let t0 = clock.now();
+    let rep = s
+        .schedule_repeating(Duration::from_secs(10), move || {
+            tx.send(c.now()).unwrap();
+        })
+        .unwrap();
+    assert!(rep.reset_at(t0 + Duration::from_secs(3)));
+    clock.advance(Duration::from_secs(3));
+    assert_eq!(
+        rx.recv_timeout(EVENTUALLY).unwrap() - t0,
+        Duration::from_secs(3)
+    );
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(
+        rx.recv_timeout(EVENTUALLY).unwrap() - t0,
+        Duration::from_secs(13)
+    );
+    assert!(rep.cancel());
+    assert!(!rep.reset_at(clock.now()), "cancelled");
+}
+
+#[test]
 fn reset_is_linearizable_with_firing() {
     let s = Scheduler::builder().workers(2).build().unwrap();
     let mut moved = 0;

@@ -1,4 +1,4 @@
-//! The `DelayQueue` section: push+take and push+remove for our queue and
+//! The `DelayQueue` section: insert+take and insert+remove for our queue and
 //! tokio-util's, each used by one owner and shared.
 
 use super::{fmt_count, Progress, Results, Settings};
@@ -24,11 +24,11 @@ pub fn dq_runs_for(n: usize, runs: usize) -> usize {
     }
 }
 
-/// (queue, items, workload: 0 push+take, 1 push+remove) -> median ns per item.
+/// (queue, items, workload: 0 insert+take, 1 insert+remove) -> median ns per item.
 type Medians = HashMap<(DqPeer, usize, usize), f64>;
 
 /// The two workloads' names, by their index in [`Medians`].
-const WORKLOADS: [&str; 2] = ["push+take", "push+remove"];
+const WORKLOADS: [&str; 2] = ["insert+take", "insert+remove"];
 
 /// Run the `DelayQueue` comparison.
 pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results) {
@@ -43,9 +43,9 @@ pub fn run_delay_queue(s: &Settings, progress: &Progress, results: &mut Results)
     let mut t = Table {
         title: "DelayQueue (ns per item)".into(),
         intro: format!(
-            "push+take: push N items with delays rising evenly from 1 to {TAKE_SPAN_MS} ms, move the \
+            "insert+take: insert N items with delays rising evenly from 1 to {TAKE_SPAN_MS} ms, move the \
              clock past the last (not timed), take all without blocking (checked: each once, in deadline \
-             order, none before due). push+remove: push N items due over 1..={SPAN} ms, remove all in a \
+             order, none before due). insert+remove: insert N items due over 1..={SPAN} ms, remove all in a \
              random order. Both queues run on a clock moved by hand: ours on `wheel::ManualClock`, \
              tokio-util's on a paused tokio clock. Each queue is used two ways: by one owner (`&mut`: \
              ours through `DelayQueue::exclusive`, without its lock; tokio-util's as it always is) and \
@@ -95,9 +95,9 @@ fn measure(
 ) {
     let run = |peer: DqPeer, seed: u64| {
         if what == 0 {
-            peer.push_take(n)
+            peer.insert_take(n)
         } else {
-            peer.push_remove(n, seed)
+            peer.insert_remove(n, seed)
         }
     };
     let mut samples: HashMap<DqPeer, Vec<f64>> = HashMap::new();

@@ -44,7 +44,7 @@ pub struct Sections {
     pub memory: bool,
     /// Schedule+cancel, lateness, idle.
     pub threaded: bool,
-    /// `DelayQueue` push+take and push+remove.
+    /// `DelayQueue` insert+take and insert+remove.
     pub delay_queue: bool,
     /// Durable timers against the one-second Redis wheel.
     pub durable: bool,

@@ -2,10 +2,10 @@
 //! workload moves by hand, so the figures are the queues' and not the waiting:
 //! tokio-util's on a paused tokio clock, ours on a `wheel::ManualClock`.
 //!
-//! - push+take: push `n` items with increasing delays (1 ms to [`TAKE_SPAN_MS`]),
+//! - insert+take: insert `n` items with increasing delays (1 ms to [`TAKE_SPAN_MS`]),
 //!   move the clock past the last (not timed), take all. Checked: each taken
 //!   once, in non-decreasing deadline order, none before its deadline.
-//! - push+remove: push `n` items due uniformly over 1..60 000 ms, remove all in a
+//! - insert+remove: insert `n` items due uniformly over 1..60 000 ms, remove all in a
 //!   random order. Checked: every remove returns its item; nothing is left.
 
 use super::single::{per_op, SPAN};
@@ -14,15 +14,15 @@ use crate::rng::Rng;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-/// push+take delays rise evenly from 1 ms to this.
+/// insert+take delays rise evenly from 1 ms to this.
 pub const TAKE_SPAN_MS: u64 = 1_000;
 
 /// A delay queue as workload 6 drives it, on a clock it moves by hand.
 pub trait DelayQueueLike {
-    /// What `push` hands back for `remove`.
+    /// What `insert` hands back for `remove`.
     type Key: Copy;
-    /// Push `value` due `delay_ms` from the queue's current time.
-    fn push(&mut self, value: u64, delay_ms: u64) -> Self::Key;
+    /// Insert `value` due `delay_ms` from the queue's current time.
+    fn insert(&mut self, value: u64, delay_ms: u64) -> Self::Key;
     /// Remove a pending item.
     fn remove(&mut self, key: Self::Key) -> Option<u64>;
     /// Move the hand-driven clock forward (not timed).
@@ -41,7 +41,7 @@ pub trait DelayQueueLike {
 /// Result of one run.
 #[derive(Debug, Clone)]
 pub struct DqOutcome {
-    /// Nanoseconds per item (push+take or push+remove).
+    /// Nanoseconds per item (insert+take or insert+remove).
     pub ns_per_item: f64,
     /// The timed part's duration.
     pub elapsed: Duration,
@@ -61,16 +61,16 @@ impl DqOutcome {
     }
 }
 
-/// push+take of `n` items.
-pub fn push_take<Q: DelayQueueLike>(mut q: Q, n: usize) -> DqOutcome {
+/// insert+take of `n` items.
+pub fn insert_take<Q: DelayQueueLike>(mut q: Q, n: usize) -> DqOutcome {
     let delay = |i: usize| 1 + (i as u64 * (TAKE_SPAN_MS - 1)) / n.max(1) as u64;
     let mut taken: Vec<u64> = Vec::with_capacity(n);
     let (elapsed, early_takes) = q.run(|q| {
         let t = Instant::now();
         for i in 0..n {
-            black_box(q.push(i as u64, delay(i)));
+            black_box(q.insert(i as u64, delay(i)));
         }
-        let pushing = t.elapsed();
+        let inserting = t.elapsed();
         // Nothing is due before the first deadline.
         let early = u64::from(q.take_due().is_some());
         q.advance_clock(TAKE_SPAN_MS);
@@ -78,7 +78,7 @@ pub fn push_take<Q: DelayQueueLike>(mut q: Q, n: usize) -> DqOutcome {
         while let Some(v) = q.take_due() {
             taken.push(v);
         }
-        (pushing + t.elapsed(), early)
+        (inserting + t.elapsed(), early)
     });
     let mut seen = vec![false; n];
     let (mut twice, mut unknown, mut out_of_order) = (0u64, 0u64, 0u64);
@@ -112,8 +112,8 @@ pub fn push_take<Q: DelayQueueLike>(mut q: Q, n: usize) -> DqOutcome {
     )
 }
 
-/// push+remove of `n` items.
-pub fn push_remove<Q: DelayQueueLike>(mut q: Q, n: usize, seed: u64) -> DqOutcome {
+/// insert+remove of `n` items.
+pub fn insert_remove<Q: DelayQueueLike>(mut q: Q, n: usize, seed: u64) -> DqOutcome {
     let mut rng = Rng::new(seed);
     let delays: Vec<u64> = (0..n).map(|_| rng.range_inclusive(1, SPAN)).collect();
     let mut order: Vec<u32> = (0..n as u32).collect();
@@ -122,7 +122,7 @@ pub fn push_remove<Q: DelayQueueLike>(mut q: Q, n: usize, seed: u64) -> DqOutcom
     let (elapsed, wrong, left) = q.run(|q| {
         let t = Instant::now();
         for (i, &d) in delays.iter().enumerate() {
-            keys.push(q.push(i as u64, d));
+            keys.push(q.insert(i as u64, d));
         }
         let mut wrong = 0u64;
         for &i in &order {
@@ -163,7 +163,7 @@ impl TokioDq {
 impl DelayQueueLike for TokioDq {
     type Key = tokio_util::time::delay_queue::Key;
 
-    fn push(&mut self, value: u64, delay_ms: u64) -> Self::Key {
+    fn insert(&mut self, value: u64, delay_ms: u64) -> Self::Key {
         self.0.insert_after(value, Duration::from_millis(delay_ms))
     }
 
@@ -207,8 +207,8 @@ impl TokioDqLocked {
 impl DelayQueueLike for TokioDqLocked {
     type Key = tokio_util::time::delay_queue::Key;
 
-    fn push(&mut self, value: u64, delay_ms: u64) -> Self::Key {
-        self.queue().push(value, delay_ms)
+    fn insert(&mut self, value: u64, delay_ms: u64) -> Self::Key {
+        self.queue().insert(value, delay_ms)
     }
 
     fn remove(&mut self, key: Self::Key) -> Option<u64> {
@@ -250,19 +250,19 @@ impl OurDq {
     }
 }
 
-/// The key of a push into our queue, which the workloads never close.
-fn pushed(r: Result<wheel::DelayKey, wheel::Closed<u64>>) -> wheel::DelayKey {
+/// The key of an insert into our queue, which the workloads never close.
+fn inserted(r: Result<wheel::DelayKey, wheel::Closed<u64>>) -> wheel::DelayKey {
     match r {
         Ok(key) => key,
-        Err(_) => panic!("push into an open queue returned Closed"),
+        Err(_) => panic!("insert into an open queue returned Closed"),
     }
 }
 
 impl DelayQueueLike for OurDq {
     type Key = wheel::DelayKey;
 
-    fn push(&mut self, value: u64, delay_ms: u64) -> wheel::DelayKey {
-        pushed(self.queue.push(value, Duration::from_millis(delay_ms)))
+    fn insert(&mut self, value: u64, delay_ms: u64) -> wheel::DelayKey {
+        inserted(self.queue.insert(value, Duration::from_millis(delay_ms)))
     }
 
     fn remove(&mut self, key: wheel::DelayKey) -> Option<u64> {
@@ -292,12 +292,12 @@ impl OurDqExclusive {
 impl DelayQueueLike for OurDqExclusive {
     type Key = wheel::DelayKey;
 
-    fn push(&mut self, value: u64, delay_ms: u64) -> wheel::DelayKey {
-        pushed(
+    fn insert(&mut self, value: u64, delay_ms: u64) -> wheel::DelayKey {
+        inserted(
             self.0
                 .queue
                 .exclusive()
-                .push(value, Duration::from_millis(delay_ms)),
+                .insert(value, Duration::from_millis(delay_ms)),
         )
     }
 
@@ -367,23 +367,23 @@ impl DqPeer {
         }
     }
 
-    /// One push+take run of `n` items.
-    pub fn push_take(self, n: usize) -> DqOutcome {
+    /// One insert+take run of `n` items.
+    pub fn insert_take(self, n: usize) -> DqOutcome {
         match self {
-            DqPeer::Ours => push_take(OurDq::new(n), n),
-            DqPeer::OursExclusive => push_take(OurDqExclusive::new(n), n),
-            DqPeer::TokioUtil => push_take(TokioDq::new(n), n),
-            DqPeer::TokioUtilLocked => push_take(TokioDqLocked::new(n), n),
+            DqPeer::Ours => insert_take(OurDq::new(n), n),
+            DqPeer::OursExclusive => insert_take(OurDqExclusive::new(n), n),
+            DqPeer::TokioUtil => insert_take(TokioDq::new(n), n),
+            DqPeer::TokioUtilLocked => insert_take(TokioDqLocked::new(n), n),
         }
     }
 
-    /// One push+remove run of `n` items.
-    pub fn push_remove(self, n: usize, seed: u64) -> DqOutcome {
+    /// One insert+remove run of `n` items.
+    pub fn insert_remove(self, n: usize, seed: u64) -> DqOutcome {
         match self {
-            DqPeer::Ours => push_remove(OurDq::new(n), n, seed),
-            DqPeer::OursExclusive => push_remove(OurDqExclusive::new(n), n, seed),
-            DqPeer::TokioUtil => push_remove(TokioDq::new(n), n, seed),
-            DqPeer::TokioUtilLocked => push_remove(TokioDqLocked::new(n), n, seed),
+            DqPeer::Ours => insert_remove(OurDq::new(n), n, seed),
+            DqPeer::OursExclusive => insert_remove(OurDqExclusive::new(n), n, seed),
+            DqPeer::TokioUtil => insert_remove(TokioDq::new(n), n, seed),
+            DqPeer::TokioUtilLocked => insert_remove(TokioDqLocked::new(n), n, seed),
         }
     }
 }
@@ -392,12 +392,12 @@ impl DqPeer {
 mod tests {
     use super::*;
 
-    /// A broken queue: everything is due at once, last pushed first, and remove
+    /// A broken queue: everything is due at once, last inserted first, and remove
     /// finds nothing.
     struct Stack(Vec<u64>);
     impl DelayQueueLike for Stack {
         type Key = ();
-        fn push(&mut self, value: u64, _delay_ms: u64) {
+        fn insert(&mut self, value: u64, _delay_ms: u64) {
             self.0.push(value);
         }
         fn remove(&mut self, _: ()) -> Option<u64> {
@@ -411,12 +411,12 @@ mod tests {
 
     #[test]
     fn checks_catch_a_broken_queue() {
-        let c = push_take(Stack(Vec::new()), 1000).check;
+        let c = insert_take(Stack(Vec::new()), 1000).check;
         assert!(
             matches!(c, Check::Failed(ref s) if s.contains("before due")),
             "{c:?}"
         );
-        let c = push_remove(Stack(Vec::new()), 1000, 2).check;
+        let c = insert_remove(Stack(Vec::new()), 1000, 2).check;
         assert!(
             matches!(c, Check::Failed(ref s) if s.contains("missed")),
             "{c:?}"
@@ -425,23 +425,26 @@ mod tests {
 
     #[test]
     fn ours_passes() {
-        assert_eq!(push_take(OurDq::new(3000), 3000).check, Check::Passed);
-        assert_eq!(push_remove(OurDq::new(3000), 3000, 1).check, Check::Passed);
+        assert_eq!(insert_take(OurDq::new(3000), 3000).check, Check::Passed);
+        assert_eq!(
+            insert_remove(OurDq::new(3000), 3000, 1).check,
+            Check::Passed
+        );
     }
 
     #[test]
     fn every_peer_passes() {
         for peer in DqPeer::ALL {
-            assert_eq!(peer.push_take(2000).check, Check::Passed, "{peer:?}");
-            assert_eq!(peer.push_remove(2000, 3).check, Check::Passed, "{peer:?}");
+            assert_eq!(peer.insert_take(2000).check, Check::Passed, "{peer:?}");
+            assert_eq!(peer.insert_remove(2000, 3).check, Check::Passed, "{peer:?}");
         }
     }
 
     #[test]
     fn tokio_util_passes() {
-        assert_eq!(push_take(TokioDq::new(3000), 3000).check, Check::Passed);
+        assert_eq!(insert_take(TokioDq::new(3000), 3000).check, Check::Passed);
         assert_eq!(
-            push_remove(TokioDq::new(3000), 3000, 1).check,
+            insert_remove(TokioDq::new(3000), 3000, 1).check,
             Check::Passed
         );
     }

@@ -104,7 +104,7 @@ impl TickConv {
     /// The first tick at or after `nanos` past the origin (rounded up), the
     /// nanosecond form of [`TickConv::deadline_tick`]. Every conversion of
     /// a `u64` nanosecond count (for the first 584 years, all of them) is
-    /// on the path of a push or a schedule, so they multiply by the stored
+    /// on the path of an insert or a schedule, so they multiply by the stored
     /// reciprocal instead of dividing (see [`div_rem_by`]).
     #[inline]
     pub(crate) fn tick_of_nanos(&self, nanos: u64) -> u64 {
@@ -137,7 +137,7 @@ impl TickConv {
 /// `(n / d, n % d)` for a divisor `d >= 1` with `recip == u64::MAX / d`,
 /// by a multiplication and at most one correction instead of a division
 /// (a 64-bit division has several times the latency of the multiplication
-/// and sits on the critical path of every push).
+/// and sits on the critical path of every insert).
 ///
 /// Exact for every `n`: let `q = n / d`. Since `recip * d <= 2^64 - 1`, the
 /// estimate `e = n * recip / 2^64` (rounded down) is at most `n / d`, so

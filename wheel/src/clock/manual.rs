@@ -31,7 +31,7 @@ pub struct ManualClock {
 struct ManualInner {
     start: Instant,
     /// Nanoseconds since `start`: read without a lock (`now` is on the hot
-    /// path of every push and schedule), written only under `state`.
+    /// path of every insert and schedule), written only under `state`.
     offset_nanos: AtomicU64,
     /// The largest offset that keeps `start + offset` representable.
     max_nanos: u64,
@@ -90,7 +90,8 @@ impl ManualClock {
     }
 
     /// Nanoseconds since the clock started (one atomic load, no `Instant`
-    /// arithmetic: the fast path of [`DelayQueue::push`](crate::DelayQueue::push)).
+    /// arithmetic: the fast path of
+    /// [`DelayQueue::insert`](crate::DelayQueue::insert)).
     #[inline]
     pub(crate) fn offset(&self) -> u64 {
         self.inner.offset_nanos.load(Ordering::SeqCst)

@@ -14,8 +14,9 @@
 //! - `check`: the invariant checker (tests and fuzzing only).
 //!
 //! Layout and arithmetic live in [`config`], entry storage in [`slab`], slot
-//! contents in [`cells`], bitmaps in [`level`], the kill log in
-//! [`kill_log`]; `docs/design.md` explains the whole.
+//! contents in [`cells`], the index that names nothing, which both use, in
+//! `index`, bitmaps in [`level`], the kill log in [`kill_log`];
+//! `docs/design.md` explains the whole.
 //!
 //! # State and invariants
 //!
@@ -66,6 +67,7 @@ pub(crate) mod cells;
 #[cfg(any(test, fuzzing))]
 mod check;
 pub(crate) mod config;
+mod index;
 pub(crate) mod kill_log;
 mod lazy;
 pub(crate) mod level;

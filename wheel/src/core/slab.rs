@@ -26,10 +26,7 @@ use std::num::NonZeroU32;
 
 use super::cells::CellAddr;
 use super::config::Tuning;
-
-/// An index that names no entry (and, as a cell address,
-/// [`CellAddr::NONE`]).
-pub(crate) const NIL: u32 = u32::MAX;
+use super::index::NIL;
 
 /// An occupied entry: the user's value, its deadline, its generation and the
 /// position of its cell in the bucket (or ready queue) that holds it.

@@ -71,7 +71,7 @@ impl<T> DelayQueueBuilder<T> {
     /// use wheel::{DelayQueue, ManualClock};
     /// let clock = ManualClock::new();
     /// let q = DelayQueue::builder().clock(clock.clone()).build().unwrap();
-    /// q.push("rated", Duration::from_secs(48 * 3600)).unwrap();
+    /// q.insert("rated", Duration::from_secs(48 * 3600)).unwrap();
     /// clock.advance(Duration::from_secs(48 * 3600));
     /// assert_eq!(q.try_take(), Some("rated"));
     /// ```

@@ -22,12 +22,12 @@ use crate::clock::TimeBase;
 use crate::sync::{get_mut, Arc};
 
 /// A [`DelayQueue`] borrowed exclusively (`&mut`), from
-/// [`DelayQueue::exclusive`]: the same push, remove, reset and
+/// [`DelayQueue::exclusive`]: the same insert, remove, reset and
 /// non-blocking take, without taking the queue's lock.
 ///
 /// For a queue owned by one thread or one task, such as an event loop's
 /// (the way tokio-util's `DelayQueue`, whose methods all take `&mut self`,
-/// is used). Blocking and async takes need other threads or tasks to push,
+/// is used). Blocking and async takes need other threads or tasks to insert,
 /// so they stay on the shared [`DelayQueue`].
 ///
 /// # Examples
@@ -39,8 +39,8 @@ use crate::sync::{get_mut, Arc};
 /// let clock = ManualClock::new();
 /// let mut queue = DelayQueue::builder().clock(clock.clone()).build().unwrap();
 /// let mut q = queue.exclusive();
-/// let close = q.push("close order 7", Duration::from_secs(30 * 60)).unwrap();
-/// q.push("rate order 8", Duration::from_secs(60)).unwrap();
+/// let close = q.insert("close order 7", Duration::from_secs(30 * 60)).unwrap();
+/// q.insert("rate order 8", Duration::from_secs(60)).unwrap();
 /// assert_eq!(q.remove(close), Some("close order 7")); // paid in time
 ///
 /// clock.advance(Duration::from_secs(60));
@@ -62,7 +62,7 @@ impl<T> DelayQueue<T> {
     /// ```
     /// use std::time::Duration;
     /// let mut queue = wheel::DelayQueue::new();
-    /// queue.exclusive().push(1, Duration::ZERO).unwrap();
+    /// queue.exclusive().insert(1, Duration::ZERO).unwrap();
     /// assert_eq!(queue.try_take(), Some(1)); // the shared methods see it
     /// ```
     pub fn exclusive(&mut self) -> DelayQueueMut<'_, T> {
@@ -75,7 +75,7 @@ impl<T> DelayQueue<T> {
 }
 
 impl<T> DelayQueueMut<'_, T> {
-    /// [`DelayQueue::push`]: adds `value`, due `delay` from now.
+    /// [`DelayQueue::insert`]: adds `value`, due `delay` from now.
     ///
     /// # Errors
     ///
@@ -87,16 +87,16 @@ impl<T> DelayQueueMut<'_, T> {
     /// use std::time::Duration;
     /// let mut queue = wheel::DelayQueue::new();
     /// let mut q = queue.exclusive();
-    /// q.push("now", Duration::ZERO).unwrap();
+    /// q.insert("now", Duration::ZERO).unwrap();
     /// assert_eq!(q.try_take(), Some("now"));
     /// ```
-    pub fn push(&mut self, value: T, delay: Duration) -> Result<DelayKey, Closed<T>> {
+    pub fn insert(&mut self, value: T, delay: Duration) -> Result<DelayKey, Closed<T>> {
         let tick = self.time.delay_tick(delay);
-        self.insert(value, tick)
+        self.insert_tick(value, tick)
     }
 
-    /// [`DelayQueue::push_at`]: adds `value`, due at `at` (at once if `at`
-    /// has passed).
+    /// [`DelayQueue::insert_at`]: adds `value`, due at `deadline` (at once
+    /// if `deadline` has passed).
     ///
     /// # Errors
     ///
@@ -108,15 +108,16 @@ impl<T> DelayQueueMut<'_, T> {
     /// use std::time::Instant;
     /// let mut queue = wheel::DelayQueue::new();
     /// let mut q = queue.exclusive();
-    /// q.push_at('x', Instant::now()).unwrap();
+    /// q.insert_at('x', Instant::now()).unwrap();
     /// assert_eq!(q.try_take(), Some('x'));
     /// ```
-    pub fn push_at(&mut self, value: T, at: Instant) -> Result<DelayKey, Closed<T>> {
-        let tick = self.time.at_tick(at);
-        self.insert(value, tick)
+    pub fn insert_at(&mut self, value: T, deadline: Instant) -> Result<DelayKey, Closed<T>> {
+        let tick = self.time.at_tick(deadline);
+        self.insert_tick(value, tick)
     }
 
-    fn insert(&mut self, value: T, tick: u64) -> Result<DelayKey, Closed<T>> {
+    /// [`DelayQueue`]'s `insert_tick`, without the lock.
+    fn insert_tick(&mut self, value: T, tick: u64) -> Result<DelayKey, Closed<T>> {
         let (key, wake) = self.state.add(self.signal, value, tick)?;
         if wake {
             self.signal.notify_taker();
@@ -133,7 +134,7 @@ impl<T> DelayQueueMut<'_, T> {
     /// use std::time::Duration;
     /// let mut queue = wheel::DelayQueue::new();
     /// let mut q = queue.exclusive();
-    /// let k = q.push(5, Duration::from_secs(9)).unwrap();
+    /// let k = q.insert(5, Duration::from_secs(9)).unwrap();
     /// assert_eq!(q.remove(k), Some(5));
     /// assert_eq!(q.remove(k), None);
     /// ```
@@ -150,13 +151,38 @@ impl<T> DelayQueueMut<'_, T> {
     /// use std::time::Duration;
     /// let mut queue = wheel::DelayQueue::new();
     /// let mut q = queue.exclusive();
-    /// let k = q.push("x", Duration::from_secs(3600)).unwrap();
+    /// let k = q.insert("x", Duration::from_secs(3600)).unwrap();
     /// assert!(q.reset(k, Duration::ZERO));
     /// assert_eq!(q.try_take(), Some("x"));
     /// assert!(!q.reset(k, Duration::ZERO));
     /// ```
     pub fn reset(&mut self, key: DelayKey, delay: Duration) -> bool {
         let tick = self.time.delay_tick(delay);
+        self.reset_tick(key, tick)
+    }
+
+    /// [`DelayQueue::reset_at`]: makes the item of `key` due at `deadline`
+    /// instead (at once if `deadline` has passed); `false` if it already
+    /// left the queue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let mut queue = wheel::DelayQueue::new();
+    /// let mut q = queue.exclusive();
+    /// let k = q.insert("x", Duration::from_secs(3600)).unwrap();
+    /// assert!(q.reset_at(k, Instant::now()));
+    /// assert_eq!(q.try_take(), Some("x"));
+    /// assert!(!q.reset_at(k, Instant::now()));
+    /// ```
+    pub fn reset_at(&mut self, key: DelayKey, deadline: Instant) -> bool {
+        let tick = self.time.at_tick(deadline);
+        self.reset_tick(key, tick)
+    }
+
+    /// [`DelayQueue`]'s `reset_tick`, without the lock.
+    fn reset_tick(&mut self, key: DelayKey, tick: u64) -> bool {
         let (found, wake) = self.state.reset(self.signal, key, tick);
         if wake {
             self.signal.notify_taker();
@@ -173,7 +199,7 @@ impl<T> DelayQueueMut<'_, T> {
     /// use std::time::Duration;
     /// let mut queue = wheel::DelayQueue::new();
     /// let mut q = queue.exclusive();
-    /// q.push(1, Duration::from_secs(60)).unwrap();
+    /// q.insert(1, Duration::from_secs(60)).unwrap();
     /// assert_eq!(q.try_take(), None);
     /// ```
     pub fn try_take(&mut self) -> Option<T> {
@@ -188,7 +214,7 @@ impl<T> DelayQueueMut<'_, T> {
     /// use std::time::Duration;
     /// let mut queue = wheel::DelayQueue::new();
     /// let mut q = queue.exclusive();
-    /// q.push((), Duration::from_secs(1)).unwrap();
+    /// q.insert((), Duration::from_secs(1)).unwrap();
     /// assert_eq!(q.len(), 1);
     /// ```
     pub fn len(&self) -> usize {

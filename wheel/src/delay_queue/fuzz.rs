@@ -112,16 +112,17 @@ impl<'a> Arbitrary<'a> for Delay {
 /// One operation on the queue.
 #[derive(Debug, Clone, Copy)]
 pub enum DqOp {
-    /// `push(value, delay)`.
-    Push(Delay),
-    /// `push_at(value, now - n ns)`: at or before now, possibly before the
+    /// `insert(value, delay)`.
+    Insert(Delay),
+    /// `insert_at(value, now - n ns)`: at or before now, possibly before the
     /// queue was built.
-    PushAtPast(u32),
-    /// `push_at(value, now + delay)` (skipped if that overflows `Instant`).
-    PushAt(Delay),
+    InsertAtPast(u32),
+    /// `insert_at(value, now + delay)` (skipped if that overflows `Instant`).
+    InsertAt(Delay),
     /// `remove(key)`.
     Remove(Pick),
-    /// `reset(key, delay)`.
+    /// `reset(key, delay)`, or `reset_at(key, now + delay)` on every other
+    /// pair of steps when that instant exists (see [`DqHarness`]).
     Reset(Pick, Delay),
     /// One `try_take()`.
     TryTake,
@@ -141,9 +142,9 @@ impl<'a> Arbitrary<'a> for DqOp {
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
         let sel: u8 = u.arbitrary()?;
         Ok(match sel {
-            0..=69 => DqOp::Push(u.arbitrary()?),
-            70..=79 => DqOp::PushAtPast(u.arbitrary()?),
-            80..=94 => DqOp::PushAt(u.arbitrary()?),
+            0..=69 => DqOp::Insert(u.arbitrary()?),
+            70..=79 => DqOp::InsertAtPast(u.arbitrary()?),
+            80..=94 => DqOp::InsertAt(u.arbitrary()?),
             95..=109 => DqOp::Remove(u.arbitrary()?),
             110..=129 => DqOp::Reset(u.arbitrary()?, u.arbitrary()?),
             130..=164 => DqOp::TryTake,
@@ -189,9 +190,13 @@ struct DqItem {
 }
 
 /// A `DelayQueue<u64>` on a `ManualClock`, kept in lock step with the
-/// reference [`Model`] counted in the queue's ticks. Odd steps push, remove,
-/// reset, take and count through [`DelayQueue::exclusive`], even steps
-/// through the shared methods.
+/// reference [`Model`] counted in the queue's ticks. Odd steps insert,
+/// remove, reset, take and count through [`DelayQueue::exclusive`], even
+/// steps through the shared methods. A reset names its new deadline as a
+/// delay (`reset`) on steps `4k` and `4k + 1`, and as an instant
+/// (`reset_at`) on steps `4k + 2` and `4k + 3`, so each form runs on both
+/// paths; the choice hangs on the step, not on the input bytes, so every
+/// byte keeps its meaning.
 ///
 /// The model applies the documented rounding (a deadline in the future
 /// rounds *up* to a tick boundary; a deadline at or before now is due at
@@ -305,7 +310,7 @@ impl DqHarness {
         }
     }
 
-    fn push(
+    fn insert(
         &mut self,
         op: &dyn std::fmt::Debug,
         at: Option<Instant>,
@@ -314,10 +319,10 @@ impl DqHarness {
         let id = self.items.len() as u64;
         let tick = self.tick_of(at);
         let res = match (how, self.exclusive()) {
-            (Ok(delay), false) => self.queue.push(id, delay),
-            (Err(at), false) => self.queue.push_at(id, at),
-            (Ok(delay), true) => self.queue.exclusive().push(id, delay),
-            (Err(at), true) => self.queue.exclusive().push_at(id, at),
+            (Ok(delay), false) => self.queue.insert(id, delay),
+            (Err(at), false) => self.queue.insert_at(id, at),
+            (Ok(delay), true) => self.queue.exclusive().insert(id, delay),
+            (Err(at), true) => self.queue.exclusive().insert_at(id, at),
         };
         match (res, self.closed) {
             (Ok(key), false) => {
@@ -326,12 +331,13 @@ impl DqHarness {
                 assert_eq!(self.book.add(key), id, "key ids are dense");
             }
             (Err(Closed(v)), true) if v == id => {}
-            (Err(Closed(v)), true) => {
-                self.fail(op, format_args!("push after close gave back {v}, not {id}"))
-            }
-            (Ok(key), true) => self.fail(op, format_args!("push after close accepted ({key:?})")),
+            (Err(Closed(v)), true) => self.fail(
+                op,
+                format_args!("insert after close gave back {v}, not {id}"),
+            ),
+            (Ok(key), true) => self.fail(op, format_args!("insert after close accepted ({key:?})")),
             (Err(Closed(v)), false) => {
-                self.fail(op, format_args!("push refused {v} on an open queue"))
+                self.fail(op, format_args!("insert refused {v} on an open queue"))
             }
         }
     }
@@ -362,12 +368,15 @@ impl DqHarness {
         }
     }
 
-    /// `reset` on this step's path.
-    fn reset(&mut self, key: DelayKey, delay: Duration) -> bool {
-        if self.exclusive() {
-            self.queue.exclusive().reset(key, delay)
-        } else {
-            self.queue.reset(key, delay)
+    /// `reset` or `reset_at` (see [`DqHarness`]) on this step's path; `at`
+    /// is now + `delay`, if that instant exists.
+    fn reset(&mut self, key: DelayKey, delay: Duration, at: Option<Instant>) -> bool {
+        let deadline = at.filter(|_| self.step % 4 >= 2);
+        match (deadline, self.exclusive()) {
+            (None, true) => self.queue.exclusive().reset(key, delay),
+            (None, false) => self.queue.reset(key, delay),
+            (Some(at), true) => self.queue.exclusive().reset_at(key, at),
+            (Some(at), false) => self.queue.reset_at(key, at),
         }
     }
 
@@ -453,22 +462,22 @@ impl DqHarness {
         self.step += 1;
         let dop: &dyn std::fmt::Debug = &op;
         match op {
-            DqOp::Push(d) => {
+            DqOp::Insert(d) => {
                 let delay = self.delay(d);
                 let at = self.clock.now().checked_add(delay);
-                self.push(dop, at, Ok(delay));
+                self.insert(dop, at, Ok(delay));
             }
-            DqOp::PushAtPast(n) => {
+            DqOp::InsertAtPast(n) => {
                 let at = self
                     .clock
                     .now()
                     .checked_sub(Duration::from_nanos(u64::from(n)))
                     .unwrap_or(self.start);
-                self.push(dop, Some(at), Err(at));
+                self.insert(dop, Some(at), Err(at));
             }
-            DqOp::PushAt(d) => {
+            DqOp::InsertAt(d) => {
                 if let Some(at) = self.clock.now().checked_add(self.delay(d)) {
-                    self.push(dop, Some(at), Err(at));
+                    self.insert(dop, Some(at), Err(at));
                 }
             }
             DqOp::Remove(pick) => self.remove_picked(dop, pick),
@@ -518,7 +527,7 @@ impl DqHarness {
         let delay = self.delay(d);
         let at = self.clock.now().checked_add(delay);
         let tick = self.tick_of(at);
-        let got = self.reset(key, delay);
+        let got = self.reset(key, delay, at);
         let want = id.is_some_and(|id| self.model.reset(id, tick));
         if got != want {
             self.fail(op, format_args!("reset({key:?}) = {got}, expected {want}"));

@@ -25,7 +25,7 @@
 //! once). The invariants of the shared state are in `state.rs`.
 //!
 //! - this file: [`DelayQueue`], [`DelayKey`], [`Closed`]; construction,
-//!   push, remove, reset, close, drain.
+//!   insert, remove, reset, close, drain.
 //! - `take.rs`: the non-blocking, blocking and async takes, [`TakeFuture`].
 //! - `state.rs`: what the state lock guards, and the operations on it.
 //! - `signal.rs`: the wake-up side, free of the item type.
@@ -72,14 +72,15 @@ const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// use wheel::DelayQueue;
 ///
 /// let q = DelayQueue::new();
-/// let key = q.push("late", Duration::from_secs(60)).unwrap();
+/// let key = q.insert("late", Duration::from_secs(60)).unwrap();
 /// assert_eq!(q.remove(key), Some("late"));
 /// assert_eq!(q.remove(key), None); // stale key
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DelayKey(TimerKey);
 
-/// The error of a push into a closed [`DelayQueue`]; it gives the value back.
+/// The error of an insert into a closed [`DelayQueue`]; it gives the value
+/// back.
 ///
 /// # Examples
 ///
@@ -89,7 +90,7 @@ pub struct DelayKey(TimerKey);
 ///
 /// let q = DelayQueue::new();
 /// q.close();
-/// let err = q.push(7, Duration::ZERO).unwrap_err();
+/// let err = q.insert(7, Duration::ZERO).unwrap_err();
 /// assert_eq!(err, Closed(7));
 /// assert_eq!(err.to_string(), "the delay queue is closed");
 /// assert_eq!(err.into_inner(), 7);
@@ -98,7 +99,7 @@ pub struct DelayKey(TimerKey);
 pub struct Closed<T>(pub T);
 
 impl<T> Closed<T> {
-    /// The value that could not be pushed.
+    /// The value that could not be inserted.
     ///
     /// # Examples
     ///
@@ -121,16 +122,16 @@ impl<T: fmt::Debug> std::error::Error for Closed<T> {}
 
 /// A queue of values that each become available at their own deadline.
 ///
-/// Producers [`push`](Self::push) values with a delay (or
-/// [`push_at`](Self::push_at) an instant); consumers [`take`](Self::take)
-/// them once due, in deadline order (ties in push order), never before
+/// Producers [`insert`](Self::insert) values with a delay (or
+/// [`insert_at`](Self::insert_at) a deadline); consumers [`take`](Self::take)
+/// them once due, in deadline order (ties in insert order), never before
 /// their deadline, each exactly once, from any number of threads. Share it
 /// by reference (scoped threads) or in an `Arc`; it is `Send + Sync` when
 /// `T: Send`.
 ///
 /// Deadlines have the resolution of the queue's tick (1 ms by default): an
 /// item comes out at the first tick boundary at or after its deadline, and
-/// items due within the same tick come out in push order.
+/// items due within the same tick come out in insert order.
 ///
 /// A blocked consumer sleeps until the earliest deadline and is woken early
 /// only when an earlier item arrives, an item is reset earlier, the queue is
@@ -140,10 +141,14 @@ impl<T: fmt::Debug> std::error::Error for Closed<T> {}
 ///
 /// [`close`](Self::close) wakes every blocked consumer, which returns
 /// `None`. From then on `take*`/`try_take`/`take_async` return `None` even
-/// if items remain, `iter` ends, and `push` hands the value back in
-/// [`Closed`]. [`drain`](Self::drain), [`remove`](Self::remove) and
-/// [`reset`](Self::reset) keep working, so nothing is lost: `drain` returns
-/// every item still inside, due or not.
+/// if items remain, `iter` ends, and `insert` hands the value back in
+/// [`Closed`]. [`drain`](Self::drain), [`remove`](Self::remove),
+/// [`reset`](Self::reset) and [`reset_at`](Self::reset_at) keep working, so
+/// nothing is lost: `drain` returns every item still inside, due or not.
+/// `close`, not `shutdown`, because the queue is channel-like: closing
+/// stops the flow and keeps the items, whereas
+/// [`Scheduler::shutdown`](crate::Scheduler::shutdown) stops threads and
+/// drops the timers it held.
 ///
 /// # Examples
 ///
@@ -152,8 +157,8 @@ impl<T: fmt::Debug> std::error::Error for Closed<T> {}
 /// use wheel::DelayQueue;
 ///
 /// let q = DelayQueue::new();
-/// q.push("second", Duration::from_millis(20)).unwrap();
-/// q.push("first", Duration::from_millis(10)).unwrap();
+/// q.insert("second", Duration::from_millis(20)).unwrap();
+/// q.insert("first", Duration::from_millis(10)).unwrap();
 /// assert_eq!(q.take(), Some("first"));
 /// assert_eq!(q.take(), Some("second"));
 /// assert!(q.is_empty());
@@ -194,7 +199,7 @@ impl<T> DelayQueue<T> {
     ///     .capacity(1024)
     ///     .build()
     ///     .unwrap();
-    /// q.push("x", Duration::from_secs(1)).unwrap();
+    /// q.insert("x", Duration::from_secs(1)).unwrap();
     /// assert_eq!(q.try_take(), None);
     /// clock.advance(Duration::from_secs(1));
     /// assert_eq!(q.try_take(), Some("x"));
@@ -244,14 +249,14 @@ impl<T> DelayQueue<T> {
     /// ```
     /// use std::time::Duration;
     /// let q = wheel::DelayQueue::new();
-    /// q.push(1, Duration::ZERO).unwrap();
+    /// q.insert(1, Duration::ZERO).unwrap();
     /// assert_eq!(q.try_take(), Some(1));
     /// ```
-    pub fn push(&self, value: T, delay: Duration) -> Result<DelayKey, Closed<T>> {
-        self.insert(value, self.time.delay_tick(delay))
+    pub fn insert(&self, value: T, delay: Duration) -> Result<DelayKey, Closed<T>> {
+        self.insert_tick(value, self.time.delay_tick(delay))
     }
 
-    /// Adds `value`, due at `at` (at once if `at` has passed).
+    /// Adds `value`, due at `deadline` (at once if `deadline` has passed).
     ///
     /// # Errors
     ///
@@ -262,16 +267,18 @@ impl<T> DelayQueue<T> {
     /// ```
     /// use std::time::{Duration, Instant};
     /// let q = wheel::DelayQueue::new();
-    /// q.push_at("now", Instant::now()).unwrap();
-    /// q.push_at("soon", Instant::now() + Duration::from_millis(5)).unwrap();
+    /// q.insert_at("now", Instant::now()).unwrap();
+    /// q.insert_at("soon", Instant::now() + Duration::from_millis(5)).unwrap();
     /// assert_eq!(q.take(), Some("now"));
     /// assert_eq!(q.take(), Some("soon"));
     /// ```
-    pub fn push_at(&self, value: T, at: Instant) -> Result<DelayKey, Closed<T>> {
-        self.insert(value, self.time.at_tick(at))
+    pub fn insert_at(&self, value: T, deadline: Instant) -> Result<DelayKey, Closed<T>> {
+        self.insert_tick(value, self.time.at_tick(deadline))
     }
 
-    fn insert(&self, value: T, tick: u64) -> Result<DelayKey, Closed<T>> {
+    /// Adds `value` at wheel tick `tick`, and wakes a taker if it is due
+    /// before the one a blocked taker waits for.
+    fn insert_tick(&self, value: T, tick: u64) -> Result<DelayKey, Closed<T>> {
         // The guard is dropped at the end of the statement: the taker is
         // woken after the lock is released.
         let (key, wake) = lock(&self.state).add(&self.signal, value, tick)?;
@@ -289,7 +296,7 @@ impl<T> DelayQueue<T> {
     /// ```
     /// use std::time::Duration;
     /// let q = wheel::DelayQueue::new();
-    /// let k = q.push("order-7", Duration::from_secs(3600)).unwrap();
+    /// let k = q.insert("order-7", Duration::from_secs(3600)).unwrap();
     /// assert_eq!(q.remove(k), Some("order-7"));
     /// assert!(q.is_empty());
     /// ```
@@ -299,20 +306,43 @@ impl<T> DelayQueue<T> {
 
     /// Makes the item of `key` due `delay` from now instead; `false` if it
     /// already left the queue. Among items due in the same tick, a reset
-    /// item counts as pushed now.
+    /// item counts as inserted now.
     ///
     /// # Examples
     ///
     /// ```
     /// use std::time::Duration;
     /// let q = wheel::DelayQueue::new();
-    /// let k = q.push("x", Duration::from_secs(3600)).unwrap();
+    /// let k = q.insert("x", Duration::from_secs(3600)).unwrap();
     /// assert!(q.reset(k, Duration::ZERO));
     /// assert_eq!(q.take(), Some("x"));
     /// assert!(!q.reset(k, Duration::ZERO));
     /// ```
     pub fn reset(&self, key: DelayKey, delay: Duration) -> bool {
-        let tick = self.time.delay_tick(delay);
+        self.reset_tick(key, self.time.delay_tick(delay))
+    }
+
+    /// Makes the item of `key` due at `deadline` instead (at once if
+    /// `deadline` has passed); `false` if it already left the queue. Among
+    /// items due in the same tick, a reset item counts as inserted now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let q = wheel::DelayQueue::new();
+    /// let k = q.insert("x", Duration::from_secs(3600)).unwrap();
+    /// assert!(q.reset_at(k, Instant::now()));
+    /// assert_eq!(q.take(), Some("x"));
+    /// assert!(!q.reset_at(k, Instant::now()));
+    /// ```
+    pub fn reset_at(&self, key: DelayKey, deadline: Instant) -> bool {
+        self.reset_tick(key, self.time.at_tick(deadline))
+    }
+
+    /// Moves the item of `key` to wheel tick `tick`, and wakes a taker if
+    /// it is now due before the one a blocked taker waits for.
+    fn reset_tick(&self, key: DelayKey, tick: u64) -> bool {
         let (found, wake) = lock(&self.state).reset(&self.signal, key, tick);
         if wake {
             self.signal.notify_taker();
@@ -320,16 +350,23 @@ impl<T> DelayQueue<T> {
         found
     }
 
-    /// Closes the queue: blocked and future takers get `None`, pushes are
-    /// refused. Idempotent. Items inside stay there for
-    /// [`drain`](Self::drain).
+    /// Closes the queue, as one closes a channel: every blocked taker and
+    /// every waiting [`take_async`](Self::take_async) wakes and gets `None`,
+    /// later takes get `None`, and [`insert`](Self::insert) and
+    /// [`insert_at`](Self::insert_at) hand the value back in [`Closed`].
+    ///
+    /// Pending items are neither handed out nor dropped: they stay inside,
+    /// and [`drain`](Self::drain), [`remove`](Self::remove),
+    /// [`reset`](Self::reset) and [`reset_at`](Self::reset_at) keep working
+    /// on them (items nobody drains are dropped with the queue). A second
+    /// call does nothing.
     ///
     /// # Examples
     ///
     /// ```
     /// use std::time::Duration;
     /// let q = wheel::DelayQueue::new();
-    /// q.push("kept", Duration::from_secs(60)).unwrap();
+    /// q.insert("kept", Duration::from_secs(60)).unwrap();
     /// std::thread::scope(|s| {
     ///     let taker = s.spawn(|| q.take());
     ///     q.close();
@@ -372,8 +409,8 @@ impl<T> DelayQueue<T> {
     /// ```
     /// use std::time::Duration;
     /// let q = wheel::DelayQueue::new();
-    /// q.push("b", Duration::from_secs(20)).unwrap();
-    /// q.push("a", Duration::from_secs(10)).unwrap();
+    /// q.insert("b", Duration::from_secs(20)).unwrap();
+    /// q.insert("a", Duration::from_secs(10)).unwrap();
     /// q.close();
     /// assert_eq!(q.drain(), ["a", "b"]);
     /// assert!(q.is_empty());
@@ -394,7 +431,7 @@ impl<T> DelayQueue<T> {
     /// ```
     /// use std::time::Duration;
     /// let q = wheel::DelayQueue::new();
-    /// q.push((), Duration::from_secs(1)).unwrap();
+    /// q.insert((), Duration::from_secs(1)).unwrap();
     /// assert_eq!(q.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
@@ -443,14 +480,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn push_and_reset_use_it_on_a_manual_clock() {
+    fn insert_and_reset_use_it_on_a_manual_clock() {
         let clock = ManualClock::new();
         let q = DelayQueue::builder().clock(clock.clone()).build().unwrap();
         clock.advance(Duration::from_micros(2_500));
-        let a = q.push('a', Duration::from_micros(1_500)).unwrap(); // 4.0 ms: tick 4
-        q.push('b', Duration::ZERO).unwrap(); // current tick 2
-        q.push('c', Duration::MAX).unwrap(); // never
-        let d = q.push('d', Duration::from_millis(10)).unwrap();
+        let a = q.insert('a', Duration::from_micros(1_500)).unwrap(); // 4.0 ms: tick 4
+        q.insert('b', Duration::ZERO).unwrap(); // current tick 2
+        q.insert('c', Duration::MAX).unwrap(); // never
+        let d = q.insert('d', Duration::from_millis(10)).unwrap();
         assert!(q.reset(d, Duration::from_nanos(1))); // 2.500001 ms: tick 3
         assert_eq!(q.try_take(), Some('b'));
         assert_eq!(q.try_take(), None);

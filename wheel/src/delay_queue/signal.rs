@@ -23,7 +23,7 @@
 //! - `wakers` holds the async takers that found nothing due. They are woken
 //!   (and the list emptied) by the helper thread once `deadline` has passed,
 //!   and by `close`. `deadline` is a tick at or before the earliest pending
-//!   deadline as of the latest registration or push (`NEVER` when none).
+//!   deadline as of the latest registration or insert (`NEVER` when none).
 
 use std::task::Waker;
 use std::time::Instant;
@@ -168,7 +168,7 @@ impl Signal {
     }
 
     /// Registers (or refreshes) the async taker `id` with `waker`, to be
-    /// woken at `deadline` (a tick; `NEVER` for "only on a push").
+    /// woken at `deadline` (a tick; `NEVER` for "only on an insert").
     ///
     /// Call under the state lock. Returns the helper's new deadline, or
     /// `None` if the helper thread could not be started (the caller then

@@ -18,7 +18,7 @@
 //!   (`leader = 0`) and bumps the epoch ([`State::came_earlier`]).
 //! - `async_waiting`/`async_at` mirror the signal's async registrations:
 //!   whenever an async taker is registered, `async_waiting` is true and
-//!   `async_at` equals the helper's deadline, so a push that comes due
+//!   `async_at` equals the helper's deadline, so an insert that comes due
 //!   earlier is always passed on to the helper.
 
 use std::time::Instant;
@@ -127,7 +127,7 @@ impl<T> State<T> {
     /// woken (then the leader is deposed and the epoch bumped).
     ///
     /// `signal` stays an `&Arc`, dereferenced only on those rare paths: as
-    /// a `&Signal`, every push would load the pointer up front.
+    /// a `&Signal`, every insert would load the pointer up front.
     fn came_earlier(&mut self, signal: &Arc<Signal>, tick: u64) -> bool {
         if self.async_waiting && tick < self.async_at {
             match signal.lower_deadline(tick) {

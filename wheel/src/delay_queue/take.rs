@@ -35,7 +35,7 @@ impl<T> DelayQueue<T> {
     /// use std::time::{Duration, Instant};
     /// let q = wheel::DelayQueue::new();
     /// let start = Instant::now();
-    /// q.push("ping", Duration::from_millis(15)).unwrap();
+    /// q.insert("ping", Duration::from_millis(15)).unwrap();
     /// assert_eq!(q.take(), Some("ping"));
     /// assert!(start.elapsed() >= Duration::from_millis(15));
     /// ```
@@ -52,7 +52,7 @@ impl<T> DelayQueue<T> {
     /// ```
     /// use std::time::Duration;
     /// let q = wheel::DelayQueue::new();
-    /// q.push("later", Duration::from_secs(3600)).unwrap();
+    /// q.insert("later", Duration::from_secs(3600)).unwrap();
     /// assert_eq!(q.take_timeout(Duration::from_millis(5)), None);
     /// assert_eq!(q.len(), 1);
     /// ```
@@ -70,7 +70,7 @@ impl<T> DelayQueue<T> {
     /// use std::time::Duration;
     /// let q = wheel::DelayQueue::new();
     /// assert_eq!(q.try_take(), None::<u8>);
-    /// q.push(3, Duration::ZERO).unwrap();
+    /// q.insert(3, Duration::ZERO).unwrap();
     /// assert_eq!(q.try_take(), Some(3));
     /// ```
     pub fn try_take(&self) -> Option<T> {
@@ -105,7 +105,7 @@ impl<T> DelayQueue<T> {
     /// #     }
     /// # }
     /// let q = wheel::DelayQueue::new();
-    /// q.push("async", Duration::from_millis(5)).unwrap();
+    /// q.insert("async", Duration::from_millis(5)).unwrap();
     /// // `block_on` is any executor, here a ten-line one.
     /// assert_eq!(block_on(q.take_async()), Some("async"));
     /// ```
@@ -122,7 +122,7 @@ impl<T> DelayQueue<T> {
     /// use std::time::Duration;
     /// let q = wheel::DelayQueue::new();
     /// for i in 0..3 {
-    ///     q.push(i, Duration::from_millis(3 - i)).unwrap();
+    ///     q.insert(i, Duration::from_millis(3 - i)).unwrap();
     /// }
     /// let got: Vec<u64> = q.iter().take(3).collect();
     /// assert_eq!(got, [2, 1, 0]);
@@ -215,7 +215,7 @@ impl<T> DelayQueue<T> {
 /// #[tokio::main(flavor = "current_thread")]
 /// async fn main() {
 ///     let q = wheel::DelayQueue::new();
-///     q.push("hello", Duration::from_millis(2)).unwrap();
+///     q.insert("hello", Duration::from_millis(2)).unwrap();
 ///     let fut: wheel::TakeFuture<'_, &str> = q.take_async();
 ///     assert_eq!(fut.await, Some("hello"));
 /// }

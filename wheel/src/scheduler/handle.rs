@@ -6,14 +6,15 @@
 //! reach the tick thread after the timer's insert.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::sync::Arc;
 
 use super::lanes::LaneRef;
 
-/// A handle to one scheduled timer: cancel it, push it back, ask whether it
-/// is still pending.
+/// A handle to one scheduled timer: cancel it, move its deadline
+/// ([`reset`](Self::reset) after a delay, [`reset_at`](Self::reset_at) an
+/// instant), ask whether it is still pending.
 ///
 /// A handle is a slot index plus a generation (16 bytes with the pointer to
 /// the scheduler's shared state). Handles are cheap to clone; all clones
@@ -91,7 +92,37 @@ impl TimerHandle {
     /// ```
     pub fn reset(&self, delay: Duration) -> bool {
         let r = &self.lane_ref;
-        r.shared.reset(r.lane, self.index, self.gen, delay)
+        let due = r.shared.time.due_after(delay);
+        r.shared.reset(r.lane, self.index, self.gen, due)
+    }
+
+    /// Re-arms a timer that has not started so that it runs at `deadline`
+    /// (never before; as soon as possible if `deadline` has passed) instead
+    /// of at its current deadline. Returns `true` iff the timer had not
+    /// started and will now run at the new deadline (never at the old one);
+    /// `false` if it already started, finished or was cancelled. An instant
+    /// too far away to represent is accepted and never fires.
+    ///
+    /// On a repeating timer it moves the next run (also while a run is in
+    /// progress: the run after it then happens at `deadline`), and later
+    /// runs follow at the period from there. Lock-free, O(1), no
+    /// allocation, like [`reset`](Self::reset).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let scheduler = wheel::Scheduler::new();
+    /// let close = scheduler.schedule(Duration::from_secs(30), || println!("closed")).unwrap();
+    /// let end_of_day = Instant::now() + Duration::from_secs(8 * 3600);
+    /// assert!(close.reset_at(end_of_day));
+    /// close.cancel();
+    /// assert!(!close.reset_at(end_of_day));
+    /// ```
+    pub fn reset_at(&self, deadline: Instant) -> bool {
+        let r = &self.lane_ref;
+        let due = r.shared.time.due_at(deadline);
+        r.shared.reset(r.lane, self.index, self.gen, due)
     }
 
     /// `true` while the timer has a run that [`cancel`](Self::cancel) could

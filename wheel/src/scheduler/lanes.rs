@@ -11,7 +11,7 @@
 
 use crate::sync::{Arc, AtomicU64, CachePadded, Queue};
 
-use super::submit::Command;
+use super::command::Command;
 use super::Shared;
 
 /// One lane: a command queue and a stripe of counters, on its own cache

@@ -14,8 +14,10 @@
 //! - `slots/`: the slot table (one atomic state word per timer); the
 //!   linearization points of cancel, reset and firing.
 //! - `handle.rs`: [`TimerHandle`].
-//! - `submit.rs`: commands, the producer paths and the no-lost-wake-up
-//!   protocol with the tick thread.
+//! - `command.rs`: the message a lane's queue carries to the tick thread
+//!   (`Command`, the timer `Entry` and its type-erased callback).
+//! - `submit.rs`: the producer paths and the no-lost-wake-up protocol with
+//!   the tick thread.
 //! - `lanes.rs`: per-thread stripes of the producer-side state, so that
 //!   producers on different cores write disjoint cache lines.
 //! - `ticker.rs`: the tick thread (the only owner of the [`Wheel`]), with
@@ -37,6 +39,7 @@
 //! [`Wheel`]: crate::Wheel
 
 mod builder;
+mod command;
 mod handle;
 mod lanes;
 mod lateness;

@@ -52,6 +52,7 @@ use crate::clock::NEVER;
 use crate::error::ScheduleError;
 use crate::sync::{fence, thread_stripe, Arc, AtomicBool, AtomicU64, Ordering};
 
+use super::command::{Command, Entry, Every, Once, Task};
 use super::handle::TimerHandle;
 use super::lanes::{lane_of, LaneRef};
 use super::slots::Cancelled;
@@ -59,107 +60,6 @@ use super::{Scheduler, Shared};
 
 /// `planned` value while the tick thread is awake (no producer wakes it).
 const AWAKE: u64 = 0;
-
-/// A timer's callback, type-erased. One-shot closures are wrapped in
-/// [`Once`], repeating ones in [`Every`].
-pub(crate) trait Task: Send {
-    /// Runs a one-shot callback, consuming it.
-    fn run_once(self: Box<Self>);
-    /// Runs one run of a repeating callback (never called on a one-shot).
-    fn run(&mut self);
-    /// The period in nanoseconds; 0 for a one-shot timer.
-    fn period(&self) -> u64;
-    /// The exact due time of a repeating timer's next run (nanoseconds
-    /// after the origin), kept in its box by the tick thread; `None` for a
-    /// one-shot timer, whose due time is not stored (its wheel tick is).
-    fn due(&self) -> Option<u64>;
-    /// Records the due time (ignored by one-shot timers).
-    fn set_due(&mut self, due: u64);
-}
-
-/// A one-shot closure. Stored as is (no `Option`), so that
-/// `Box<Once<F>>` of a closure that captures nothing is zero-sized and
-/// costs no allocation.
-pub(crate) struct Once<F>(pub(crate) F);
-
-impl<F: FnOnce() + Send> Task for Once<F> {
-    fn run_once(self: Box<Self>) {
-        (self.0)()
-    }
-    fn run(&mut self) {
-        debug_assert!(false, "a one-shot task is run by `run_once`");
-    }
-    fn period(&self) -> u64 {
-        0
-    }
-    fn due(&self) -> Option<u64> {
-        None
-    }
-    fn set_due(&mut self, _due: u64) {}
-}
-
-/// A repeating closure, its period (nanoseconds, at least 1) and the due
-/// time of its next run (see [`Task::due`]).
-pub(crate) struct Every<F> {
-    pub(crate) f: F,
-    pub(crate) period: u64,
-    pub(crate) due: u64,
-}
-
-impl<F: FnMut() + Send> Task for Every<F> {
-    fn run_once(mut self: Box<Self>) {
-        (self.f)()
-    }
-    fn run(&mut self) {
-        (self.f)()
-    }
-    fn period(&self) -> u64 {
-        self.period
-    }
-    fn due(&self) -> Option<u64> {
-        Some(self.due)
-    }
-    fn set_due(&mut self, due: u64) {
-        self.due = due;
-    }
-}
-
-/// A timer's entry: its closure and where it belongs. Owned by exactly one
-/// place at a time: a command in the queue, the tick thread (which keeps it
-/// split: `(index, seq)` in its wheel, the closure in a side table), the
-/// worker queue, or a worker.
-pub(crate) struct Entry {
-    pub(crate) task: Box<dyn Task>,
-    /// Slot index.
-    pub(crate) index: u32,
-    /// The reset sequence this entry is armed for (see `handle.rs`).
-    pub(crate) seq: u32,
-    /// Requested instant, nanoseconds after the scheduler's origin;
-    /// [`NEVER`] for never. In a job handed to a worker: for a one-shot
-    /// timer, the start of its deadline tick (the requested instant rounded
-    /// up to the tick); for a repeating timer, the exact due time.
-    pub(crate) due: u64,
-}
-
-/// What the tick thread is asked to do.
-pub(crate) enum Command {
-    /// A new timer of slot generation `gen`: put it in the wheel at
-    /// `entry.due`, unless it was cancelled first (then its slot no longer
-    /// carries `gen`).
-    Insert { entry: Entry, gen: u32 },
-    /// A repeating timer whose run just ended: schedule its next run.
-    Rearm(Entry),
-    /// A handle cancelled this timer: drop its entry now.
-    Cancel { index: u32, gen: u32 },
-    /// A handle reset this timer to `due`; valid only if the slot still
-    /// carries `seq`.
-    Reset {
-        index: u32,
-        gen: u32,
-        seq: u32,
-        due: u64,
-    },
-}
 
 /// The tick thread's published sleep plan (see the module docs).
 pub(crate) struct WakePlan {
@@ -324,9 +224,9 @@ impl Shared {
         }
     }
 
-    /// `TimerHandle::reset` for a handle of `lane`.
-    pub(crate) fn reset(&self, lane: usize, index: u32, gen: u32, delay: Duration) -> bool {
-        let due = self.time.due_after(delay);
+    /// `TimerHandle::reset`/`reset_at` for a handle of `lane`: the timer
+    /// is now due at `due` (nanoseconds after the origin).
+    pub(crate) fn reset(&self, lane: usize, index: u32, gen: u32, due: u64) -> bool {
         match self.slots.reset(index, gen) {
             None => false,
             Some(seq) => {
@@ -500,14 +400,7 @@ pub(crate) fn next_fixed_rate(prev: u64, period: u64, started: u64) -> u64 {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{next_fixed_rate, Command};
-
-    #[test]
-    fn a_command_is_40_bytes() {
-        // A command queue's slot is this plus crossbeam's state word; an
-        // insert's generation fits in the enum's padding.
-        assert_eq!(std::mem::size_of::<Command>(), 40);
-    }
+    use super::next_fixed_rate;
 
     #[test]
     fn fixed_rate_boundaries() {

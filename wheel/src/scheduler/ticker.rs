@@ -42,12 +42,12 @@ use crate::clock::NEVER;
 use crate::core::{Expired, TimerKey, Wheel};
 use crate::sync::{Arc, Backoff, Ordering, Parker};
 
+use super::command::{Command, Entry, Task};
 use super::lanes::lane_of;
 use super::lateness::WakeLateness;
 use super::slots::{
     gen_of, is_repeat, seq_of, state_of, Claim, CANCELLED, PENDING, QUEUED, RUNNING,
 };
-use super::submit::{Command, Entry, Task};
 use super::Shared;
 
 /// Upper bound on the sleep of a tick thread that is receiving commands:

@@ -38,8 +38,9 @@ use crate::sync::{
     RingQueue,
 };
 
+use super::command::{Command, Entry};
 use super::slots::Start;
-use super::submit::{next_fixed_rate, Command, Entry};
+use super::submit::next_fixed_rate;
 use super::Shared;
 
 /// The least time an idle worker polls the job queue before it sleeps,

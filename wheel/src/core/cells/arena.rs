@@ -2,7 +2,7 @@
 //! a free list, a tag and a word of dead bits per block.
 
 use super::{CellAddr, BLOCK_CELLS, MAX_BLOCKS};
-use crate::core::slab::NIL;
+use crate::core::index::NIL;
 
 /// A block of cells: 128 bytes, two cache lines' worth.
 ///

@@ -3,7 +3,7 @@
 
 use super::arena::Blocks;
 use super::{CellAddr, CellOwner, ALL_CELLS, BLOCK_CELLS, COMPACT_MIN, COMPACT_RATIO};
-use crate::core::slab::NIL;
+use crate::core::index::NIL;
 
 /// The cells of one slot (or of the ready queue), in placement order.
 ///

@@ -56,7 +56,7 @@ use std::fmt;
 
 pub(crate) use self::arena::Blocks;
 pub(crate) use self::bucket::Bucket;
-use super::slab::NIL;
+use super::index::NIL;
 
 /// Cells per block: 31 `u32` indices and the next block's index fill 128
 /// bytes, two cache lines' worth (fetched together by the hardware when a

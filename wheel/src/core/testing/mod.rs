@@ -8,7 +8,8 @@
 //! - [`ops`]: the decoders from bytes to a layout and [`WheelOp`]s;
 //! - [`harness`]: [`WheelHarness`], a wheel and the model in lock step;
 //! - [`keys`]: the book of live and stale keys a harness aims at;
-//! - [`run`]: running a whole input, and the choices a run makes.
+//! - [`choices`]: the choices a run makes ([`Checks`], [`TuningPreset`]);
+//! - [`run`]: running a whole input.
 //!
 //! # What the harness checks
 //!
@@ -41,12 +42,14 @@
 //!   on the input bytes and on model state, never on the wheel's answers,
 //!   so a divergence is reproducible from the input alone.
 
+pub mod choices;
 pub mod harness;
 pub(crate) mod keys;
 pub mod model;
 pub mod ops;
 pub mod run;
 
+pub use self::choices::{Checks, TuningPreset, SLOTS_PER_CHECK};
 pub(crate) use self::harness::clamp;
 pub use self::harness::{checked_config, WheelHarness};
 pub(crate) use self::keys::KeyBook;
@@ -58,7 +61,6 @@ pub use self::ops::{
 };
 pub use self::run::{
     run_config, run_config_ops, run_config_with, run_ops, run_wheel, run_wheel_ops, run_wheel_with,
-    Checks, TuningPreset, SLOTS_PER_CHECK,
 };
 
 #[cfg(all(test, not(loom)))]
