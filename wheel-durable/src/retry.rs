@@ -1,8 +1,7 @@
-//! The back-off between runs of a timer whose handler asked to retry.
+//! The back-off between runs of a timer whose handler asked to retry, and
+//! the one back-off curve ([`backoff`]) that it and the store calls' retries
+//! ([`Backoff`](crate::time::Backoff)) both wait by.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Exponential back-off with jitter, and a limit on attempts.
@@ -164,14 +163,35 @@ impl RetryPolicy {
         if self.is_last(attempt) {
             return None;
         }
-        let exp = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);
-        let full = self.initial.as_secs_f64() * self.multiplier.powi(exp);
-        let capped = full.min(self.max_delay.as_secs_f64());
-        let cut = capped * self.jitter * unit_random();
-        // A wait too long for a `Duration` (a `max_delay` near
-        // `Duration::MAX` loses precision as a float) is the longest wait.
-        Some(Duration::try_from_secs_f64((capped - cut).max(0.0)).unwrap_or(self.max_delay))
+        Some(backoff(
+            self.initial,
+            self.multiplier,
+            self.max_delay,
+            self.jitter,
+            attempt,
+        ))
     }
+}
+
+/// The wait before try number `n` after the first (1 for the first
+/// retry): `min(first * factor^(n-1), max)`, less up to `jitter` (a share
+/// from 0 to 1) of it at random, so that callers failing together do not
+/// come back together. Never more than `max`; never a panic, whatever the
+/// settings (a `NaN` product counts as `max`).
+pub(crate) fn backoff(
+    first: Duration,
+    factor: f64,
+    max: Duration,
+    jitter: f64,
+    n: u32,
+) -> Duration {
+    let exp = i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX);
+    let full = first.as_secs_f64() * factor.powi(exp);
+    let capped = full.min(max.as_secs_f64());
+    let cut = capped * jitter * unit_random();
+    // A wait too long for a `Duration` (a `max` near `Duration::MAX` loses
+    // precision as a float) is the longest wait.
+    Duration::try_from_secs_f64((capped - cut).max(0.0)).unwrap_or(max)
 }
 
 // The builder keeps both floats finite-or-clamped and never NaN (a NaN
@@ -223,14 +243,10 @@ pub(crate) fn gave_up(attempt: u32, why: &str) -> String {
     format!("gave up after {attempt} attempts: {why}")
 }
 
-/// A number in [0, 1): the standard library's per-process random hash
-/// keys over a counter (jitter needs spread, not cryptographic quality).
+/// A number in [0, 1), from `fastrand`'s per-thread generator (jitter
+/// needs spread, not cryptographic quality).
 pub(crate) fn unit_random() -> f64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    thread_local!(static KEYS: RandomState = RandomState::new());
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let bits = KEYS.with(|k| k.hash_one(n));
-    (bits >> 11) as f64 / (1u64 << 53) as f64
+    fastrand::f64()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::sync::{Condvar, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::DurableError;
+use crate::retry::backoff;
 
 /// Milliseconds since the Unix epoch, by the store's clock.
 pub(crate) type Millis = u64;
@@ -57,33 +58,35 @@ pub(crate) fn system_now() -> Millis {
 }
 
 /// The doubling wait between tries of a failed store call: `first`, then
-/// twice as long each time, at most `max`.
+/// twice as long each time, at most `max`, on the one back-off curve
+/// ([`backoff`]). No jitter: these waits are short and bounded by the
+/// caller's own deadline, and the tests pin them.
 #[derive(Debug, Clone)]
 pub(crate) struct Backoff {
     first: Duration,
-    next: Duration,
     max: Duration,
+    /// Waits handed out since the last success.
+    tries: u32,
 }
 
 impl Backoff {
     pub(crate) fn new(first: Duration, max: Duration) -> Backoff {
         Backoff {
             first,
-            next: first.min(max),
             max,
+            tries: 0,
         }
     }
 
     /// The wait before the next try.
     pub(crate) fn next(&mut self) -> Duration {
-        let wait = self.next;
-        self.next = (wait * 2).min(self.max);
-        wait
+        self.tries = self.tries.saturating_add(1);
+        backoff(self.first, 2.0, self.max, 0.0, self.tries)
     }
 
     /// Starts again from the first wait (after a success).
     pub(crate) fn reset(&mut self) {
-        self.next = self.first.min(self.max);
+        self.tries = 0;
     }
 }
 
@@ -119,6 +122,8 @@ mod tests {
         b.reset();
         assert_eq!(b.next(), ms(10));
         assert_eq!(Backoff::new(ms(90), ms(50)).next(), ms(50));
+        let mut long = Backoff::new(ms(10), Duration::MAX);
+        assert!((0..100).map(|_| long.next()).all(|d| d >= ms(10)));
     }
 
     #[test]

@@ -120,44 +120,6 @@ fn a_redirect_is_not_followed_but_retried_then_a_dead_letter_with_its_status() {
     timers.shutdown().unwrap();
 }
 
-/// `t` as an HTTP date (IMF-fixdate, always GMT): `Sun, 06 Nov 1994
-/// 08:49:37 GMT`.
-fn http_date(t: SystemTime) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let secs = t.duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Days since the epoch to a civil date, counting in 400-year eras
-    // that start on 1 March so that the leap day ends a year.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
-        DAYS[(days % 7) as usize],
-        MONTHS[(month - 1) as usize],
-        rem / 3_600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-#[test]
-fn the_test_s_http_dates_are_right() {
-    let at = |s| UNIX_EPOCH + Duration::from_secs(s);
-    assert_eq!(http_date(at(784_111_777)), "Sun, 06 Nov 1994 08:49:37 GMT");
-    assert_eq!(http_date(at(951_782_400)), "Tue, 29 Feb 2000 00:00:00 GMT");
-    assert_eq!(http_date(at(0)), "Thu, 01 Jan 1970 00:00:00 GMT");
-}
-
 #[test]
 fn a_503_is_retried_no_sooner_than_its_retry_after_date() {
     // The date two whole seconds after the first request's second: the
@@ -172,7 +134,7 @@ fn a_503_is_retried_no_sooner_than_its_retry_after_date() {
             let secs = r.at.duration_since(UNIX_EPOCH).unwrap().as_secs() + 2;
             let date = UNIX_EPOCH + Duration::from_secs(secs);
             *not_before.lock().unwrap() = Some(date);
-            Reply::status(503).header("Retry-After", &http_date(date))
+            Reply::status(503).header("Retry-After", &httpdate::fmt_http_date(date))
         })
     };
     let dir = tempfile::tempdir().unwrap();

@@ -67,7 +67,6 @@ mod config;
 mod guard;
 mod headers;
 mod hosts;
-mod http_date;
 mod reply;
 mod send;
 mod sign;

@@ -16,11 +16,11 @@
 //! whose reason is the last failure; a dead letter's reason holds the
 //! status and the first [`REASON_BODY`] bytes of the reply's body.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use http::StatusCode;
 
-use super::{guard, http_date};
+use super::guard;
 use crate::retry::gave_up;
 use crate::{Outcome, RetryPolicy};
 
@@ -117,14 +117,20 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 /// The wait a `Retry-After` value asks for: delay-seconds, or an HTTP date
 /// (a date already past asks for none). `None` when it is neither.
+///
+/// A date is read by `httpdate`: any of the three formats RFC 9110 has
+/// every recipient accept (IMF-fixdate, RFC 850 with its two-digit year,
+/// asctime), names spelled as the grammar has them (case-sensitive), the
+/// weekday matching the date, a date that exists, years 1970 to 9999, no
+/// leap second. Anything else is no date, and the policy's back-off
+/// applies.
 pub(crate) fn wait_of(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
         // More digits than a u64 holds: as long a wait as can be said.
         return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
     }
-    let at = http_date::parse(value)?;
-    let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(at).unwrap_or(0));
+    let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
@@ -156,6 +162,7 @@ pub(crate) fn outcome(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     fn retry(after: Option<Duration>, why: &str) -> Verdict {
         Verdict::Retry {
@@ -228,6 +235,79 @@ mod tests {
         assert_eq!(wait("Sun, 06 Nov 1994 08:00:00 GMT"), Some(Duration::ZERO));
         for bad in ["", "-1", "1.5", "+3", "soon"] {
             assert_eq!(wait(bad), None, "{bad:?}");
+        }
+    }
+
+    /// Unix seconds of `Sun, 06 Nov 1994 08:49:37 GMT`.
+    const NOV_6_1994: u64 = 784_111_777;
+
+    /// The wait a `Retry-After` date asks for, seen at the Unix epoch: the
+    /// date's Unix seconds.
+    fn epoch_secs(date: &str) -> Option<u64> {
+        wait_of(date, UNIX_EPOCH).map(|d| d.as_secs())
+    }
+
+    #[test]
+    fn the_three_date_formats_ask_for_the_same_wait() {
+        let now = UNIX_EPOCH + Duration::from_secs(NOV_6_1994 - 30);
+        for date in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+        ] {
+            assert_eq!(
+                wait_of(date, now),
+                Some(Duration::from_secs(30)),
+                "{date:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn dates_on_the_calendars_edges() {
+        assert_eq!(epoch_secs("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(
+            epoch_secs("Tue, 29 Feb 2000 00:00:00 GMT"),
+            Some(951_782_400)
+        );
+        assert_eq!(
+            epoch_secs("Thu, 29 Feb 2024 12:00:00 GMT"),
+            Some(1_709_208_000)
+        );
+        // The far end of what an HTTP date can say: a wait of 8000 years.
+        assert_eq!(
+            epoch_secs("Fri, 31 Dec 9999 23:59:59 GMT"),
+            Some(253_402_300_799)
+        );
+        // RFC 850's two-digit years: 00 to 69 are 20xx, 70 to 99 are 19xx.
+        assert_eq!(
+            epoch_secs("Tuesday, 01-Jan-69 00:00:00 GMT"),
+            Some(3_124_224_000)
+        );
+        assert_eq!(epoch_secs("Thursday, 01-Jan-70 00:00:00 GMT"), Some(0));
+    }
+
+    #[test]
+    fn values_that_are_no_http_date_ask_for_no_wait() {
+        for bad in [
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 06 Nov 1994 08:49:37",
+            "Sun, 06 Nvm 1994 08:49:37 GMT",
+            "Sun, 06 nov 1994 08:49:37 GMT",
+            "Mon, 06 Nov 1994 08:49:37 GMT",
+            "Sat, 30 Feb 2000 00:00:00 GMT",
+            "Thu, 29 Feb 2001 00:00:00 GMT",
+            "Sun, 00 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT",
+            "Sun, 06 Nov 1994 08:60:00 GMT",
+            "Sun, 06 Nov 1994 08:49:60 GMT",
+            "Sun, +6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 194 08:49:37 GMT",
+            "Wed, 31 Dec 1969 23:59:59 GMT",
+            "Sat, 01 Jan 10000 00:00:00 GMT",
+            "Sun, 06 Nov 1994 08:49:37 GMT\u{e9}",
+        ] {
+            assert_eq!(wait_of(bad, UNIX_EPOCH), None, "{bad:?}");
         }
     }
 

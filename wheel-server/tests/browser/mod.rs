@@ -1,6 +1,8 @@
 //! A headless Chromium for tests, driven through `chromedriver` with the
 //! few WebDriver calls they need, as JSON over HTTP (the blocking reqwest
-//! client the other tests use).
+//! client the other tests use). A WebDriver crate is not used: the ones
+//! there are (`fantoccini`, `thirtyfour`) are async and bring a second
+//! HTTP stack's worth of crates for the dozen calls below.
 //!
 //! Without Chromium or chromedriver on the PATH, [`Browser::for_test`]
 //! prints why and returns `None`, unless `WHEEL_REQUIRE_BROWSER=1` (as CI
@@ -12,6 +14,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
@@ -230,7 +234,11 @@ impl Browser {
     /// A PNG of the window.
     pub fn screenshot(&self) -> Vec<u8> {
         let v = self.call(reqwest::Method::GET, "/screenshot", Value::Null);
-        base64_decode(v.as_str().unwrap())
+        let text = v.as_str().unwrap_or_else(|| panic!("no screenshot: {v}"));
+        // WebDriver sends the PNG as standard base64, with padding.
+        STANDARD
+            .decode(text)
+            .unwrap_or_else(|e| panic!("screenshot not base64: {e}"))
     }
 }
 
@@ -243,38 +251,4 @@ impl Drop for Browser {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
-}
-
-/// Standard base64 (with padding), as WebDriver sends screenshots.
-fn base64_decode(s: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => panic!("not base64: {c}"),
-    };
-    let digits: Vec<u8> = s
-        .bytes()
-        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
-        .map(value)
-        .collect();
-    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
-    for chunk in digits.chunks(4) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, d)| n | (u32::from(*d) << (18 - 6 * i)));
-        let bytes = n.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    out
-}
-
-#[test]
-fn base64_decodes_with_and_without_padding() {
-    assert_eq!(base64_decode("aGVsbG8="), b"hello");
-    assert_eq!(base64_decode("aGk="), b"hi");
-    assert_eq!(base64_decode("YWJj"), b"abc");
 }
