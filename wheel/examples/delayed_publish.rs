@@ -83,7 +83,7 @@ fn main() {
             // only the products due after `t` are left.
             let not_due = keys
                 .iter()
-                .filter(|(id, &(_, at))| at > t && !withdrawn.contains(id))
+                .filter(|(id, (_, at))| *at > t && !withdrawn.contains(*id))
                 .count();
             let give_up = Instant::now() + Duration::from_secs(20);
             while queue.len() != not_due {

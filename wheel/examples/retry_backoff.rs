@@ -154,7 +154,9 @@ fn main() {
     let stats = scheduler.stats();
     assert_eq!(stats.pending, 0, "a timer outlived its future");
 
-    println!("retry_backoff: {JOBS} jobs, up to {MAX_ATTEMPTS} attempts, back-off 5/10/20/40 ms, 20 ms attempt timeout");
+    println!(
+        "retry_backoff: {JOBS} jobs, up to {MAX_ATTEMPTS} attempts, back-off 5/10/20/40 ms, 20 ms attempt timeout"
+    );
     println!("  succeeded           : {succeeded}");
     println!("  gave up             : {gave_up}");
     println!("  retries             : {retries} (every gap >= its back-off, checked)");

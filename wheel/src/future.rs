@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::ScheduleError;
 use crate::scheduler::{Scheduler, TimerHandle};
-use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering, lock};
 
 /// What a timer callback shares with its future.
 struct Link {

@@ -8,12 +8,12 @@
 //! durable stores' harness lives in the `wheel-durable` crate.
 
 pub use crate::core::testing::{
-    checked_config, layout_is_valid, run_config, run_config_ops, run_config_with, run_ops,
-    run_wheel, run_wheel_ops, run_wheel_with, Checks, ConfigInput, Extreme, ExtremeOp, LayoutSpec,
-    LevelBits, Model, Pick, PollTo, TuningPreset, WheelHarness, WheelInput, WheelOp, When, MAX_OPS,
-    SLOTS_PER_CHECK,
+    Checks, ConfigInput, Extreme, ExtremeOp, LayoutSpec, LevelBits, MAX_OPS, Model, Pick, PollTo,
+    SLOTS_PER_CHECK, TuningPreset, WheelHarness, WheelInput, WheelOp, When, checked_config,
+    layout_is_valid, run_config, run_config_ops, run_config_with, run_ops, run_wheel,
+    run_wheel_ops, run_wheel_with,
 };
 pub use crate::delay_queue::fuzz::{
-    run_delay_queue, run_delay_queue_ops, run_delay_queue_with, Delay, DqHarness, DqInput, DqOp,
-    TickSpec,
+    Delay, DqHarness, DqInput, DqOp, TickSpec, run_delay_queue, run_delay_queue_ops,
+    run_delay_queue_with,
 };

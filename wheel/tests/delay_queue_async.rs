@@ -2,7 +2,7 @@
 #![cfg(not(loom))]
 
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::{Pin, pin};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use wheel::{DelayQueue, ManualClock};
 
 mod common;
-use common::{block_on, counting, ms, wait_for, LIVENESS};
+use common::{LIVENESS, block_on, counting, ms, wait_for};
 
 #[test]
 fn mini_executor_never_early() {

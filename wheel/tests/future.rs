@@ -3,9 +3,9 @@
 #![cfg(not(loom))]
 
 use std::future::Future;
-use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use wheel::{ManualClock, ScheduleError, Scheduler};
 
 mod common;
-use common::{block_on, counting, ms, wait_for, LIVENESS};
+use common::{LIVENESS, block_on, counting, ms, wait_for};
 
 fn manual_scheduler() -> (ManualClock, Scheduler) {
     let clock = ManualClock::new();

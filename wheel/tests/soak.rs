@@ -18,8 +18,8 @@
 //! that should fire has not fired that long after the last deadline.
 #![cfg(not(loom))]
 
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 

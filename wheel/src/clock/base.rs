@@ -22,7 +22,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Clock, ManualClock, TickConv, NEVER};
+use super::{Clock, ManualClock, NEVER, TickConv};
 
 /// A clock, its origin (the instant at which tick 0 starts) and its tick
 /// length. Fixed at construction; shared read-only by every thread of its

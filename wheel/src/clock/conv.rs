@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{max_offset, NEVER};
+use super::{NEVER, max_offset};
 
 /// Converts between instants and ticks of a fixed length from an origin.
 #[derive(Clone, Copy, Debug)]
@@ -150,11 +150,7 @@ impl TickConv {
 pub(crate) fn div_rem_by(n: u64, d: u64, recip: u64) -> (u64, u64) {
     let e = ((u128::from(n) * u128::from(recip)) >> 64) as u64;
     let r = n - e * d;
-    if r >= d {
-        (e + 1, r - d)
-    } else {
-        (e, r)
-    }
+    if r >= d { (e + 1, r - d) } else { (e, r) }
 }
 
 /// `nanos / tick`, rounded down, saturating at `u64::MAX`, in 128 bits:

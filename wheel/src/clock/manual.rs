@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::max_offset;
-use crate::sync::{lock, AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicU64, Mutex, Ordering, lock};
 
 /// A clock that only moves when told to, for tests and simulations.
 ///

@@ -107,7 +107,7 @@ impl<T> Wheel<T> {
         Expired {
             key: TimerKey {
                 index,
-                gen: node.gen.get(),
+                generation: node.generation.get(),
             },
             deadline: node.when,
             value: node.value,

@@ -10,10 +10,10 @@
 
 use std::collections::HashSet;
 
+use super::Wheel;
 use super::cells::{Bucket, CellAddr};
 use super::kill_log::DEFER_KILLS;
 use super::slab::Slab;
-use super::Wheel;
 
 /// What the walk of the buckets found, summed over all of them.
 #[derive(Debug, Default)]

@@ -395,9 +395,11 @@ mod tests {
         assert_eq!(WheelConfig::new(&[1; 64]).unwrap().span_bits(), 64);
         assert!(WheelConfig::new(&[1; 65]).is_err());
         assert!(WheelConfig::new(&[16; 4]).is_ok());
-        assert!(ConfigError::Empty
-            .to_string()
-            .contains("at least one level"));
+        assert!(
+            ConfigError::Empty
+                .to_string()
+                .contains("at least one level")
+        );
     }
 
     #[test]

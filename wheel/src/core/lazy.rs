@@ -76,7 +76,7 @@
 //! a lazy bucket counts at least `dead` of its marked cells dead, and the
 //! shares of all lazy buckets add up to `lazy_dead`.
 
-use super::cells::{Blocks, Bucket, CellAddr, BLOCK_CELLS, COMPACT_RATIO};
+use super::cells::{BLOCK_CELLS, Blocks, Bucket, COMPACT_RATIO, CellAddr};
 use super::level::Level;
 use super::{Loc, Wheel};
 

@@ -92,7 +92,7 @@ impl Level {
             .summary
             .iter()
             .enumerate()
-            .find(|(_, &bits)| bits != 0)?;
+            .find(|&(_, &bits)| bits != 0)?;
         let w = sw * 64 + sbits.trailing_zeros() as usize;
         Some(w * 64 + self.words[w].trailing_zeros() as usize)
     }

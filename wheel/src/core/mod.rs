@@ -84,13 +84,13 @@ use std::fmt;
 
 #[cfg(doc)]
 use self::cells::COMPACT_RATIO;
-use self::cells::{Blocks, Bucket, CellAddr, CellOwner, BLOCK_CELLS};
+use self::cells::{BLOCK_CELLS, Blocks, Bucket, CellAddr, CellOwner};
 use self::config::Layout;
 pub(crate) use self::config::Tuning;
 pub use self::config::{ConfigError, WheelConfig};
-use self::kill_log::KillLog;
 #[cfg(doc)]
 use self::kill_log::DEFER_KILLS;
+use self::kill_log::KillLog;
 use self::level::Level;
 use self::slab::Slab;
 
@@ -115,7 +115,7 @@ use self::slab::Slab;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TimerKey {
     index: u32,
-    gen: u32,
+    generation: u32,
 }
 
 /// A timer returned by [`Wheel::poll`] or [`Wheel::drain`].

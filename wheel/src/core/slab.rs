@@ -3,7 +3,7 @@
 //! Invariants:
 //! - An index is either occupied (a [`Node`]) or vacant. Vacant indices that
 //!   may be reused form a singly linked free list through `next_free`.
-//! - Every index has a generation. A key `(index, gen)` names a live timer
+//! - Every index has a generation. A key `(index, generation)` names a live timer
 //!   iff the index is occupied with exactly that generation. Freeing bumps
 //!   the generation, so old keys stop matching; a slot whose generation would
 //!   wrap is retired (never reused) instead, so a key can never alias a later
@@ -39,7 +39,7 @@ pub(crate) struct Node<T> {
     pub(crate) value: T,
     /// The effective deadline (tick).
     pub(crate) when: u64,
-    pub(crate) gen: NonZeroU32,
+    pub(crate) generation: NonZeroU32,
     /// The address of this entry's live cell, in its bucket or in the
     /// ready queue; [`CellAddr::NONE`] while it is being moved or removed.
     pub(crate) pos: CellAddr,
@@ -52,7 +52,7 @@ pub(crate) enum SlabEntry<T> {
         /// Next index of the free list (or [`NIL`]).
         next_free: u32,
         /// The generation the next occupant gets; `None` if retired.
-        gen: Option<u32>,
+        generation: Option<u32>,
     },
 }
 
@@ -129,10 +129,10 @@ impl<T> Slab<T> {
             match self.entries[index as usize] {
                 SlabEntry::Vacant {
                     next_free,
-                    gen: Some(gen),
+                    generation: Some(generation),
                 } => {
                     self.free_head = next_free;
-                    return (index, gen);
+                    return (index, generation);
                 }
                 // Only reusable vacant entries are on the free list.
                 _ => unreachable!("free list points at a non-reusable entry"),
@@ -155,7 +155,7 @@ impl<T> Slab<T> {
             // A placeholder, so that `fill` always overwrites.
             self.entries.push(SlabEntry::Vacant {
                 next_free: NIL,
-                gen: Some(self.fresh_gen),
+                generation: Some(self.fresh_gen),
             });
             return (index, self.fresh_gen);
         }
@@ -176,10 +176,10 @@ impl<T> Slab<T> {
             // only in `shrink_to_fit`, which empties the lanes).
             let first = fresh_index(len, chunk);
             *lane = (first, first + chunk);
-            let gen = Some(self.fresh_gen);
+            let generation = Some(self.fresh_gen);
             self.entries.extend((0..chunk).map(|_| SlabEntry::Vacant {
                 next_free: NIL,
-                gen,
+                generation,
             }));
         }
         let index = lane.0;
@@ -187,16 +187,16 @@ impl<T> Slab<T> {
         (index, self.fresh_gen)
     }
 
-    /// Stores a new node at `index` with generation `gen`, both from
+    /// Stores a new node at `index` with generation `generation`, both from
     /// [`vacant`](Slab::vacant), with its cell at `pos`.
     #[inline]
-    pub(crate) fn fill(&mut self, index: u32, gen: u32, value: T, when: u64, pos: CellAddr) {
+    pub(crate) fn fill(&mut self, index: u32, generation: u32, value: T, when: u64, pos: CellAddr) {
         // Every generation handed out is at least 1 (`fresh_gen` starts
         // there and only grows; freeing adds 1 without wrapping).
         self.entries[index as usize] = SlabEntry::Occupied(Node {
             value,
             when,
-            gen: NonZeroU32::new(gen).unwrap_or(NonZeroU32::MIN),
+            generation: NonZeroU32::new(generation).unwrap_or(NonZeroU32::MIN),
             pos,
         });
         self.len += 1;
@@ -210,16 +210,16 @@ impl<T> Slab<T> {
     /// As [`vacant`](Slab::vacant).
     #[cfg(test)]
     pub(crate) fn insert(&mut self, value: T, when: u64) -> (u32, u32) {
-        let (index, gen) = self.vacant(when);
-        self.fill(index, gen, value, when, CellAddr::NONE);
-        (index, gen)
+        let (index, generation) = self.vacant(when);
+        self.fill(index, generation, value, when, CellAddr::NONE);
+        (index, generation)
     }
 
     /// Frees an occupied index (the caller unlinked it) and returns its node.
     #[inline]
     pub(crate) fn remove(&mut self, index: u32) -> Node<T> {
-        let (next_free, gen) = match &self.entries[index as usize] {
-            SlabEntry::Occupied(node) => match node.gen.get().checked_add(1) {
+        let (next_free, generation) = match &self.entries[index as usize] {
+            SlabEntry::Occupied(node) => match node.generation.get().checked_add(1) {
                 Some(g) => (self.free_head, Some(g)),
                 None => (NIL, None),
             },
@@ -227,9 +227,12 @@ impl<T> Slab<T> {
         };
         let old = std::mem::replace(
             &mut self.entries[index as usize],
-            SlabEntry::Vacant { next_free, gen },
+            SlabEntry::Vacant {
+                next_free,
+                generation,
+            },
         );
-        if gen.is_some() {
+        if generation.is_some() {
             self.free_head = index;
         }
         self.len -= 1;
@@ -239,13 +242,15 @@ impl<T> Slab<T> {
         }
     }
 
-    /// Frees the live node that `(index, gen)` names and returns it, or
+    /// Frees the live node that `(index, generation)` names and returns it, or
     /// `None` (changing nothing) if the key is stale. One lookup.
     #[inline]
-    pub(crate) fn remove_key(&mut self, index: u32, gen: u32) -> Option<Node<T>> {
+    pub(crate) fn remove_key(&mut self, index: u32, generation: u32) -> Option<Node<T>> {
         let entry = self.entries.get_mut(index as usize)?;
         let next_gen = match entry {
-            SlabEntry::Occupied(node) if node.gen.get() == gen => gen.checked_add(1),
+            SlabEntry::Occupied(node) if node.generation.get() == generation => {
+                generation.checked_add(1)
+            }
             _ => return None,
         };
         let next_free = if next_gen.is_some() {
@@ -257,7 +262,7 @@ impl<T> Slab<T> {
             entry,
             SlabEntry::Vacant {
                 next_free,
-                gen: next_gen,
+                generation: next_gen,
             },
         );
         if next_gen.is_some() {
@@ -270,20 +275,20 @@ impl<T> Slab<T> {
         }
     }
 
-    /// The live node that `(index, gen)` names, if any.
+    /// The live node that `(index, generation)` names, if any.
     #[inline]
-    pub(crate) fn get_key(&self, index: u32, gen: u32) -> Option<&Node<T>> {
+    pub(crate) fn get_key(&self, index: u32, generation: u32) -> Option<&Node<T>> {
         match self.entries.get(index as usize) {
-            Some(SlabEntry::Occupied(node)) if node.gen.get() == gen => Some(node),
+            Some(SlabEntry::Occupied(node)) if node.generation.get() == generation => Some(node),
             _ => None,
         }
     }
 
-    /// The live node that `(index, gen)` names, if any.
+    /// The live node that `(index, generation)` names, if any.
     #[inline]
-    pub(crate) fn get_key_mut(&mut self, index: u32, gen: u32) -> Option<&mut Node<T>> {
+    pub(crate) fn get_key_mut(&mut self, index: u32, generation: u32) -> Option<&mut Node<T>> {
         match self.entries.get_mut(index as usize) {
-            Some(SlabEntry::Occupied(node)) if node.gen.get() == gen => Some(node),
+            Some(SlabEntry::Occupied(node)) if node.generation.get() == generation => Some(node),
             _ => None,
         }
     }
@@ -343,9 +348,14 @@ impl<T> Slab<T> {
                 .entries
                 .iter()
                 .map(|e| match e {
-                    SlabEntry::Occupied(node) => node.gen.get().saturating_add(1),
-                    SlabEntry::Vacant { gen: Some(g), .. } => *g,
-                    SlabEntry::Vacant { gen: None, .. } => u32::MAX,
+                    SlabEntry::Occupied(node) => node.generation.get().saturating_add(1),
+                    SlabEntry::Vacant {
+                        generation: Some(g),
+                        ..
+                    } => *g,
+                    SlabEntry::Vacant {
+                        generation: None, ..
+                    } => u32::MAX,
                 })
                 .max()
                 .unwrap_or(1);
@@ -360,7 +370,7 @@ impl<T> Slab<T> {
         for i in (0..self.entries.len()).rev() {
             if let SlabEntry::Vacant {
                 next_free,
-                gen: Some(_),
+                generation: Some(_),
             } = &mut self.entries[i]
             {
                 *next_free = self.free_head;
@@ -384,7 +394,15 @@ impl<T> Slab<T> {
         let reusable = self
             .entries
             .iter()
-            .filter(|e| matches!(e, SlabEntry::Vacant { gen: Some(_), .. }))
+            .filter(|e| {
+                matches!(
+                    e,
+                    SlabEntry::Vacant {
+                        generation: Some(_),
+                        ..
+                    }
+                )
+            })
             .count();
         let mut reserved = vec![false; self.entries.len()];
         let mut in_lanes = 0;
@@ -394,7 +412,10 @@ impl<T> Slab<T> {
             }
             for i in next..end {
                 match self.entries.get(i as usize) {
-                    Some(SlabEntry::Vacant { gen: Some(g), .. }) if *g == self.fresh_gen => {}
+                    Some(SlabEntry::Vacant {
+                        generation: Some(g),
+                        ..
+                    }) if *g == self.fresh_gen => {}
                     _ => return Err(format!("lane {lane} holds unusable index {i}")),
                 }
                 if std::mem::replace(&mut reserved[i as usize], true) {
@@ -412,7 +433,7 @@ impl<T> Slab<T> {
             match self.entries.get(at as usize) {
                 Some(SlabEntry::Vacant {
                     next_free,
-                    gen: Some(_),
+                    generation: Some(_),
                 }) => at = *next_free,
                 _ => return Err(format!("free list reaches non-free index {at}")),
             }
@@ -479,7 +500,7 @@ mod tests {
     fn wrapped_generation_retires_the_index() {
         let mut slab = Slab::with_capacity(0, &Tuning::DEFAULT);
         let (i, _) = slab.insert(1u8, 0);
-        slab.node_mut(i).gen = NonZeroU32::MAX;
+        slab.node_mut(i).generation = NonZeroU32::MAX;
         slab.remove(i);
         slab.check().unwrap();
         let (j, _) = slab.insert(2u8, 0);

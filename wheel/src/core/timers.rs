@@ -42,10 +42,10 @@ impl<T> Wheel<T> {
         // The cell goes in first, so the node is written once, complete.
         // Entries due in the same level-1 slot share a lane of the slab
         // (see `slab`), so a cascade reads them from few cache lines.
-        let (index, gen) = self.slab.vacant(when >> self.lane_shift);
+        let (index, generation) = self.slab.vacant(when >> self.lane_shift);
         let pos = self.place_cell(index, when);
-        self.slab.fill(index, gen, value, when, pos);
-        TimerKey { index, gen }
+        self.slab.fill(index, generation, value, when, pos);
+        TimerKey { index, generation }
     }
 
     /// Cancels a pending timer and returns its value; `None` if the key is
@@ -62,7 +62,7 @@ impl<T> Wheel<T> {
     #[inline]
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
         // Freed first: a vacant entry's cell is dead, as `kill` expects.
-        let node = self.slab.remove_key(key.index, key.gen)?;
+        let node = self.slab.remove_key(key.index, key.generation)?;
         self.kill(node.when, node.pos);
         Some(node.value)
     }
@@ -82,7 +82,7 @@ impl<T> Wheel<T> {
     /// assert!(!wheel.reset(key, 30)); // already fired
     /// ```
     pub fn reset(&mut self, key: TimerKey, deadline: u64) -> bool {
-        let Some(node) = self.slab.get_key(key.index, key.gen) else {
+        let Some(node) = self.slab.get_key(key.index, key.generation) else {
             return false;
         };
         let (old, pos) = (node.when, node.pos);
@@ -104,7 +104,7 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.deadline(key), Some(9));
     /// ```
     pub fn deadline(&self, key: TimerKey) -> Option<u64> {
-        self.slab.get_key(key.index, key.gen).map(|n| n.when)
+        self.slab.get_key(key.index, key.generation).map(|n| n.when)
     }
 
     /// The value of a pending timer.
@@ -117,7 +117,9 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.get(key), Some(&"v"));
     /// ```
     pub fn get(&self, key: TimerKey) -> Option<&T> {
-        self.slab.get_key(key.index, key.gen).map(|n| &n.value)
+        self.slab
+            .get_key(key.index, key.generation)
+            .map(|n| &n.value)
     }
 
     /// The value of a pending timer, mutably.
@@ -132,7 +134,7 @@ impl<T> Wheel<T> {
     /// ```
     pub fn get_mut(&mut self, key: TimerKey) -> Option<&mut T> {
         self.slab
-            .get_key_mut(key.index, key.gen)
+            .get_key_mut(key.index, key.generation)
             .map(|n| &mut n.value)
     }
 
@@ -233,7 +235,7 @@ impl<T> Iterator for Drain<'_, T> {
         Some(Expired {
             key: TimerKey {
                 index,
-                gen: node.gen.get(),
+                generation: node.generation.get(),
             },
             deadline: node.when,
             value: node.value,

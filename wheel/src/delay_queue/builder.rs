@@ -5,8 +5,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use super::{DelayQueue, DEFAULT_TICK};
-use crate::clock::{check_tick, ManualClock};
+use super::{DEFAULT_TICK, DelayQueue};
+use crate::clock::{ManualClock, check_tick};
 use crate::core::Tuning;
 use crate::error::BuildError;
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::{Closed, DelayKey, DelayQueue, Signal, State};
 use crate::clock::TimeBase;
-use crate::sync::{get_mut, Arc};
+use crate::sync::{Arc, get_mut};
 
 /// A [`DelayQueue`] borrowed exclusively (`&mut`), from
 /// [`DelayQueue::exclusive`]: the same insert, remove, reset and

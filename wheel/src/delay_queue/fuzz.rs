@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use arbitrary::{Arbitrary, Unstructured};
 
 use crate::clock::NEVER;
-use crate::core::testing::{clamp, ops_until_empty, KeyBook, Model, Pick, TuningPreset, MAX_OPS};
+use crate::core::testing::{KeyBook, MAX_OPS, Model, Pick, TuningPreset, clamp, ops_until_empty};
 use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock};
 
 /// A tick length for the queue under test (some invalid, to check the

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::{Clock, ManualClock, TimeBase};
 use crate::core::{TimerKey, Tuning};
-use crate::sync::{lock, Arc, Mutex};
+use crate::sync::{Arc, Mutex, lock};
 
 mod builder;
 mod exclusive;

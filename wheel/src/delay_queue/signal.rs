@@ -28,8 +28,8 @@
 use std::task::Waker;
 use std::time::Instant;
 
-use crate::clock::{TimeBase, NEVER};
-use crate::sync::{lock, thread, wait, Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::clock::{NEVER, TimeBase};
+use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, lock, thread, wait};
 
 /// Name of the helper thread that times `take_async` wake-ups.
 const HELPER_NAME: &str = "wheel-delay-queue";

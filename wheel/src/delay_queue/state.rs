@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use super::signal::Signal;
 use super::{Closed, DelayKey};
-use crate::clock::{TimeBase, NEVER};
+use crate::clock::{NEVER, TimeBase};
 use crate::core::{Tuning, Wheel, WheelConfig};
 use crate::sync::Arc;
 

@@ -18,9 +18,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use super::DelayQueue;
 use super::signal::Signal;
 use super::state::State;
-use super::DelayQueue;
 use crate::clock::NEVER;
 use crate::sync::lock;
 

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use crate::clock::{check_tick, Clock, ManualClock, TimeBase};
+use crate::clock::{Clock, ManualClock, TimeBase, check_tick};
 use crate::core::{Wheel, WheelConfig};
 use crate::error::BuildError;
 use crate::sync::{Arc, Parker};
 
 use super::lanes::lane_count;
 use super::threads::Outer;
-use super::{Scheduler, Shared, DEFAULT_TICK};
+use super::{DEFAULT_TICK, Scheduler, Shared};
 
 /// Configures and starts a [`Scheduler`].
 ///

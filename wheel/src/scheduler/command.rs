@@ -106,19 +106,19 @@ pub(crate) struct Entry {
 
 /// What the tick thread is asked to do.
 pub(crate) enum Command {
-    /// A new timer of slot generation `gen`: put it in the wheel at
+    /// A new timer of slot generation `generation`: put it in the wheel at
     /// `entry.due`, unless it was cancelled first (then its slot no longer
-    /// carries `gen`).
-    Insert { entry: Entry, gen: u32 },
+    /// carries `generation`).
+    Insert { entry: Entry, generation: u32 },
     /// A repeating timer whose run just ended: schedule its next run.
     Rearm(Entry),
     /// A handle cancelled this timer: drop its entry now.
-    Cancel { index: u32, gen: u32 },
+    Cancel { index: u32, generation: u32 },
     /// A handle reset this timer to `due`; valid only if the slot still
     /// carries `seq`.
     Reset {
         index: u32,
-        gen: u32,
+        generation: u32,
         seq: u32,
         due: u64,
     },

@@ -41,7 +41,7 @@ pub struct TimerHandle {
     /// The engine, and the lane the timer was scheduled on.
     pub(crate) lane_ref: Arc<LaneRef>,
     pub(crate) index: u32,
-    pub(crate) gen: u32,
+    pub(crate) generation: u32,
 }
 
 impl TimerHandle {
@@ -65,7 +65,7 @@ impl TimerHandle {
     /// ```
     pub fn cancel(&self) -> bool {
         let r = &self.lane_ref;
-        r.shared.cancel(r.lane, self.index, self.gen)
+        r.shared.cancel(r.lane, self.index, self.generation)
     }
 
     /// Re-arms a timer that has not started so that it runs `delay` from now
@@ -93,7 +93,7 @@ impl TimerHandle {
     pub fn reset(&self, delay: Duration) -> bool {
         let r = &self.lane_ref;
         let due = r.shared.time.due_after(delay);
-        r.shared.reset(r.lane, self.index, self.gen, due)
+        r.shared.reset(r.lane, self.index, self.generation, due)
     }
 
     /// Re-arms a timer that has not started so that it runs at `deadline`
@@ -122,7 +122,7 @@ impl TimerHandle {
     pub fn reset_at(&self, deadline: Instant) -> bool {
         let r = &self.lane_ref;
         let due = r.shared.time.due_at(deadline);
-        r.shared.reset(r.lane, self.index, self.gen, due)
+        r.shared.reset(r.lane, self.index, self.generation, due)
     }
 
     /// `true` while the timer has a run that [`cancel`](Self::cancel) could
@@ -140,7 +140,10 @@ impl TimerHandle {
     /// assert!(!h.is_active());
     /// ```
     pub fn is_active(&self) -> bool {
-        self.lane_ref.shared.slots.is_active(self.index, self.gen)
+        self.lane_ref
+            .shared
+            .slots
+            .is_active(self.index, self.generation)
     }
 }
 
@@ -148,7 +151,7 @@ impl fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TimerHandle")
             .field("index", &self.index)
-            .field("generation", &self.gen)
+            .field("generation", &self.generation)
             .field("active", &self.is_active())
             .finish()
     }

@@ -11,8 +11,8 @@
 
 use crate::sync::{Arc, AtomicU64, CachePadded, Queue};
 
-use super::command::Command;
 use super::Shared;
+use super::command::Command;
 
 /// One lane: a command queue and a stripe of counters, on its own cache
 /// lines. A thread uses lane `lane_of(thread_stripe(), lanes)` (see

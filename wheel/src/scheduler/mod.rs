@@ -57,13 +57,13 @@ pub use self::handle::TimerHandle;
 
 use crate::clock::TimeBase;
 use crate::sync::{
-    thread, thread_stripe, Arc, AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering, Unparker,
+    Arc, AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering, Unparker, thread, thread_stripe,
 };
 
-use self::lanes::{lane_of, Lane, LaneCounts};
+use self::lanes::{Lane, LaneCounts, lane_of};
 use self::slots::SlotTable;
 use self::submit::WakePlan;
-use self::threads::{shutdown, Outer};
+use self::threads::{Outer, shutdown};
 use self::workers::Pool;
 
 /// The default tick: 50 µs. Deadlines round up to the tick, so this bounds

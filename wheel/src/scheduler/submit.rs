@@ -50,11 +50,11 @@ use std::time::{Duration, Instant};
 
 use crate::clock::NEVER;
 use crate::error::ScheduleError;
-use crate::sync::{fence, thread_stripe, Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, fence, thread_stripe};
 
 use super::command::{Command, Entry, Every, Once, Task};
 use super::handle::TimerHandle;
-use super::lanes::{lane_of, LaneRef};
+use super::lanes::{LaneRef, lane_of};
 use super::slots::Cancelled;
 use super::{Scheduler, Shared};
 
@@ -153,7 +153,7 @@ impl Shared {
             s.reserve()?;
         }
         let repeat = task.period() != 0;
-        let Some((index, gen)) = s.slots.alloc(lane, repeat) else {
+        let Some((index, generation)) = s.slots.alloc(lane, repeat) else {
             if bounded {
                 s.counters.pending.fetch_sub(1, Ordering::Relaxed);
             }
@@ -167,7 +167,7 @@ impl Shared {
                 seq: 0,
                 due,
             },
-            gen,
+            generation,
         });
         // One fence for both checks. It pairs with the fence in `shutdown`
         // (either the tick thread's final drain sees this insert, or we see
@@ -177,7 +177,7 @@ impl Shared {
         // insert, or we see its plan here).
         fence(Ordering::SeqCst);
         if s.shutdown.load(Ordering::SeqCst) {
-            if s.slots.cancel(lane, index, gen).is_some() {
+            if s.slots.cancel(lane, index, generation).is_some() {
                 if bounded {
                     s.counters.pending.fetch_sub(1, Ordering::Relaxed);
                 }
@@ -195,13 +195,13 @@ impl Shared {
         Ok(TimerHandle {
             lane_ref: lane_ref.clone(),
             index,
-            gen,
+            generation,
         })
     }
 
     /// `TimerHandle::cancel` for a handle of `lane`.
-    pub(crate) fn cancel(&self, lane: usize, index: u32, gen: u32) -> bool {
-        match self.slots.cancel(lane, index, gen) {
+    pub(crate) fn cancel(&self, lane: usize, index: u32, generation: u32) -> bool {
+        match self.slots.cancel(lane, index, generation) {
             None => false,
             Some(holder) => {
                 self.lanes[lane]
@@ -217,7 +217,7 @@ impl Shared {
                 // a worker finds the word cancelled when it starts or
                 // finishes the run.
                 if holder == Cancelled::WithTicker {
-                    self.submit(lane, Command::Cancel { index, gen }, NEVER);
+                    self.submit(lane, Command::Cancel { index, generation }, NEVER);
                 }
                 true
             }
@@ -226,8 +226,8 @@ impl Shared {
 
     /// `TimerHandle::reset`/`reset_at` for a handle of `lane`: the timer
     /// is now due at `due` (nanoseconds after the origin).
-    pub(crate) fn reset(&self, lane: usize, index: u32, gen: u32, due: u64) -> bool {
-        match self.slots.reset(index, gen) {
+    pub(crate) fn reset(&self, lane: usize, index: u32, generation: u32, due: u64) -> bool {
+        match self.slots.reset(index, generation) {
             None => false,
             Some(seq) => {
                 let tick = self.time.tick_of_due(due);
@@ -235,7 +235,7 @@ impl Shared {
                     lane,
                     Command::Reset {
                         index,
-                        gen,
+                        generation,
                         seq,
                         due,
                     },

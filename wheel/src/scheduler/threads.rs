@@ -12,12 +12,12 @@
 
 use crate::core::Wheel;
 use crate::error::BuildError;
-use crate::sync::{fence, lock, thread, try_lock, Arc, Mutex, Ordering, Parker};
+use crate::sync::{Arc, Mutex, Ordering, Parker, fence, lock, thread, try_lock};
 
+use super::Shared;
 use super::lanes::LaneRef;
 use super::ticker::Ticker;
 use super::workers::worker_main;
-use super::Shared;
 
 /// Join handles, taken by whichever `shutdown` joins them.
 pub(crate) struct Threads {

@@ -42,13 +42,13 @@ use crate::clock::NEVER;
 use crate::core::{Expired, TimerKey, Wheel};
 use crate::sync::{Arc, Backoff, Ordering, Parker};
 
+use super::Shared;
 use super::command::{Command, Entry, Task};
 use super::lanes::lane_of;
 use super::lateness::WakeLateness;
 use super::slots::{
-    gen_of, is_repeat, seq_of, state_of, Claim, CANCELLED, PENDING, QUEUED, RUNNING,
+    CANCELLED, Claim, PENDING, QUEUED, RUNNING, gen_of, is_repeat, seq_of, state_of,
 };
-use super::Shared;
 
 /// Upper bound on the sleep of a tick thread that is receiving commands:
 /// how long a cancelled closure may wait to be dropped, and how long an
@@ -116,7 +116,7 @@ impl HeldTable {
 
 /// A reset that arrived while the repeating timer's entry was with a worker.
 struct Stash {
-    gen: u32,
+    generation: u32,
     seq: u32,
     due: u64,
 }
@@ -300,8 +300,8 @@ impl Ticker {
     /// the free list with the next batch (at most `RECYCLE_BATCH` later, or
     /// at the end of the round).
     fn release(&mut self, lane: usize, index: u32) {
-        let gen = self.shared.slots.retire(index);
-        self.retired.push((lane as u32, index, gen));
+        let generation = self.shared.slots.retire(index);
+        self.retired.push((lane as u32, index, generation));
         if self.retired.len() >= RECYCLE_BATCH {
             self.recycle();
         }
@@ -309,8 +309,8 @@ impl Ticker {
 
     /// Puts the retired indices on their free lists.
     fn recycle(&mut self) {
-        for (lane, index, gen) in self.retired.drain(..) {
-            self.shared.slots.recycle(lane as usize, index, gen);
+        for (lane, index, generation) in self.retired.drain(..) {
+            self.shared.slots.recycle(lane as usize, index, generation);
         }
     }
 
@@ -337,22 +337,22 @@ impl Ticker {
     /// Applies one command popped from `lane`.
     fn apply(&mut self, lane: usize, cmd: Command) {
         match cmd {
-            Command::Insert { entry, gen } => self.apply_insert(entry, gen),
+            Command::Insert { entry, generation } => self.apply_insert(entry, generation),
             Command::Rearm(entry) => self.apply_rearm(lane, entry),
-            Command::Cancel { index, gen } => self.apply_cancel(lane, index, gen),
+            Command::Cancel { index, generation } => self.apply_cancel(lane, index, generation),
             Command::Reset {
                 index,
-                gen,
+                generation,
                 seq,
                 due,
-            } => self.apply_reset(index, gen, seq, due),
+            } => self.apply_reset(index, generation, seq, due),
         }
     }
 
     /// A new timer: into the wheel, unless it was cancelled already.
     #[inline]
-    fn apply_insert(&mut self, entry: Entry, gen: u32) {
-        if self.shared.slots.mark_applied(entry.index, gen) {
+    fn apply_insert(&mut self, entry: Entry, generation: u32) {
+        if self.shared.slots.mark_applied(entry.index, generation) {
             self.arm(entry);
         }
         // Otherwise it was cancelled before this insert, and its canceller
@@ -372,7 +372,7 @@ impl Ticker {
         }
         debug_assert_eq!(state_of(w), PENDING);
         match stash {
-            Some(s) if s.gen == gen_of(w) && s.seq == seq_of(w) => {
+            Some(s) if s.generation == gen_of(w) && s.seq == seq_of(w) => {
                 entry.seq = s.seq;
                 entry.due = s.due;
                 self.arm(entry);
@@ -397,9 +397,9 @@ impl Ticker {
     /// A handle cancelled a timer: its entry leaves the wheel now, if it is
     /// there (otherwise a worker holds it and releases the slot).
     #[inline]
-    fn apply_cancel(&mut self, lane: usize, index: u32, gen: u32) {
+    fn apply_cancel(&mut self, lane: usize, index: u32, generation: u32) {
         let w = self.shared.slots.load(index);
-        if gen_of(w) != gen || state_of(w) != CANCELLED {
+        if gen_of(w) != generation || state_of(w) != CANCELLED {
             return;
         }
         if let Some(held) = self.held.slot(index).take() {
@@ -413,14 +413,14 @@ impl Ticker {
     /// A handle reset a timer to `due`: its entry moves in the wheel, or,
     /// if a worker holds it, the reset waits in `stash` for the re-arm.
     #[inline]
-    fn apply_reset(&mut self, index: u32, gen: u32, seq: u32, due: u64) {
+    fn apply_reset(&mut self, index: u32, generation: u32, seq: u32, due: u64) {
         let w = self.shared.slots.load(index);
         let live = match state_of(w) {
             PENDING | QUEUED => true,
             RUNNING => is_repeat(w),
             _ => false,
         };
-        if gen_of(w) != gen || seq_of(w) != seq || !live {
+        if gen_of(w) != generation || seq_of(w) != seq || !live {
             return; // superseded, cancelled or over
         }
         let tick = self.shared.time.tick_of_due(due);
@@ -435,7 +435,14 @@ impl Ticker {
                 }
             }
             None => {
-                self.stash.insert(index, Stash { gen, seq, due });
+                self.stash.insert(
+                    index,
+                    Stash {
+                        generation,
+                        seq,
+                        due,
+                    },
+                );
             }
         }
     }
@@ -497,8 +504,8 @@ impl Ticker {
                 match cmd {
                     // Stopped only if the slot still carries the insert's
                     // generation (a cancel may have freed the slot before).
-                    Command::Insert { entry, gen } => {
-                        dropped += usize::from(slots.cancel(0, entry.index, gen).is_some());
+                    Command::Insert { entry, generation } => {
+                        dropped += usize::from(slots.cancel(0, entry.index, generation).is_some());
                     }
                     Command::Rearm(e) => dropped += stop(e.index),
                     Command::Cancel { .. } | Command::Reset { .. } => {}

@@ -30,18 +30,18 @@
 //! tick thread's spin lead plus [`WORKER_SPIN_MARGIN`], at least
 //! [`WORKER_SPIN_MIN`]) before it goes through the sleep protocol above.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use crate::sync::{
-    fence, lock, wait, Arc, AtomicBool, AtomicU64, AtomicUsize, Backoff, Condvar, Mutex, Ordering,
-    RingQueue,
+    Arc, AtomicBool, AtomicU64, AtomicUsize, Backoff, Condvar, Mutex, Ordering, RingQueue, fence,
+    lock, wait,
 };
 
+use super::Shared;
 use super::command::{Command, Entry};
 use super::slots::Start;
 use super::submit::next_fixed_rate;
-use super::Shared;
 
 /// The least time an idle worker polls the job queue before it sleeps,
 /// when no other worker is polling: jobs that come in this soon (the next

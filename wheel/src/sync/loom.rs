@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub(crate) use loom::thread;
 

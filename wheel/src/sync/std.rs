@@ -1,7 +1,7 @@
 //! The real primitives: std's atomics, locks and threads, and crossbeam's
 //! lock-free queues, parker and back-off.
 
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub(crate) use std::thread;
 

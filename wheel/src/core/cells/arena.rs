@@ -1,7 +1,7 @@
 //! The arena of blocks every bucket takes its cells from: [`Blocks`], with
 //! a free list, a tag and a word of dead bits per block.
 
-use super::{CellAddr, BLOCK_CELLS, MAX_BLOCKS};
+use super::{BLOCK_CELLS, CellAddr, MAX_BLOCKS};
 use crate::core::index::NIL;
 
 /// A block of cells: 128 bytes, two cache lines' worth.

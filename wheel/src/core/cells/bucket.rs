@@ -2,7 +2,7 @@
 //! blocks, and [`Taken`], a bucket's cells detached to be read once.
 
 use super::arena::Blocks;
-use super::{CellAddr, CellOwner, ALL_CELLS, BLOCK_CELLS, COMPACT_MIN, COMPACT_RATIO};
+use super::{ALL_CELLS, BLOCK_CELLS, COMPACT_MIN, COMPACT_RATIO, CellAddr, CellOwner};
 use crate::core::index::NIL;
 
 /// The cells of one slot (or of the ready queue), in placement order.

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use super::choices::{Checks, TuningPreset};
 use super::keys::KeyBook;
 use super::model::Model;
-use super::ops::{layout_is_valid, valid_layout, LayoutSpec, Pick, PollTo, WheelOp, When};
+use super::ops::{LayoutSpec, Pick, PollTo, WheelOp, When, layout_is_valid, valid_layout};
 use crate::{Expired, TimerKey, Wheel, WheelConfig};
 
 /// Bits of a timer's value that hold its model id (the rest count `get_mut`

@@ -49,15 +49,15 @@ pub mod model;
 pub mod ops;
 pub mod run;
 
-pub use self::choices::{Checks, TuningPreset, SLOTS_PER_CHECK};
+pub use self::choices::{Checks, SLOTS_PER_CHECK, TuningPreset};
 pub(crate) use self::harness::clamp;
-pub use self::harness::{checked_config, WheelHarness};
+pub use self::harness::{WheelHarness, checked_config};
 pub(crate) use self::keys::KeyBook;
 pub use self::model::Model;
 pub(crate) use self::ops::ops_until_empty;
 pub use self::ops::{
-    layout_is_valid, ConfigInput, Extreme, ExtremeOp, LayoutSpec, LevelBits, Pick, PollTo,
-    WheelInput, WheelOp, When, MAX_OPS,
+    ConfigInput, Extreme, ExtremeOp, LayoutSpec, LevelBits, MAX_OPS, Pick, PollTo, WheelInput,
+    WheelOp, When, layout_is_valid,
 };
 pub use self::run::{
     run_config, run_config_ops, run_config_with, run_ops, run_wheel, run_wheel_ops, run_wheel_with,

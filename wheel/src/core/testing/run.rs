@@ -6,7 +6,7 @@ use arbitrary::{Arbitrary, Unstructured};
 
 use super::choices::{Checks, TuningPreset};
 use super::harness::WheelHarness;
-use super::ops::{ConfigInput, LayoutSpec, WheelInput, WheelOp, MAX_OPS};
+use super::ops::{ConfigInput, LayoutSpec, MAX_OPS, WheelInput, WheelOp};
 
 /// Runs a decoded wheel input against the model with [`Checks::from_env`]
 /// and the tuning [`TuningPreset::for_ops`] picks. Panics on divergence.

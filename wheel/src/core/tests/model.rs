@@ -13,8 +13,8 @@ use crate::core::testing::ops::valid_layout;
 #[cfg(not(loom))]
 use crate::core::testing::seed_corpus;
 use crate::core::testing::{
-    layout_is_valid, run_config_ops, run_ops, run_wheel_ops, run_wheel_with, Checks, LayoutSpec,
-    LevelBits, Pick, PollTo, TuningPreset, WheelInput, WheelOp, When,
+    Checks, LayoutSpec, LevelBits, Pick, PollTo, TuningPreset, WheelInput, WheelOp, When,
+    layout_is_valid, run_config_ops, run_ops, run_wheel_ops, run_wheel_with,
 };
 
 /// A deadline: mostly near, some far, some absolute, past or at the end of

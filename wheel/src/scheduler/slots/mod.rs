@@ -28,14 +28,14 @@ mod word;
 
 pub(crate) use self::transitions::{Cancelled, Claim, Start};
 pub(crate) use self::word::{
-    gen_of, is_repeat, seq_of, state_of, CANCELLED, PENDING, QUEUED, RUNNING,
+    CANCELLED, PENDING, QUEUED, RUNNING, gen_of, is_repeat, seq_of, state_of,
 };
 
-use self::word::{freed, pack, FREE};
+use self::word::{FREE, freed, pack};
 
 /// A free-list entry: a retired index and its new generation.
-pub(crate) fn pack_free(index: u32, gen: u32) -> u64 {
-    (u64::from(gen) << 32) | u64::from(index)
+pub(crate) fn pack_free(index: u32, generation: u32) -> u64 {
+    (u64::from(generation) << 32) | u64::from(index)
 }
 
 /// The `(index, generation)` of a free-list entry.
@@ -228,16 +228,19 @@ impl SlotTable {
     /// Returns `(index, generation)`, or `None` when all 2^32 indices are
     /// in use.
     pub(crate) fn alloc(&self, lane: usize, repeat: bool) -> Option<(u32, u32)> {
-        let (index, gen) = self.take_index(lane)?;
+        let (index, generation) = self.take_index(lane)?;
         let word = self.word(index);
         // Sole owner: the index came from a free list or a counter. The
         // free list carries the generation, so this is a blind store: no
         // load of a line the releasing thread wrote last (a cache miss
         // that would stall; a store miss does not). The free-list pop
-        // (acquire) is ordered after the release's store of FREE(gen).
-        debug_assert_eq!(word.load(Ordering::Acquire), pack(gen, 0, false, FREE));
-        word.store(pack(gen, 0, repeat, PENDING), Ordering::Release);
-        Some((index, gen))
+        // (acquire) is ordered after the release's store of FREE(generation).
+        debug_assert_eq!(
+            word.load(Ordering::Acquire),
+            pack(generation, 0, false, FREE)
+        );
+        word.store(pack(generation, 0, repeat, PENDING), Ordering::Release);
+        Some((index, generation))
     }
 
     /// Frees the slot (see "Release ownership" in `transitions.rs`): bumps
@@ -245,8 +248,8 @@ impl SlotTable {
     /// puts the index on `lane`'s free list (any lane is correct; the
     /// caller's own, or the lane the timer came from, keeps reuse local).
     pub(crate) fn release(&self, lane: usize, index: u32) {
-        let gen = self.retire(index);
-        self.recycle(lane, index, gen);
+        let generation = self.retire(index);
+        self.recycle(lane, index, generation);
     }
 
     /// The first half of [`release`](Self::release): bumps the generation
@@ -267,8 +270,8 @@ impl SlotTable {
 
     /// The second half of [`release`](Self::release): the retired index
     /// goes to `lane`'s free list.
-    pub(crate) fn recycle(&self, lane: usize, index: u32, gen: u32) {
-        self.free[lane_of(lane, self.free.len())].push(pack_free(index, gen));
+    pub(crate) fn recycle(&self, lane: usize, index: u32, generation: u32) {
+        self.free[lane_of(lane, self.free.len())].push(pack_free(index, generation));
     }
 
     /// The lane an index is returned to when the releaser knows no better

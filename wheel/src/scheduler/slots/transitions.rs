@@ -69,11 +69,11 @@
 //! the CAS that bumps `seq`; an entry armed with the old `seq` can no
 //! longer be claimed, so the old deadline can never fire.
 
-use super::word::{
-    bump_seq, freed, gen_of, is_applied, is_repeat, seq_of, state_of, with_applied, with_state,
-    CANCELLED, PENDING, QUEUED, RUNNING,
-};
 use super::SlotTable;
+use super::word::{
+    CANCELLED, PENDING, QUEUED, RUNNING, bump_seq, freed, gen_of, is_applied, is_repeat, seq_of,
+    state_of, with_applied, with_state,
+};
 use crate::sync::Ordering;
 
 /// Where a timer's entry was when `cancel` succeeded: who frees it.
@@ -120,11 +120,11 @@ impl SlotTable {
     /// to `lane`'s free list (see "Cancel before the insert is applied").
     /// On success, where the entry is (who releases the slot); `None` if
     /// the handle's timer is over.
-    pub(crate) fn cancel(&self, lane: usize, index: u32, gen: u32) -> Option<Cancelled> {
+    pub(crate) fn cancel(&self, lane: usize, index: u32, generation: u32) -> Option<Cancelled> {
         let word = self.word(index);
         let mut w = word.load(Ordering::Acquire);
         loop {
-            if gen_of(w) != gen {
+            if gen_of(w) != generation {
                 return None;
             }
             let (holder, to) = match state_of(w) {
@@ -146,17 +146,17 @@ impl SlotTable {
         }
     }
 
-    /// The tick thread applies the `Insert` of a timer of generation `gen`:
+    /// The tick thread applies the `Insert` of a timer of generation `generation`:
     /// sets `applied` on its PENDING word (whatever its sequence: a reset's
     /// command follows the `Insert` on its lane). `false` if the timer was
     /// cancelled first: its canceller freed the slot (which may have a new
     /// occupant already), and the caller drops the entry and leaves the
     /// slot alone.
-    pub(crate) fn mark_applied(&self, index: u32, gen: u32) -> bool {
+    pub(crate) fn mark_applied(&self, index: u32, generation: u32) -> bool {
         let word = self.word(index);
         let mut w = word.load(Ordering::Acquire);
         loop {
-            if gen_of(w) != gen {
+            if gen_of(w) != generation {
                 return false;
             }
             match state_of(w) {
@@ -196,11 +196,11 @@ impl SlotTable {
 
     /// `reset` from a handle: bumps the sequence of a PENDING timer (or of a
     /// running repeating one). Returns the new sequence on success.
-    pub(crate) fn reset(&self, index: u32, gen: u32) -> Option<u32> {
+    pub(crate) fn reset(&self, index: u32, generation: u32) -> Option<u32> {
         let word = self.word(index);
         let mut w = word.load(Ordering::Acquire);
         loop {
-            if gen_of(w) != gen {
+            if gen_of(w) != generation {
                 return None;
             }
             match state_of(w) {
@@ -295,10 +295,10 @@ impl SlotTable {
         }
     }
 
-    /// `true` iff `cancel(index, gen)` would succeed now.
-    pub(crate) fn is_active(&self, index: u32, gen: u32) -> bool {
+    /// `true` iff `cancel(index, generation)` would succeed now.
+    pub(crate) fn is_active(&self, index: u32, generation: u32) -> bool {
         let w = self.word(index).load(Ordering::Acquire);
-        gen_of(w) == gen
+        gen_of(w) == generation
             && match state_of(w) {
                 PENDING | QUEUED => true,
                 RUNNING => is_repeat(w),

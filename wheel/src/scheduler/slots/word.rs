@@ -53,9 +53,9 @@ const SEQ_MASK: u64 = ((SEQ_LIMIT as u64) - 1) << SEQ_SHIFT;
 const GEN_SHIFT: u32 = 32;
 
 /// Packs the fields of a state word (`applied` clear: see [`with_applied`]).
-pub(crate) fn pack(gen: u32, seq: u32, repeat: bool, state: u64) -> u64 {
+pub(crate) fn pack(generation: u32, seq: u32, repeat: bool, state: u64) -> u64 {
     debug_assert!(state <= STATE_MASK && seq < SEQ_LIMIT);
-    (u64::from(gen) << GEN_SHIFT)
+    (u64::from(generation) << GEN_SHIFT)
         | (u64::from(seq % SEQ_LIMIT) << SEQ_SHIFT)
         | if repeat { REPEAT_BIT } else { 0 }
         | (state & STATE_MASK)
@@ -113,14 +113,14 @@ mod tests {
 
     #[test]
     fn word_fields_round_trip_at_boundaries() {
-        for &(gen, seq, repeat, state) in &[
+        for &(generation, seq, repeat, state) in &[
             (0u32, 0u32, false, FREE),
             (u32::MAX, SEQ_LIMIT - 1, true, CANCELLED),
             (1, 1, false, PENDING),
             (0x8000_0000, 0x0400_0000, true, RUNNING),
         ] {
-            let w = pack(gen, seq, repeat, state);
-            assert_eq!(gen_of(w), gen);
+            let w = pack(generation, seq, repeat, state);
+            assert_eq!(gen_of(w), generation);
             assert_eq!(seq_of(w), seq);
             assert_eq!(is_repeat(w), repeat);
             assert_eq!(state_of(w), state);
@@ -129,7 +129,7 @@ mod tests {
             assert!(is_applied(a));
             assert_eq!(
                 (gen_of(a), seq_of(a), is_repeat(a), state_of(a)),
-                (gen, seq, repeat, state)
+                (generation, seq, repeat, state)
             );
         }
     }
