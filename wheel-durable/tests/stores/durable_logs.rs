@@ -2,7 +2,7 @@
 //! panic, a dead letter and the hand-back at shutdown each give one event
 //! at its level, with the namespace and the key as fields.
 
-mod durable_common;
+use crate::durable_common;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};

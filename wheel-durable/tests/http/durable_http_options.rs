@@ -3,8 +3,7 @@
 //! private-target guard, and the counts `stats` gives of attempts by result
 //! and of lateness.
 
-mod durable_common;
-mod durable_http_common;
+use crate::durable_http_common::{self, Callback};
 
 use std::time::{Duration, SystemTime};
 
@@ -127,11 +126,8 @@ fn attempts_are_counted_by_result_and_every_run_by_lateness() {
         "/200" => Reply::status(200),
         "/302" => Reply::status(302).header("Location", "/200"),
         "/404" => Reply::status(404),
-        "/slow" => {
-            // Far past the node's timeout.
-            std::thread::sleep(ms(1_500));
-            Reply::status(200)
-        }
+        // Far past the node's timeout.
+        "/slow" => Reply::status(200).after(ms(1_500)),
         _ => Reply::status(503),
     });
     let dir = tempfile::tempdir().unwrap();

@@ -1,18 +1,16 @@
-//! Helpers shared by the durable tests: a recorder of handler runs, a
-//! bounded wait, and the path of the `durable_node` example used as a child
-//! process.
-#![allow(dead_code)] // each test file uses a different subset
+//! Helpers shared by the durable test binaries: a recorder of handler
+//! runs, the testkit's bounded wait, and the path of the `durable_node`
+//! binary used as a child process.
+#![allow(dead_code)] // each test binary uses a different subset
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use wheel_durable::{Fired, Outcome};
 
-/// How long a test waits for something that must happen before failing.
-pub const LIVENESS: Duration = Duration::from_secs(30);
+pub use wheel_testkit::{eventually, LIVENESS};
 
 /// One handler run as seen by the handler.
 #[derive(Debug, Clone)]
@@ -112,42 +110,8 @@ pub fn assert_none_early(runs: &[Run]) {
     }
 }
 
-/// Polls `f` until it is true; panics after LIVENESS.
-pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let until = Instant::now() + LIVENESS;
-    while !f() {
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// The `durable_node` example, built (or brought up to date: a test run
-/// of one test file does not build the examples) once per test process,
-/// with the test's profile.
+/// The `durable_node` binary, which cargo builds before the tests that
+/// need it (they require its features).
 pub fn node_binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT.get_or_init(build_node_binary).clone()
-}
-
-fn build_node_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap().to_owned();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "-p",
-        "wheel-durable",
-        "--example",
-        "durable_node",
-        "--features",
-        // http too: the callback tests start it with `--http`.
-        "embedded,redis,tls-ring",
-    ]);
-    if profile_dir.ends_with("release") {
-        cmd.arg("--release");
-    }
-    let status = cmd.status().expect("run cargo build");
-    assert!(status.success(), "building the durable_node example failed");
-    profile_dir.join("examples").join("durable_node")
+    PathBuf::from(env!("CARGO_BIN_EXE_durable_node"))
 }

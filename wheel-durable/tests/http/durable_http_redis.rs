@@ -5,8 +5,8 @@
 //! SIGKILL while its requests are in flight, each of them sent again after
 //! the lease, none lost. Each test starts its own `redis-server`.
 
-mod durable_common;
-mod durable_http_common;
+use crate::durable_common;
+use crate::durable_http_common::{self, ByKey, Callback};
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};

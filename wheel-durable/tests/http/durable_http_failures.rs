@@ -4,8 +4,7 @@
 //! (never followed: a failed attempt, and a dead letter once the attempts
 //! run out), and `Retry-After` as an HTTP date.
 
-mod durable_common;
-mod durable_http_common;
+use crate::durable_http_common::{self, ByKey, Callback};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,9 +31,10 @@ fn requests_to_a_server_that_stopped_answering_time_out_and_arrive_when_it_answe
             if down.load(Ordering::SeqCst) {
                 // Far past the node's timeout: the node has given up on
                 // this request before the reply goes out.
-                std::thread::sleep(ms(1_500));
+                Reply::status(200).after(ms(1_500))
+            } else {
+                Reply::status(200)
             }
-            Reply::status(200)
         })
     };
     let dir = tempfile::tempdir().unwrap();

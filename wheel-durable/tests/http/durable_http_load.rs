@@ -2,8 +2,7 @@
 //! in flight at once on a node with two worker threads, against a receiver
 //! that answers none until it has seen 1 500 open at once.
 
-mod durable_common;
-mod durable_http_common;
+use crate::durable_http_common::{self, Callback};
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};

@@ -3,7 +3,7 @@
 //! never finishes (the run timeout), the shutdown grace period, and a
 //! runtime the user gives.
 
-mod durable_common;
+use crate::durable_common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! Durable timers on the embedded store, end to end: firing, cancel and
 //! reschedule, retries and dead letters, restart, shutdown, bad input.
 
-mod durable_common;
-mod durable_listing;
+use crate::durable_common;
+use crate::durable_listing;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
