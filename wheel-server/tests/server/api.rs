@@ -2,7 +2,7 @@
 //! the bearer token, problem documents for every kind of bad request, and
 //! the OpenAPI document against the router.
 
-mod common;
+use crate::common;
 
 use common::{assert_problem, eventually, Receiver, Server, TOKEN};
 use reqwest::Method;

@@ -1,7 +1,7 @@
 //! Callbacks reach a receiver on loopback, signed in the Standard Webhooks
 //! scheme with every secret the server was given (key rotation).
 
-mod common;
+use crate::common;
 
 use std::time::SystemTime;
 

@@ -8,7 +8,7 @@
 //! not found", unless `WHEEL_REQUIRE_NODE=1` (as CI sets), which makes it a
 //! failure.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read};
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! the receiver. SIGTERM under load answers in full every request it
 //! took in, exits cleanly, and keeps every timer it answered 201.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

@@ -3,18 +3,14 @@
 //! dead letter with its button, shows the counters and the lateness chart,
 //! and shows keys and reasons as text, never as HTML.
 
-mod browser;
-mod common;
-
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use crate::browser;
+use crate::common;
 
 use browser::{Browser, Element};
 use common::{eventually, Server, TOKEN};
 use reqwest::Method;
 use serde_json::json;
+use wheel_testkit::{Receiver, Reply};
 
 /// A key that is HTML if anything parses it as such.
 const XSS_KEY: &str = "<img src=x onerror=alert(1)>";
@@ -23,48 +19,19 @@ const DEAD_KEY: &str = "hook/7 <b>bold</b>";
 
 /// A callback receiver on loopback that answers its first request 404
 /// (with markup in the body, which becomes the dead letter's reason) and
-/// every later one 200.
-struct FlakyReceiver {
-    url: String,
-    requests: Arc<AtomicUsize>,
+/// every later one 200; callbacks go to its URL [`HOOK`].
+fn flaky_receiver() -> Receiver {
+    Receiver::start(|_, nth| {
+        if nth == 1 {
+            Reply::status(404).body("<i>gone</i>!")
+        } else {
+            Reply::status(200)
+        }
+    })
 }
 
-impl FlakyReceiver {
-    fn start() -> FlakyReceiver {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        let requests = Arc::new(AtomicUsize::new(0));
-        let count = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut length = 0;
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
-                    if let Some((name, value)) = line.split_once(':') {
-                        if name.eq_ignore_ascii_case("content-length") {
-                            length = value.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    line.clear();
-                }
-                let _ = reader.read_exact(&mut vec![0; length]);
-                let answer = if count.fetch_add(1, Ordering::SeqCst) == 0 {
-                    "HTTP/1.1 404 Not Found\r\ncontent-length: 12\r\nconnection: close\r\n\r\n<i>gone</i>!"
-                } else {
-                    "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-                };
-                let _ = stream.write_all(answer.as_bytes());
-            }
-        });
-        FlakyReceiver { url, requests }
-    }
-
-    fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
-    }
-}
+/// The flaky receiver's path.
+const HOOK: &str = "/hook";
 
 /// The row of the table `rows` (a tbody id) whose key is `key`, if shown.
 fn row(b: &Browser, rows: &str, key: &str) -> Option<Element> {
@@ -104,7 +71,7 @@ fn the_dashboard_lists_revives_and_escapes() {
     let Some(b) = Browser::for_test() else {
         return;
     };
-    let rx = FlakyReceiver::start();
+    let rx = flaky_receiver();
     let s = Server::start(&["--allow-private-targets"]);
     b.goto(&format!("{}/", s.base));
 
@@ -127,7 +94,7 @@ fn the_dashboard_lists_revives_and_escapes() {
     eventually("the notice to go", || b.text(&b.find("#notice")).is_empty());
 
     // Pending timers appear, by due time, with their keys as text.
-    let later = |key: &str, delay: &str| json!({ "key": key, "delay": delay, "callback": { "url": rx.url } });
+    let later = |key: &str, delay: &str| json!({ "key": key, "delay": delay, "callback": { "url": rx.url(HOOK) } });
     assert_eq!(s.post("/v1/timers", later(XSS_KEY, "2m")).0, 201);
     assert_eq!(s.post("/v1/timers", later("order:17", "1m")).0, 201);
     eventually("both pending timers", || {
@@ -155,7 +122,7 @@ fn the_dashboard_lists_revives_and_escapes() {
     );
 
     // A callback answered 404 makes a dead letter at once.
-    let dead = json!({ "key": DEAD_KEY, "delay": 0, "callback": { "url": rx.url } });
+    let dead = json!({ "key": DEAD_KEY, "delay": 0, "callback": { "url": rx.url(HOOK) } });
     assert_eq!(s.post("/v1/timers", dead).0, 201);
     eventually("the dead letter", || {
         row(&b, "dead-rows", DEAD_KEY).is_some()
@@ -193,7 +160,7 @@ fn the_dashboard_lists_revives_and_escapes() {
     eventually("the letter to leave the list", || {
         row(&b, "dead-rows", DEAD_KEY).is_none()
     });
-    eventually("the second callback", || rx.requests() == 2);
+    eventually("the second callback", || rx.count() == 2);
     let path = format!("/v1/timers/{}", DEAD_KEY.replace('/', "%2F"));
     eventually("the revived timer to be done", || s.get(&path).0 == 404);
     let (_, page) = s.get("/v1/dead-letters");

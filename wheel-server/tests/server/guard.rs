@@ -3,7 +3,7 @@
 //! spelling (trailing dot, hex, octal, decimal, short IPv4 forms, IPv6
 //! forms of a loopback IPv4 address, `localhost` names).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};

@@ -2,7 +2,7 @@
 //! names and too many or too large headers are refused with 422 naming
 //! `callback.headers`; what is allowed is stored as given.
 
-mod common;
+use crate::common;
 
 use common::{assert_problem, Server};
 use serde_json::{json, Map, Value};

@@ -3,39 +3,23 @@
 //! body has one, each stay inside their own log line, so neither can
 //! forge a line that looks like another event.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
-use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use common::eventually;
 use serde_json::json;
+use wheel_testkit::{Receiver, Reply};
 
 /// What the forged lines would start with, were they not escaped.
 const FORGED: &str = "2026-01-01T00:00:00.000000Z ERROR forged";
 
 /// A receiver that answers every request 400, its body holding a line
-/// break followed by a forged log line; returns its port.
-fn hostile_receiver() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().map_while(Result::ok) {
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let body = format!("gone\n{FORGED}-by-reply");
-            let reply = format!(
-                "HTTP/1.1 400 Bad Request\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(reply.as_bytes());
-        }
-    });
-    port
+/// break followed by a forged log line.
+fn hostile_receiver() -> Receiver {
+    Receiver::start(|_, _| Reply::status(400).body(format!("gone\n{FORGED}-by-reply")))
 }
 
 fn free_port() -> u16 {
@@ -48,7 +32,7 @@ fn free_port() -> u16 {
 
 #[test]
 fn keys_and_replies_with_line_breaks_do_not_forge_log_lines() {
-    let rx_port = hostile_receiver();
+    let rx = hostile_receiver();
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("server.log");
     let port = free_port();
@@ -76,7 +60,7 @@ fn keys_and_replies_with_line_breaks_do_not_forge_log_lines() {
     let timer = json!({
         "key": key,
         "delay": 0,
-        "callback": { "url": format!("http://127.0.0.1:{rx_port}/x") },
+        "callback": { "url": rx.url("/x") },
         "retry": { "max_attempts": 1 },
     });
     let added = client

@@ -4,7 +4,7 @@
 //! form, a `json` body sent as written, times with milliseconds, the keys
 //! no URL can name, and what a revival answers.
 
-mod common;
+use crate::common;
 
 use common::{assert_problem, eventually, Receiver, Server};
 use reqwest::Method;

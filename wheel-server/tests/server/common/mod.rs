@@ -1,17 +1,20 @@
 //! Black-box support: the built `wheel-server` binary on a free loopback
-//! port with a data directory of its own, a blocking client for it, and a
-//! receiver on loopback that records the callbacks it gets.
-#![allow(dead_code)] // each test file uses a different subset
+//! port with a data directory of its own, a blocking client for it, the
+//! testkit's bounded wait, and the testkit's receiver on loopback with the
+//! script the callback tests share.
+#![allow(dead_code)] // each test module uses a different subset
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::Method;
 use serde_json::Value;
+use wheel_testkit::Reply;
+
+pub use wheel_testkit::eventually;
 
 /// The token the tests start servers with.
 pub const TOKEN: &str = "test-token-0123";
@@ -208,104 +211,44 @@ pub fn assert_problem(got: &(u16, Value), status: u16, field: Option<&str>) {
     assert_eq!(body["field"].as_str(), field, "{body}");
 }
 
-/// Waits (up to 20 s) for `what` to hold.
-pub fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < end {
-        if ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
-}
-
 /// One request a [`Receiver`] got.
-#[derive(Debug, Clone)]
-pub struct Got {
-    pub method: String,
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-    pub at: SystemTime,
-}
+pub type Got = wheel_testkit::Received;
 
-impl Got {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A callback receiver on loopback (axum on a runtime of its own):
-/// answers 200, except 400 on paths starting with `/fail`, 500 on paths
-/// starting with `/error`, and 200 after 3 s on paths starting with `/slow`.
+/// The testkit's receiver with the callback tests' script: answers 200,
+/// except 400 on paths starting with `/fail`, 500 on paths starting with
+/// `/error`, and 200 after 3 s on paths starting with `/slow`.
 pub struct Receiver {
     pub base: String,
-    got: Arc<Mutex<Vec<Got>>>,
-    _runtime: tokio::runtime::Runtime,
+    inner: wheel_testkit::Receiver,
 }
 
 impl Receiver {
     pub fn start() -> Receiver {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let g = got.clone();
-        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
-            let g = g.clone();
-            async move {
-                let (parts, body) = req.into_parts();
-                let body = axum::body::to_bytes(body, usize::MAX)
-                    .await
-                    .unwrap_or_default();
-                let path = parts.uri.path().to_owned();
-                g.lock().unwrap().push(Got {
-                    method: parts.method.to_string(),
-                    path: path.clone(),
-                    headers: parts
-                        .headers
-                        .iter()
-                        .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or_default().to_owned()))
-                        .collect(),
-                    body: body.to_vec(),
-                    at: SystemTime::now(),
-                });
-                if path.starts_with("/slow") {
-                    tokio::time::sleep(Duration::from_secs(3)).await;
-                }
-                if path.starts_with("/fail") {
-                    axum::http::StatusCode::BAD_REQUEST
-                } else if path.starts_with("/error") {
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR
-                } else {
-                    axum::http::StatusCode::OK
-                }
+        let inner = wheel_testkit::Receiver::start(|got, _| {
+            let path = got.path.as_str();
+            if path.starts_with("/slow") {
+                Reply::status(200).after(Duration::from_secs(3))
+            } else if path.starts_with("/fail") {
+                Reply::status(400)
+            } else if path.starts_with("/error") {
+                Reply::status(500)
+            } else {
+                Reply::status(200)
             }
         });
-        runtime.spawn(async move { axum::serve(listener, app).await });
         Receiver {
-            base,
-            got,
-            _runtime: runtime,
+            base: inner.url(""),
+            inner,
         }
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+        self.inner.url(path)
     }
 
+    /// Every request so far, in order of arrival.
     pub fn got(&self) -> Vec<Got> {
-        self.got.lock().unwrap().clone()
+        self.inner.requests()
     }
 }
 
