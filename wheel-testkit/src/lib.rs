@@ -1,11 +1,18 @@
-//! Test and benchmark support for wheel's durable tier, kept out of the
-//! library's API: [`RedisServer`], a private `redis-server` on a free
-//! loopback port, in a directory of its own, stopped when dropped.
+//! Test and benchmark support for wheel, kept out of the libraries' API:
 //!
-//! `wheel` takes this crate as a dev-dependency (its unit and integration
-//! tests and the `delayed_callbacks` example), `wheel-bench` as a normal
-//! one (the durable section's server). It depends on nothing, `wheel`
-//! included, so that the two never form a cycle.
+//! - [`RedisServer`], a private `redis-server` on a free loopback port, in
+//!   a directory of its own, stopped when dropped;
+//! - [`eventually`], a bounded wait for a condition that fails the test
+//!   with a message instead of hanging;
+//! - with the `receiver` feature, [`Receiver`], an HTTP/1.1 server on
+//!   loopback that records every request (headers, body, time of arrival)
+//!   and answers each from the test's script (status, headers, body, a
+//!   delay, a [`Gate`] to wait at).
+//!
+//! `wheel`, `wheel-durable` and `wheel-server` take this crate as a
+//! dev-dependency, `wheel-bench` as a normal one (the durable section's
+//! server). It depends on no crate of the workspace, so that none of them
+//! forms a cycle with it.
 //!
 //! # Examples
 //!
@@ -19,7 +26,15 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod eventually;
+#[cfg(feature = "receiver")]
+mod receiver;
 mod redis_server;
 
+pub use eventually::{eventually, eventually_within, LIVENESS};
+#[cfg(feature = "receiver")]
+pub use receiver::{Gate, Received, Receiver, Reply, Script};
 pub use redis_server::{RedisServer, ServerOptions};

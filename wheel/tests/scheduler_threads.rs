@@ -4,8 +4,7 @@
 #![cfg(not(loom))]
 
 use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wheel::Scheduler;
 
@@ -22,16 +21,10 @@ fn wheel_threads() -> usize {
 
 /// Waits until exactly `n` wheel threads are live (a new thread names
 /// itself only once it runs, an exiting one disappears once reaped).
+#[track_caller]
 fn eventually_threads(n: usize) {
-    let start = Instant::now();
-    while wheel_threads() != n {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "expected {n} wheel threads, found {}",
-            wheel_threads()
-        );
-        thread::sleep(Duration::from_millis(1));
-    }
+    let what = format!("{n} wheel threads");
+    wheel_testkit::eventually(&what, || wheel_threads() == n);
 }
 
 fn eventually_no_threads() {

@@ -70,11 +70,6 @@ pub fn counting() -> (Arc<Count>, Waker) {
     (Arc::clone(&c), Waker::from(c))
 }
 
-/// Waits until `cond` holds; fails with `what` past `LIVENESS`.
-pub fn wait_for(what: &str, cond: impl Fn() -> bool) {
-    let give_up = Instant::now() + LIVENESS;
-    while !cond() {
-        assert!(Instant::now() < give_up, "{what}");
-        thread::sleep(ms(1));
-    }
-}
+/// Waits until `cond` holds; fails naming `what` past the testkit's
+/// liveness bound.
+pub use wheel_testkit::eventually as wait_for;

@@ -1,0 +1,15 @@
+//! The durable tier on its stores, in one test binary: the embedded store
+//! and Redis with nodes in one process, nodes as processes of their own
+//! (the `durable_node` binary), async handlers, and the log events. One
+//! module per subject; each module's tests keep their paths
+//! (`durable_redis::...`).
+
+#[path = "../common/mod.rs"]
+mod durable_common;
+mod durable_listing;
+
+mod durable_async;
+mod durable_embedded;
+mod durable_logs;
+mod durable_processes;
+mod durable_redis;

@@ -1,0 +1,19 @@
+//! Black-box tests of the `wheel-server` binary, in one test binary: each
+//! test starts the built server as a child process on a free loopback
+//! port. One module per subject; `common` holds the shared support and
+//! `browser` drives headless Chromium for the dashboard.
+
+mod browser;
+mod common;
+
+mod api;
+mod callbacks;
+mod clients;
+mod crash;
+mod dashboard;
+mod guard;
+mod headers;
+mod limits;
+mod logs;
+mod redis;
+mod requests;
