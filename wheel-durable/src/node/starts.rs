@@ -11,9 +11,13 @@
 //! [`Starts::pass`]: if fewer than [`START_CALLS`] passes are in flight it
 //! becomes one, takes everything waiting, starts it and takes again until
 //! nothing is left; otherwise it leaves the claim for the pass in flight
-//! and returns. A pass looks at `waiting` once more after it stops
-//! counting itself, so a claim left while it was finishing is taken by
-//! this pass or by the next one.
+//! and returns. Two rules make sure no claim is stranded:
+//! - a pass looks at `waiting` once more after it stops counting itself,
+//!   so a claim left while it was finishing is taken by this pass or by
+//!   the next one;
+//! - a thread that finds every pass taken changes nothing: it does not
+//!   count itself in and out, which could make a finishing pass that
+//!   looks again believe another pass is still in flight and give up.
 //!
 //! A pass takes only as much as `room` allows (the handlers' queue is
 //! bounded); claims beyond stay waiting, still claimed. Whoever frees room
@@ -25,7 +29,8 @@
 //!
 //! Every step is `SeqCst`, and each check of `waiting` or of the room
 //! locks the queue it reads, which orders it against the push or the take
-//! that changed it.
+//! that changed it. `tests/loom_node.rs` model-checks this file (with
+//! `queue.rs`): it names nothing but the queue and `crate::sync`.
 
 use super::queue::Queue;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
@@ -90,13 +95,15 @@ impl<T> Starts<T> {
         }
     }
 
-    /// Counts a pass in if fewer than [`START_CALLS`] are in flight.
+    /// Counts a pass in if fewer than [`START_CALLS`] are in flight. A
+    /// full gate is left exactly as it was (see the module doc).
     fn enter(&self) -> Option<InFlight<'_>> {
-        if self.starting.fetch_add(1, Ordering::SeqCst) >= START_CALLS {
-            self.starting.fetch_sub(1, Ordering::SeqCst);
-            return None;
-        }
-        Some(InFlight(&self.starting))
+        self.starting
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < START_CALLS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| InFlight(&self.starting))
     }
 
     /// Whether the caller, which has just freed room, should schedule a
