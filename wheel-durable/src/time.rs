@@ -5,7 +5,6 @@
 //! the embedded store). `SystemTime`s from callers are rounded *up* to the
 //! millisecond, so that rounding can only make a timer later, never early.
 
-use std::sync::{Condvar, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::DurableError;
@@ -90,24 +89,9 @@ impl Backoff {
     }
 }
 
-/// Waits on `cond` until it is notified or `until` comes; the guard back,
-/// and whether `until` had already come (a poisoned lock is recovered as
-/// `sync::lock` does). Callers loop on their own condition.
-pub(crate) fn wait_until<'a, T>(
-    cond: &Condvar,
-    guard: MutexGuard<'a, T>,
-    until: Instant,
-) -> (MutexGuard<'a, T>, bool) {
-    let now = Instant::now();
-    if now >= until {
-        return (guard, true);
-    }
-    let guard = cond
-        .wait_timeout(guard, until - now)
-        .unwrap_or_else(|e| e.into_inner())
-        .0;
-    (guard, false)
-}
+/// The timed wait on std's types, for the modules that keep std's locks
+/// under `cfg(loom)` too (the stats); the node takes `sync::wait_until`.
+pub(crate) use crate::sync::wait_until_std as wait_until;
 
 #[cfg(test)]
 mod tests {

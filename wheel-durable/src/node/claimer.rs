@@ -9,17 +9,24 @@
 //! bounded number of claims (at most one per `MIN_GAP`, and none at all for
 //! timers that the next planned claim takes in time), instead of one claim
 //! per add on every node.
+//!
+//! Owns no state besides its thread's locals (the plan, the back-off): it
+//! enters claims through `hold.rs` and `starter.rs`, renews through
+//! [`Runs`](super::runs::Runs), plans by [`StoreTime`](super::clock::StoreTime)
+//! and sleeps on [`Signal`](super::signal::Signal), the one thread that
+//! waits on it.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::clock::Reading;
+use super::config::{NodeConfig, STORE_BATCH};
 use super::hold::hold;
+use super::shared::NodeShared;
 use super::signal::Woken;
-use super::{starter, NodeShared, STORE_BATCH};
+use super::starter;
 use crate::store::{ClaimBatch, ClaimRequest, Fenced};
-use crate::sync::lock;
+use crate::sync::Ordering;
 use crate::time::Backoff;
 
 /// Timers claimed by one store call at most: bounds how long one claim
@@ -35,7 +42,7 @@ const STEPS: u32 = 64;
 
 /// How long before a notified due time the claim for it comes: room for
 /// the claim's round trip and the scheduling.
-pub(super) const LEAD: Duration = Duration::from_millis(100);
+const LEAD: Duration = Duration::from_millis(100);
 
 /// The shortest time between two claims made for notifications.
 const MIN_GAP: Duration = Duration::from_millis(5);
@@ -43,9 +50,21 @@ const MIN_GAP: Duration = Duration::from_millis(5);
 /// The first wait after a failed store call; doubles up to the poll.
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
 
+/// How far ahead a timer made pending is announced to the nodes: the
+/// poll plus the claimer's lead, at most the claim window. Every node
+/// claims at least once per poll, so a timer due later than that is taken
+/// in time by a claim the node makes anyway; only sooner ones need a node
+/// to claim early. (This assumes the nodes of a namespace share the poll
+/// of the process that adds; a node polling more slowly may fire such a
+/// timer late, never early.)
+pub(crate) fn notify_window(config: &NodeConfig) -> Duration {
+    (config.poll + LEAD).min(config.window)
+}
+
+/// The claimer thread's loop, until the node stops.
 pub(super) fn run(shared: &Arc<NodeShared>) {
     let mut backoff = Backoff::new(FIRST_BACKOFF, shared.config.poll);
-    while !shared.stopping.load(Ordering::SeqCst) {
+    while !shared.stopping() {
         let claimed_at = Instant::now();
         let room = shared.config.max_held.saturating_sub(shared.held_count());
         let req = ClaimRequest {
@@ -71,7 +90,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
                     if at <= now {
                         due_now.push(c);
                     } else {
-                        hold(shared, c, at);
+                        hold(shared, c, at, starter::offer);
                     }
                 }
                 starter::offer_due(shared, due_now);
@@ -81,7 +100,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
                 next
             }
             Err(e) => {
-                shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+                shared.store_error();
                 tracing::debug!(namespace = %shared.config.namespace, error = %e, "claim failed; retried");
                 Instant::now() + backoff.next()
             }
@@ -96,7 +115,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
             match shared.signal.wait_until(plan.min(renew_due(shared))) {
                 Woken::Timeout | Woken::Now => break,
                 Woken::Due(due) => {
-                    let map = lock(&shared.store_time).best();
+                    let map = shared.store_time.best();
                     let wanted = map.map_or(claimed_at, |m| m.instant(due));
                     let wanted = wanted.checked_sub(LEAD).unwrap_or(wanted);
                     plan = plan.min(wanted.max(claimed_at + MIN_GAP));
@@ -158,27 +177,18 @@ fn next_wake(
 fn renew(shared: &NodeShared) {
     let every = shared.config.lease / 3;
     let now = Instant::now();
-    let stale: Vec<(String, u64)> = lock(&shared.running)
-        .iter()
-        .filter(|(_, r)| now.duration_since(r.renewed) >= every)
-        .map(|(k, r)| (k.clone(), r.fence))
-        .collect();
+    let stale = shared.runs.to_renew(every, now);
     for part in stale.chunks(STORE_BATCH) {
         let held: Vec<Fenced<'_>> = part
             .iter()
             .map(|(key, fence)| Fenced { key, fence: *fence })
             .collect();
         if let Err(e) = shared.store.renew(&held, shared.lease_ms) {
-            shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            shared.store_error();
             tracing::debug!(namespace = %shared.config.namespace, error = %e, "renewal failed; retried");
             continue;
         }
-        let mut running = lock(&shared.running);
-        for (key, fence) in part {
-            if let Some(r) = running.get_mut(key).filter(|r| r.fence == *fence) {
-                r.renewed = now;
-            }
-        }
+        shared.runs.renewed(part, now);
     }
 }
 
@@ -186,9 +196,8 @@ fn renew(shared: &NodeShared) {
 fn renew_due(shared: &NodeShared) -> Instant {
     let every = shared.config.lease / 3;
     let far = Instant::now() + shared.config.poll;
-    lock(&shared.running)
-        .values()
-        .map(|r| r.renewed + every)
-        .min()
+    shared
+        .runs
+        .next_renewal(every)
         .map_or(far, |at| at.min(far))
 }

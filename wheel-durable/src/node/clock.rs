@@ -17,6 +17,7 @@
 use std::time::{Duration, Instant};
 
 use crate::store::Millis;
+use crate::sync::{lock, Mutex};
 
 /// How long one reading is kept (between one and two windows).
 const WINDOW: Duration = Duration::from_secs(2);
@@ -50,9 +51,36 @@ impl Reading {
     }
 }
 
-/// The tightest reading of the current and the previous window.
+/// The node's view of the store's clock: the tightest recent reading.
+///
+/// Owns the readings. Who touches what: the claimer and the starter take
+/// in the reading of each store reply that carries one
+/// ([`StoreTime::observe`]); the claimer reads the best one to plan by
+/// ([`StoreTime::best`]).
 #[derive(Debug, Default)]
 pub(super) struct StoreTime {
+    readings: Mutex<Readings>,
+}
+
+impl StoreTime {
+    /// Takes in a store reply's clock reading (store time `now` had come by
+    /// `received`); the reading to schedule by.
+    pub(super) fn observe(&self, now: Millis, received: Instant) -> Reading {
+        let r = Reading { now, received };
+        let mut readings = lock(&self.readings);
+        readings.observe(r);
+        readings.best().unwrap_or(r)
+    }
+
+    /// The reading to schedule by, if any.
+    pub(super) fn best(&self) -> Option<Reading> {
+        lock(&self.readings).best()
+    }
+}
+
+/// The tightest reading of the current and the previous window.
+#[derive(Debug, Default)]
+struct Readings {
     current: Option<Reading>,
     previous: Option<Reading>,
     window_start: Option<Instant>,
@@ -65,9 +93,9 @@ fn tightest(a: Option<Reading>, b: Option<Reading>) -> Option<Reading> {
     }
 }
 
-impl StoreTime {
+impl Readings {
     /// Takes in a reading.
-    pub(super) fn observe(&mut self, r: Reading) {
+    fn observe(&mut self, r: Reading) {
         let start = *self.window_start.get_or_insert(r.received);
         if r.received.saturating_duration_since(start) >= WINDOW {
             self.previous = self.current.take();
@@ -77,7 +105,7 @@ impl StoreTime {
     }
 
     /// The reading to schedule by, if any.
-    pub(super) fn best(&self) -> Option<Reading> {
+    fn best(&self) -> Option<Reading> {
         tightest(self.current, self.previous)
     }
 }
@@ -106,7 +134,7 @@ mod tests {
     #[test]
     fn the_tightest_reading_wins_until_it_ages_out() {
         let t0 = Instant::now();
-        let mut st = StoreTime::default();
+        let mut st = Readings::default();
         assert_eq!(st.best(), None);
         // A slow call: store time 1 000 came 5 ms before it was received.
         let slow = Reading {

@@ -6,20 +6,24 @@
 //! arrived meanwhile, for as long as each run's lease lasts; past that the
 //! store has handed the timer to another run and the outcome is dropped.
 //! Once an outcome is recorded (or dropped), its run is no longer renewed.
+//!
+//! Owns no state: the only taker of [`Finishes`](super::finishes::Finishes),
+//! and the one who forgets a run in [`Runs`](super::runs::Runs) once its
+//! outcome is settled.
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::{Ending, NodeShared, STORE_BATCH};
+use super::config::STORE_BATCH;
+use super::finishes::Ending;
+use super::shared::NodeShared;
 use crate::store::{Fenced, Finish};
-use crate::sync::lock;
 use crate::time::Backoff;
 
 pub(super) fn run(shared: &NodeShared) {
-    while let Some(mut batch) = shared.to_finish.take_up_to(STORE_BATCH) {
+    while let Some(mut batch) = shared.finishes.take_up_to(STORE_BATCH) {
         let mut backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
         while !record(shared, &batch) {
-            shared.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            shared.store_error();
             let now = Instant::now();
             let (live, over): (Vec<Ending>, Vec<Ending>) =
                 batch.into_iter().partition(|e| e.give_up > now);
@@ -35,9 +39,9 @@ pub(super) fn run(shared: &NodeShared) {
             if batch.is_empty() {
                 break;
             }
-            shared.to_finish.wait_until(now + backoff.next());
+            shared.finishes.wait_until(now + backoff.next());
             let room = STORE_BATCH.saturating_sub(batch.len());
-            batch.extend(shared.to_finish.try_take_up_to(room));
+            batch.extend(shared.finishes.more(room));
         }
         forget(shared, &batch);
     }
@@ -84,11 +88,7 @@ fn log_dead_letters(shared: &NodeShared, batch: &[Ending], recorded: &[bool]) {
 
 /// Stops renewing the runs of these outcomes.
 fn forget(shared: &NodeShared, batch: &[Ending]) {
-    if batch.is_empty() {
-        return;
-    }
-    let mut running = lock(&shared.running);
     for e in batch {
-        shared.forget_run(&mut running, &e.key, e.fence);
+        shared.runs.forget(&e.key, e.fence);
     }
 }

@@ -5,12 +5,15 @@
 //!
 //! Closing wakes every consumer; they take what is left, then see `None`.
 //! A push after the close is refused and hands the item back to the caller.
+//!
+//! Each queue's owner (a stage type: `Starts`, `Runs`, `Finishes`) says
+//! who pushes and who takes. The start hand-off's loom model compiles this
+//! file too, so it names nothing but `crate::sync`.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::sync::{lock, Condvar, Mutex};
-use crate::time::wait_until;
+use crate::sync::{lock, wait, wait_until, Condvar, Mutex};
 
 struct State<T> {
     items: VecDeque<T>,
@@ -54,7 +57,7 @@ impl<T> Queue<T> {
             if s.closed {
                 return None;
             }
-            s = self.cond.wait(s).unwrap_or_else(|e| e.into_inner());
+            s = wait(&self.cond, s);
         }
         let n = s.items.len().min(max.max(1));
         Some(s.items.drain(..n).collect())
@@ -98,7 +101,9 @@ impl<T> Queue<T> {
     }
 }
 
-#[cfg(test)]
+// The loom model compiles this file into its test, where loom's locks
+// work only inside a model: these tests are std's.
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -1,12 +1,15 @@
 //! Wakes the claimer early: at once (shutdown, room freed in the node), or
 //! for a store notification that a timer became pending with a due time,
 //! which the claimer weighs against its plan ([`super::claimer`]).
+//!
+//! Owns the notifications not yet seen. Anyone notifies (the store's
+//! watcher, a claim leaving the holdings, the starter, shutdown); only the
+//! claimer waits.
 
 use std::time::Instant;
 
 use crate::store::Millis;
-use crate::sync::{lock, Condvar, Mutex};
-use crate::time::wait_until;
+use crate::sync::{lock, wait_until, Condvar, Mutex};
 
 /// Why [`Signal::wait_until`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

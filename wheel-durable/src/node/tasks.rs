@@ -2,60 +2,47 @@
 //! runtime, so a node holds thousands of runs in flight on a few threads
 //! (a run waiting on the network costs a task, not a thread).
 //!
-//! One dispatcher thread takes started timers from `to_run` and spawns a
-//! task for each while fewer than `max_in_flight` run; past that it waits,
-//! and the queue holds the rest. A task spawns the user's future as a task
-//! of its own, so a panic inside it ends only that task (the run counts as
-//! `Retry`), and races it against `run_timeout` on the node's scheduler:
-//! a future still pending then is aborted (dropped) and the run counts as
-//! `Retry` too. Either way the outcome goes to the finisher exactly as a
-//! blocking handler's does: leases, fences, retries and dead letters do not
-//! know how the handler ran.
+//! One dispatcher thread takes started timers from
+//! [`Runs`](super::runs::Runs) and spawns a task for each while fewer than
+//! `max_in_flight` run; past that it waits, and the queue holds the rest.
+//! A task spawns the user's future as a task of its own, so a panic inside
+//! it ends only that task (the run counts as `Retry`), and races it
+//! against `run_timeout` on the node's scheduler: a future still pending
+//! then is aborted (dropped) and the run counts as `Retry` too. Either way
+//! the outcome goes to the finisher exactly as a blocking handler's does:
+//! leases, fences, retries and dead letters do not know how the handler
+//! ran (`outcome.rs`).
 //!
-//! Who touches what: the dispatcher increments `in_flight` before it
-//! spawns; the task decrements it after handing its outcome over, and
-//! removes its entry from `aborts`, which maps each run to the abort
-//! handle of the user's future. At shutdown the dispatcher waits up to the
-//! grace period for `in_flight` to reach zero, then aborts every future
-//! left: each such run is handed back as a retry due at once (another node
-//! runs it), and the dispatcher waits for those hand-overs too. A started
-//! run still waiting for a slot when the grace period ends is handed back
-//! the same way without running (the dispatcher's wait for a slot checks
-//! for the stop, so a node whose slots never free still stops).
+//! Owns [`Tasks`], the dispatcher's state. Who touches what: the
+//! dispatcher increments `in_flight` before it spawns; the task decrements
+//! it after handing its outcome over, and removes its entry from `aborts`,
+//! which maps each run to the abort handle of the user's future. At
+//! shutdown the dispatcher waits up to the grace period for `in_flight` to
+//! reach zero, then aborts every future left: each such run is handed back
+//! as a retry due at once (another node runs it), and the dispatcher waits
+//! for those hand-overs too. A started run still waiting for a slot when
+//! the grace period ends is handed back the same way without running (the
+//! dispatcher's wait for a slot checks for the stop, so a node whose slots
+//! never free still stops).
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
 
-use super::run::{fired_of, hand_over, log_panic, panic_message, settle, RunGuard};
-use super::{starter, NodeShared, Started};
+use super::outcome::{fired_of, hand_over, log_panic, panic_message, settle};
+use super::runs::Started;
+use super::shared::NodeShared;
+use super::starter;
 use crate::store::Finish;
-use crate::sync::lock;
-use crate::time::wait_until;
-use crate::{DurableError, Fired, Outcome};
+use crate::sync::{lock, wait_until, Condvar, Mutex};
+use crate::{DurableError, Outcome};
 
-/// The boxed future of an async handler.
-pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = Outcome> + Send + 'static>>;
-
-/// An async handler, boxed.
-pub(crate) type AsyncHandler = Arc<dyn Fn(Fired) -> HandlerFuture + Send + Sync>;
-
-/// How a node runs async handlers.
-#[derive(Clone)]
-pub(crate) struct TaskConfig {
-    pub(crate) handler: AsyncHandler,
-    /// The user's runtime, or `None` for one the node owns.
-    pub(crate) runtime: Option<Handle>,
-    pub(crate) max_in_flight: usize,
-    pub(crate) run_timeout: Duration,
-    pub(crate) grace: Duration,
-}
+/// The async handler's types live with the rest of the node's
+/// configuration; the builder names them from here.
+pub(crate) use super::config::{AsyncHandler, HandlerFuture, TaskConfig};
 
 /// The runtime the tasks run on.
 enum Rt {
@@ -112,7 +99,7 @@ pub(super) fn dispatch(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>) {
     let mut next_run = 0u64;
     let mut stop_by = None;
     let mut handed_back = 0usize;
-    while let Some(started) = shared.to_run.take_one() {
+    while let Some(started) = shared.runs.take() {
         starter::resume(shared);
         if !wait_for_room(shared, tasks, &mut stop_by) {
             // The node stops and no slot freed within the grace period:
@@ -148,7 +135,7 @@ fn wait_for_room(shared: &NodeShared, tasks: &Tasks, stop_by: &mut Option<Instan
     while *n >= tasks.config.max_in_flight {
         // A short wait: shutdown does not signal `fell`.
         let mut until = Instant::now() + Duration::from_millis(100);
-        if shared.stopping.load(Ordering::SeqCst) {
+        if shared.stopping() {
             let by = *stop_by.get_or_insert(Instant::now() + tasks.config.grace);
             if Instant::now() >= by {
                 return false;
@@ -165,7 +152,7 @@ fn wait_for_room(shared: &NodeShared, tasks: &Tasks, stop_by: &mut Option<Instan
 async fn run_task(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>, run: u64, started: Started) {
     let fired = fired_of(started);
     let (key, fence, attempt) = (fired.key.clone(), fired.fence, fired.attempt);
-    let guard = RunGuard::new(shared, &key, fence);
+    let guard = shared.runs.guard(&key, fence);
     let user = tasks.handle.spawn((tasks.config.handler)(fired));
     lock(&tasks.aborts).insert(run, user.abort_handle());
     let abort = user.abort_handle();

@@ -20,7 +20,6 @@ use std::ops::Bound;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable};
 
 use super::db_err;
-use super::read::first_keys;
 use crate::store::record::{DeadRecord, Record};
 use crate::store::{
     claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Finish,
@@ -120,9 +119,14 @@ impl Cursor {
     pub(super) fn scan(db: &Database, spaces: &Spaces) -> StoreResult<Cursor> {
         let snap = db.snapshot();
         let len = |s: Space| snap.len(spaces.get(s)).map(|n| n as u64).map_err(db_err);
-        let first = |s: Space| {
-            first_keys(&snap, spaces.get(s), 1)
-                .map(|v| v.first().map_or_else(end, |(at, key)| index_key(*at, key)))
+        // The first entry is parsed, not copied, so that a corrupt index
+        // fails the open instead of a later scan.
+        let first = |s: Space| -> StoreResult<Vec<u8>> {
+            let Some(entry) = snap.first_key_value(spaces.get(s)) else {
+                return Ok(end());
+            };
+            let (at, key) = parse_index_key(&entry.key().map_err(db_err)?)?;
+            Ok(index_key(at, &key))
         };
         Ok(Cursor {
             pending: len(Space::Due)?,
