@@ -1,5 +1,5 @@
-//! How an add treats a key that is taken ([`AddMode`]), and how a large
-//! batch is cut into store operations of bounded size.
+//! How an add treats a key that is taken ([`AddMode`], [`AddOrGet`]), and
+//! how a large batch is cut into store operations of bounded size.
 //!
 //! One store operation holds at most [`MAX_CHUNK_TIMERS`] timers and
 //! [`MAX_CHUNK_BYTES`] of keys and payloads (a single larger timer goes
@@ -7,28 +7,21 @@
 //! one huge embedded write batch. Each chunk is atomic; a batch of several
 //! chunks is not: a failure in a later chunk leaves the earlier ones
 //! stored.
+//!
+//! An add-or-get ([`add_or_get`]) is the store's atomic add-if-absent,
+//! then, for each timer it kept out, a read of the timer that kept it
+//! out. The read is a second store call, so the timer may end between the
+//! two (it ran, or was cancelled): the key is free again, and the add is
+//! tried again, at most [`ADD_TRIES`] times, after which the answer is
+//! [`AddOrGet::Churning`]. Nothing is ever overwritten: every add is the
+//! atomic add-if-absent.
 
 use super::store::{NewTimer, Store, StoreResult};
+use super::TimerInfo;
 
 /// What an add does when a timer with the same key exists, in any state.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::{Duration, SystemTime};
-/// use wheel_durable::{AddMode, DurableTimers};
-/// # fn main() -> Result<(), wheel_durable::DurableError> {
-/// # let dir = tempfile::tempdir().unwrap();
-/// let timers = DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
-/// let at = SystemTime::now() + Duration::from_secs(60);
-/// let batch = [("a", at, b"1".as_slice())];
-/// assert_eq!(timers.add_many_with(&batch, AddMode::IfAbsent)?, [true]);
-/// assert_eq!(timers.add_many_with(&batch, AddMode::IfAbsent)?, [false]);
-/// assert_eq!(timers.add_many_with(&batch, AddMode::Replace)?, [true]);
-/// # Ok(()) }
-/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum AddMode {
+pub(crate) enum AddMode {
     /// Replace the timer with this key, whatever its state (pending,
     /// claimed, running or a dead letter): a started run's outcome is then
     /// ignored.
@@ -38,6 +31,60 @@ pub enum AddMode {
     /// add only when there is none.
     IfAbsent,
 }
+
+/// What an add-or-get came to: the timer was added, or a timer with its
+/// key exists (in any state: pending, claimed, running or a dead letter)
+/// and was left untouched.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use wheel_durable::{AddOrGet, DurableTimers};
+/// # fn main() -> Result<(), wheel_durable::DurableError> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let timers = DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+/// let at = SystemTime::now() + Duration::from_secs(60);
+/// assert_eq!(timers.add_at_or_get("a", at, b"1")?, AddOrGet::Added);
+/// match timers.add_at_or_get("a", at, b"2")? {
+///     AddOrGet::Existing(info) => assert_eq!(info.payload, b"1"),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AddOrGet {
+    /// Added by this call.
+    Added,
+    /// Not added: this timer, as read back, has the key.
+    Existing(TimerInfo),
+    /// Not added: a timer had the key each time this call tried to add,
+    /// and had ended (it ran, or was cancelled) each time it tried to read
+    /// it: timers under this key keep being added and ending. Nothing was
+    /// written; the call may be made again.
+    Churning,
+}
+
+impl AddOrGet {
+    /// Whether this call added the timer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_durable::AddOrGet;
+    /// assert!(AddOrGet::Added.is_added());
+    /// assert!(!AddOrGet::Churning.is_added());
+    /// ```
+    pub fn is_added(&self) -> bool {
+        matches!(self, AddOrGet::Added)
+    }
+}
+
+/// How often an add-or-get tries while the key's timers keep ending
+/// between its add and its read (bounded, so that churn cannot hold a
+/// caller).
+pub(crate) const ADD_TRIES: usize = 4;
 
 /// Timers per store operation at most.
 pub(crate) const MAX_CHUNK_TIMERS: usize = 1_000;
@@ -76,6 +123,40 @@ pub(crate) fn add_bounded(
         added.extend(store.add(chunk, mode)?);
     }
     Ok(added)
+}
+
+/// Adds each of `timers` unless its key is taken, chunk by chunk, and
+/// reads the timer that holds each taken key (see the module docs); one
+/// answer per timer, in order.
+pub(crate) fn add_or_get(store: &dyn Store, timers: &[NewTimer<'_>]) -> StoreResult<Vec<AddOrGet>> {
+    let added = add_bounded(store, timers, AddMode::IfAbsent)?;
+    let mut out = Vec::with_capacity(timers.len());
+    for (t, added) in timers.iter().zip(added) {
+        out.push(if added {
+            AddOrGet::Added
+        } else {
+            existing(store, t)?
+        });
+    }
+    Ok(out)
+}
+
+/// The timer holding `t`'s key, which an add just found; adds `t` after
+/// all when that timer ended before the read.
+fn existing(store: &dyn Store, t: &NewTimer<'_>) -> StoreResult<AddOrGet> {
+    for _ in 0..ADD_TRIES {
+        if let Some(info) = store.get(t.key)? {
+            return Ok(AddOrGet::Existing(info));
+        }
+        if store
+            .add(std::slice::from_ref(t), AddMode::IfAbsent)?
+            .first()
+            == Some(&true)
+        {
+            return Ok(AddOrGet::Added);
+        }
+    }
+    Ok(AddOrGet::Churning)
 }
 
 #[cfg(test)]

@@ -4,13 +4,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::add::add_bounded;
+use super::add::{add_bounded, add_or_get, AddMode};
 use super::node::{Node, NodeConfig};
-use super::stats::{CountsReader, HttpCounters, STATS_WAIT};
+use super::stats::{CountsReader, HttpCounters, Snapshot, STATS_WAIT};
 use super::store::{Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
 use super::{
-    check_input, AddMode, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo,
+    check_input, AddOrGet, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo,
 };
 
 /// Durable timers: one node's handle on a store (`Send + Sync`; share it
@@ -121,52 +121,50 @@ impl DurableTimers {
     /// # Ok(()) }
     /// ```
     pub fn add_at(&self, key: &str, due: SystemTime, payload: &[u8]) -> Result<(), DurableError> {
-        self.add_one(key, due, payload, AddMode::Replace).map(drop)
+        check_input(key, payload, self.max_payload)?;
+        let due = Due::At(millis_of(due)?);
+        self.store
+            .add(&[NewTimer { key, due, payload }], AddMode::Replace)
+            .map(drop)
     }
 
     /// Adds a timer due at `due` unless a timer with this key exists, in
     /// any state (pending, claimed, running or a dead letter), which is
-    /// then left untouched. True if it added. The check and the add are
-    /// one atomic store operation: of concurrent calls for one key, from
-    /// any nodes, exactly one adds.
+    /// then left untouched and answered: [`AddOrGet::Existing`] with the
+    /// timer as read back. The check and the add are one atomic store
+    /// operation: of concurrent calls for one key, from any nodes, exactly
+    /// one adds. Reading the existing timer is a second store call; a
+    /// timer that ends in between frees its key, and the add is tried
+    /// again (see [`AddOrGet::Churning`]).
     ///
     /// # Errors
     ///
-    /// As for [`add`](Self::add).
+    /// As for [`add_at`](Self::add_at).
     ///
     /// # Examples
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::AddOrGet;
     /// # fn main() -> Result<(), wheel_durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
     /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let at = SystemTime::now() + Duration::from_secs(3600);
-    /// assert!(timers.add_if_absent("invoice:5", at, b"first")?);
-    /// assert!(!timers.add_if_absent("invoice:5", at, b"second")?);
-    /// assert_eq!(timers.get("invoice:5")?.unwrap().payload, b"first");
+    /// assert!(timers.add_at_or_get("invoice:5", at, b"first")?.is_added());
+    /// let AddOrGet::Existing(info) = timers.add_at_or_get("invoice:5", at, b"second")? else {
+    ///     panic!("the first one is kept");
+    /// };
+    /// assert_eq!(info.payload, b"first");
     /// # Ok(()) }
     /// ```
-    pub fn add_if_absent(
+    pub fn add_at_or_get(
         &self,
         key: &str,
         due: SystemTime,
         payload: &[u8],
-    ) -> Result<bool, DurableError> {
-        self.add_one(key, due, payload, AddMode::IfAbsent)
-    }
-
-    fn add_one(
-        &self,
-        key: &str,
-        due: SystemTime,
-        payload: &[u8],
-        mode: AddMode,
-    ) -> Result<bool, DurableError> {
-        check_input(key, payload, self.max_payload)?;
-        let due = Due::At(millis_of(due)?);
-        let added = self.store.add(&[NewTimer { key, due, payload }], mode)?;
-        Ok(added.first() == Some(&true))
+    ) -> Result<AddOrGet, DurableError> {
+        self.add_many_or_get(&[(key, due, payload)])
+            .map(|mut answers| answers.pop().unwrap_or(AddOrGet::Churning))
     }
 
     /// Adds a timer due `delay` from now, measured on the store's clock.
@@ -233,37 +231,90 @@ impl DurableTimers {
         self.add_at(key, due, &cb.to_payload()?)
     }
 
-    /// Adds a callback timer like [`add_callback`](Self::add_callback),
-    /// unless a timer with this key exists, in any state; as
-    /// [`add_if_absent`](Self::add_if_absent), true if it added (feature
-    /// `http`).
+    /// Adds a callback timer like [`add_callback_at`](Self::add_callback_at),
+    /// unless a timer with this key exists, in any state; answers as
+    /// [`add_at_or_get`](Self::add_at_or_get) (feature `http`; the
+    /// existing timer's callback is
+    /// [`TimerInfo::callback`](crate::TimerInfo::callback)).
     ///
     /// # Errors
     ///
-    /// As for [`add_callback`](Self::add_callback).
+    /// As for [`add_callback_at`](Self::add_callback_at).
     ///
     /// # Examples
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
     /// use wheel_durable::http::{HttpCallback, Method};
+    /// use wheel_durable::AddOrGet;
     /// # fn main() -> Result<(), wheel_durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
     /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let at = SystemTime::now() + Duration::from_secs(3600);
     /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
-    /// assert!(timers.add_callback_if_absent("remind:9", at, &cb)?);
-    /// assert!(!timers.add_callback_if_absent("remind:9", at, &cb)?);
+    /// assert!(timers.add_callback_at_or_get("remind:9", at, &cb)?.is_added());
+    /// let AddOrGet::Existing(info) = timers.add_callback_at_or_get("remind:9", at, &cb)? else {
+    ///     panic!("added once");
+    /// };
+    /// assert_eq!(info.callback(), Some(cb));
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "http")]
-    pub fn add_callback_if_absent(
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn add_callback_at_or_get(
         &self,
         key: &str,
         due: SystemTime,
         cb: &super::http::HttpCallback,
-    ) -> Result<bool, DurableError> {
-        self.add_if_absent(key, due, &cb.to_payload()?)
+    ) -> Result<AddOrGet, DurableError> {
+        self.add_at_or_get(key, due, &cb.to_payload()?)
+    }
+
+    /// Adds many callback timers as
+    /// [`add_callback_at_or_get`](Self::add_callback_at_or_get) each, in
+    /// order, chunked as [`add_many`](Self::add_many) (each chunk one
+    /// atomic store operation, the call not); one answer per timer. A key
+    /// that comes twice is added by its first entry; the later one gets
+    /// [`AddOrGet::Existing`]. Every callback and input is checked before
+    /// anything is written (feature `http`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_callback_at`](Self::add_callback_at), for the first bad
+    /// timer (nothing added), or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::http::{HttpCallback, Method};
+    /// use wheel_durable::AddOrGet;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind");
+    /// let answers = timers.add_callbacks_or_get(&[("a", at, &cb), ("a", at, &cb), ("b", at, &cb)])?;
+    /// assert!(answers[0].is_added() && answers[2].is_added());
+    /// assert!(matches!(&answers[1], AddOrGet::Existing(info) if info.key == "a"));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn add_callbacks_or_get(
+        &self,
+        timers: &[(&str, SystemTime, &super::http::HttpCallback)],
+    ) -> Result<Vec<AddOrGet>, DurableError> {
+        let payloads = timers
+            .iter()
+            .map(|(_, _, cb)| cb.to_payload())
+            .collect::<Result<Vec<_>, _>>()?;
+        let entries: Vec<(&str, SystemTime, &[u8])> = timers
+            .iter()
+            .zip(&payloads)
+            .map(|(&(key, due, _), payload)| (key, due, payload.as_slice()))
+            .collect();
+        self.add_many_or_get(&entries)
     }
 
     /// Adds (or replaces) many timers, as [`add`](Self::add) each. Every
@@ -287,18 +338,19 @@ impl DurableTimers {
     /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let at = SystemTime::now() + Duration::from_secs(60);
     /// timers.add_many(&[("a", at, b"1".as_slice()), ("b", at, b"2".as_slice())])?;
-    /// assert_eq!(timers.stats().pending, 2);
+    /// assert_eq!(timers.get("b")?.unwrap().payload, b"2");
     /// # Ok(()) }
     /// ```
     pub fn add_many(&self, timers: &[(&str, SystemTime, &[u8])]) -> Result<(), DurableError> {
-        self.add_many_with(timers, AddMode::Replace).map(drop)
+        let batch = self.checked(timers)?;
+        add_bounded(self.store.as_ref(), &batch, AddMode::Replace).map(drop)
     }
 
-    /// Adds many timers as `mode` says, in order, chunked as
-    /// [`add_many`](Self::add_many) (each chunk atomic, the call not). One
-    /// answer per timer: true if it was added. With
-    /// [`AddMode::IfAbsent`], a key that comes twice is added once, by its
-    /// first entry.
+    /// Adds many timers as [`add_at_or_get`](Self::add_at_or_get) each, in
+    /// order, chunked as [`add_many`](Self::add_many) (each chunk one
+    /// atomic store operation, the call not); one answer per timer. A key
+    /// that comes twice is added by its first entry; the later one gets
+    /// [`AddOrGet::Existing`].
     ///
     /// # Errors
     ///
@@ -308,29 +360,38 @@ impl DurableTimers {
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
-    /// use wheel_durable::AddMode;
+    /// use wheel_durable::AddOrGet;
     /// # fn main() -> Result<(), wheel_durable::DurableError> {
     /// # let dir = tempfile::tempdir().unwrap();
     /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let at = SystemTime::now() + Duration::from_secs(60);
     /// timers.add_at("a", at, b"old")?;
     /// let batch = [("a", at, b"new".as_slice()), ("b", at, b"new".as_slice())];
-    /// assert_eq!(timers.add_many_with(&batch, AddMode::IfAbsent)?, [false, true]);
-    /// assert_eq!(timers.get("a")?.unwrap().payload, b"old");
+    /// let answers = timers.add_many_or_get(&batch)?;
+    /// assert!(matches!(&answers[0], AddOrGet::Existing(info) if info.payload == b"old"));
+    /// assert_eq!(answers[1], AddOrGet::Added);
     /// # Ok(()) }
     /// ```
-    pub fn add_many_with(
+    pub fn add_many_or_get(
         &self,
         timers: &[(&str, SystemTime, &[u8])],
-        mode: AddMode,
-    ) -> Result<Vec<bool>, DurableError> {
+    ) -> Result<Vec<AddOrGet>, DurableError> {
+        let batch = self.checked(timers)?;
+        add_or_get(self.store.as_ref(), &batch)
+    }
+
+    /// Checks every timer of a batch before anything is written.
+    fn checked<'a>(
+        &self,
+        timers: &[(&'a str, SystemTime, &'a [u8])],
+    ) -> Result<Vec<NewTimer<'a>>, DurableError> {
         let mut batch = Vec::with_capacity(timers.len());
         for &(key, due, payload) in timers {
             check_input(key, payload, self.max_payload)?;
             let due = Due::At(millis_of(due)?);
             batch.push(NewTimer { key, due, payload });
         }
-        add_bounded(self.store.as_ref(), &batch, mode)
+        Ok(batch)
     }
 
     /// Cancels a timer. True iff it was pending or claimed and had not
@@ -429,7 +490,7 @@ impl DurableTimers {
     ///
     /// # Errors
     ///
-    /// As for [`reschedule`](Self::reschedule).
+    /// As for [`reset_at`](Self::reset_at).
     ///
     /// # Examples
     ///
@@ -451,7 +512,8 @@ impl DurableTimers {
     /// read of the counts and waits that long for it (not at all while
     /// the store is known to be unreachable); otherwise the counts are the
     /// last ones read. [`DurableStats::store_available`] and
-    /// [`DurableStats::store_counts_age`] say which.
+    /// [`DurableStats::store_counts_age`] say which; before any read has
+    /// finished, the counts are unknown (`None`).
     ///
     /// # Examples
     ///
@@ -460,28 +522,14 @@ impl DurableTimers {
     /// # let dir = tempfile::tempdir().unwrap();
     /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let s = timers.stats();
-    /// if s.store_available {
-    ///     println!("{} pending (read {:?} ago)", s.pending, s.store_counts_age);
+    /// if let (true, Some(pending)) = (s.store_available, s.pending) {
+    ///     println!("{pending} pending (read {:?} ago)", s.store_counts_age);
     /// }
     /// assert_eq!(s.fired, 0);
     /// # Ok(()) }
     /// ```
     pub fn stats(&self) -> DurableStats {
-        let snap = self.counts.snapshot(STATS_WAIT);
-        let mut s = DurableStats {
-            store_available: snap.available,
-            ..DurableStats::default()
-        };
-        if let Some((counts, read_at)) = snap.counts {
-            s.store_counts_age = Some(read_at.elapsed());
-            s.pending = counts.pending;
-            s.claimed = counts.claimed;
-            s.dead = counts.dead;
-            let overdue = counts
-                .next_due
-                .map_or(0, |due| counts.now.saturating_sub(due));
-            s.oldest_overdue = Duration::from_millis(overdue);
-        }
+        let mut s = store_stats(self.counts.snapshot(STATS_WAIT));
         if let Some(node) = &self.node {
             let n = node.shared();
             let c = &n.counters;
@@ -539,8 +587,66 @@ impl DurableTimers {
     }
 }
 
+/// The store's part of the stats: what the counts reader has read, or
+/// nothing known before its first read.
+fn store_stats(snap: Snapshot) -> DurableStats {
+    let mut s = DurableStats {
+        store_available: snap.available,
+        ..DurableStats::default()
+    };
+    if let Some((counts, read_at)) = snap.counts {
+        s.store_counts_age = Some(read_at.elapsed());
+        s.pending = Some(counts.pending);
+        s.claimed = Some(counts.claimed);
+        s.dead = Some(counts.dead);
+        let overdue = counts
+            .next_due
+            .map_or(0, |due| counts.now.saturating_sub(due));
+        s.oldest_overdue = Some(Duration::from_millis(overdue));
+    }
+    s
+}
+
 impl Drop for DurableTimers {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::store::Counts;
+
+    #[test]
+    fn counts_not_read_yet_are_unknown_not_zero() {
+        let none = store_stats(Snapshot {
+            counts: None,
+            available: true,
+        });
+        assert_eq!(
+            (none.pending, none.claimed, none.dead, none.oldest_overdue),
+            (None, None, None, None)
+        );
+        assert_eq!(none.store_counts_age, None);
+        let counts = Counts {
+            now: 1_000,
+            pending: 0,
+            claimed: 2,
+            dead: 3,
+            next_due: Some(400),
+        };
+        let read = store_stats(Snapshot {
+            counts: Some((counts, Instant::now())),
+            available: false,
+        });
+        assert_eq!(
+            (read.pending, read.claimed, read.dead),
+            (Some(0), Some(2), Some(3))
+        );
+        assert_eq!(read.oldest_overdue, Some(Duration::from_millis(600)));
+        assert!(read.store_counts_age.is_some() && !read.store_available);
     }
 }
