@@ -16,8 +16,10 @@
 //! [`AddOrGet::Churning`]. Nothing is ever overwritten: every add is the
 //! atomic add-if-absent.
 
+use std::time::SystemTime;
+
 use super::store::{NewTimer, Store, StoreResult};
-use super::TimerInfo;
+use super::{DurableError, DurableTimers, TimerInfo};
 
 /// What an add does when a timer with the same key exists, in any state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -123,6 +125,168 @@ pub(crate) fn add_bounded(
         added.extend(store.add(chunk, mode)?);
     }
     Ok(added)
+}
+
+/// The add-or-get calls (the other calls are in `timers.rs`).
+impl DurableTimers {
+    /// Adds a timer due at `due` unless a timer with this key exists, in
+    /// any state (pending, claimed, running or a dead letter), which is
+    /// then left untouched and answered: [`AddOrGet::Existing`] with the
+    /// timer as read back. The check and the add are one atomic store
+    /// operation: of concurrent calls for one key, from any nodes, exactly
+    /// one adds. Reading the existing timer is a second store call; a
+    /// timer that ends in between frees its key, and the add is tried
+    /// again (see [`AddOrGet::Churning`]).
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_at`](Self::add_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::AddOrGet;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// assert!(timers.add_at_or_get("invoice:5", at, b"first")?.is_added());
+    /// let AddOrGet::Existing(info) = timers.add_at_or_get("invoice:5", at, b"second")? else {
+    ///     panic!("the first one is kept");
+    /// };
+    /// assert_eq!(info.payload, b"first");
+    /// # Ok(()) }
+    /// ```
+    pub fn add_at_or_get(
+        &self,
+        key: &str,
+        due: SystemTime,
+        payload: &[u8],
+    ) -> Result<AddOrGet, DurableError> {
+        self.add_many_or_get(&[(key, due, payload)])
+            .map(|mut answers| answers.pop().unwrap_or(AddOrGet::Churning))
+    }
+
+    /// Adds a callback timer like [`add_callback_at`](Self::add_callback_at),
+    /// unless a timer with this key exists, in any state; answers as
+    /// [`add_at_or_get`](Self::add_at_or_get) (feature `http`; the
+    /// existing timer's callback is
+    /// [`TimerInfo::callback`](crate::TimerInfo::callback)).
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_callback_at`](Self::add_callback_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::http::{HttpCallback, Method};
+    /// use wheel_durable::AddOrGet;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
+    /// assert!(timers.add_callback_at_or_get("remind:9", at, &cb)?.is_added());
+    /// let AddOrGet::Existing(info) = timers.add_callback_at_or_get("remind:9", at, &cb)? else {
+    ///     panic!("added once");
+    /// };
+    /// assert_eq!(info.callback(), Some(cb));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn add_callback_at_or_get(
+        &self,
+        key: &str,
+        due: SystemTime,
+        cb: &super::http::HttpCallback,
+    ) -> Result<AddOrGet, DurableError> {
+        self.add_at_or_get(key, due, &cb.to_payload()?)
+    }
+
+    /// Adds many callback timers as
+    /// [`add_callback_at_or_get`](Self::add_callback_at_or_get) each, in
+    /// order, chunked as [`add_many`](Self::add_many) (each chunk one
+    /// atomic store operation, the call not); one answer per timer. A key
+    /// that comes twice is added by its first entry; the later one gets
+    /// [`AddOrGet::Existing`]. Every callback and input is checked before
+    /// anything is written (feature `http`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_callback_at`](Self::add_callback_at), for the first bad
+    /// timer (nothing added), or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::http::{HttpCallback, Method};
+    /// use wheel_durable::AddOrGet;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind");
+    /// let answers = timers.add_callbacks_or_get(&[("a", at, &cb), ("a", at, &cb), ("b", at, &cb)])?;
+    /// assert!(answers[0].is_added() && answers[2].is_added());
+    /// assert!(matches!(&answers[1], AddOrGet::Existing(info) if info.key == "a"));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn add_callbacks_or_get(
+        &self,
+        timers: &[(&str, SystemTime, &super::http::HttpCallback)],
+    ) -> Result<Vec<AddOrGet>, DurableError> {
+        let payloads = timers
+            .iter()
+            .map(|(_, _, cb)| cb.to_payload())
+            .collect::<Result<Vec<_>, _>>()?;
+        let entries: Vec<(&str, SystemTime, &[u8])> = timers
+            .iter()
+            .zip(&payloads)
+            .map(|(&(key, due, _), payload)| (key, due, payload.as_slice()))
+            .collect();
+        self.add_many_or_get(&entries)
+    }
+
+    /// Adds many timers as [`add_at_or_get`](Self::add_at_or_get) each, in
+    /// order, chunked as [`add_many`](Self::add_many) (each chunk one
+    /// atomic store operation, the call not); one answer per timer. A key
+    /// that comes twice is added by its first entry; the later one gets
+    /// [`AddOrGet::Existing`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_many`](Self::add_many).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::AddOrGet;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(60);
+    /// timers.add_at("a", at, b"old")?;
+    /// let batch = [("a", at, b"new".as_slice()), ("b", at, b"new".as_slice())];
+    /// let answers = timers.add_many_or_get(&batch)?;
+    /// assert!(matches!(&answers[0], AddOrGet::Existing(info) if info.payload == b"old"));
+    /// assert_eq!(answers[1], AddOrGet::Added);
+    /// # Ok(()) }
+    /// ```
+    pub fn add_many_or_get(
+        &self,
+        timers: &[(&str, SystemTime, &[u8])],
+    ) -> Result<Vec<AddOrGet>, DurableError> {
+        let batch = self.checked(timers)?;
+        add_or_get(self.store.as_ref(), &batch)
+    }
 }
 
 /// Adds each of `timers` unless its key is taken, chunk by chunk, and
