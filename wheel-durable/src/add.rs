@@ -1,5 +1,5 @@
-//! How an add treats a key that is taken ([`AddMode`]), and how a large
-//! batch is cut into store operations of bounded size.
+//! How an add treats a key that is taken ([`AddMode`], [`AddOrGet`]), and
+//! how a large batch is cut into store operations of bounded size.
 //!
 //! One store operation holds at most [`MAX_CHUNK_TIMERS`] timers and
 //! [`MAX_CHUNK_BYTES`] of keys and payloads (a single larger timer goes
@@ -7,28 +7,23 @@
 //! one huge embedded write batch. Each chunk is atomic; a batch of several
 //! chunks is not: a failure in a later chunk leaves the earlier ones
 //! stored.
+//!
+//! An add-or-get ([`add_or_get`]) is the store's atomic add-if-absent,
+//! then, for each timer it kept out, a read of the timer that kept it
+//! out. The read is a second store call, so the timer may end between the
+//! two (it ran, or was cancelled): the key is free again, and the add is
+//! tried again, at most [`ADD_TRIES`] times, after which the answer is
+//! [`AddOrGet::Churning`]. Nothing is ever overwritten: every add is the
+//! atomic add-if-absent.
+
+use std::time::SystemTime;
 
 use super::store::{NewTimer, Store, StoreResult};
+use super::{DurableError, DurableTimers, TimerInfo};
 
 /// What an add does when a timer with the same key exists, in any state.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::{Duration, SystemTime};
-/// use wheel_durable::{AddMode, DurableTimers};
-/// # fn main() -> Result<(), wheel_durable::DurableError> {
-/// # let dir = tempfile::tempdir().unwrap();
-/// let timers = DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
-/// let at = SystemTime::now() + Duration::from_secs(60);
-/// let batch = [("a", at, b"1".as_slice())];
-/// assert_eq!(timers.add_many_with(&batch, AddMode::IfAbsent)?, [true]);
-/// assert_eq!(timers.add_many_with(&batch, AddMode::IfAbsent)?, [false]);
-/// assert_eq!(timers.add_many_with(&batch, AddMode::Replace)?, [true]);
-/// # Ok(()) }
-/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum AddMode {
+pub(crate) enum AddMode {
     /// Replace the timer with this key, whatever its state (pending,
     /// claimed, running or a dead letter): a started run's outcome is then
     /// ignored.
@@ -38,6 +33,60 @@ pub enum AddMode {
     /// add only when there is none.
     IfAbsent,
 }
+
+/// What an add-or-get came to: the timer was added, or a timer with its
+/// key exists (in any state: pending, claimed, running or a dead letter)
+/// and was left untouched.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use wheel_durable::{AddOrGet, DurableTimers};
+/// # fn main() -> Result<(), wheel_durable::DurableError> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let timers = DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+/// let at = SystemTime::now() + Duration::from_secs(60);
+/// assert_eq!(timers.add_at_or_get("a", at, b"1")?, AddOrGet::Added);
+/// match timers.add_at_or_get("a", at, b"2")? {
+///     AddOrGet::Existing(info) => assert_eq!(info.payload, b"1"),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AddOrGet {
+    /// Added by this call.
+    Added,
+    /// Not added: this timer, as read back, has the key.
+    Existing(TimerInfo),
+    /// Not added: a timer had the key each time this call tried to add,
+    /// and had ended (it ran, or was cancelled) each time it tried to read
+    /// it: timers under this key keep being added and ending. Nothing was
+    /// written; the call may be made again.
+    Churning,
+}
+
+impl AddOrGet {
+    /// Whether this call added the timer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_durable::AddOrGet;
+    /// assert!(AddOrGet::Added.is_added());
+    /// assert!(!AddOrGet::Churning.is_added());
+    /// ```
+    pub fn is_added(&self) -> bool {
+        matches!(self, AddOrGet::Added)
+    }
+}
+
+/// How often an add-or-get tries while the key's timers keep ending
+/// between its add and its read (bounded, so that churn cannot hold a
+/// caller).
+pub(crate) const ADD_TRIES: usize = 4;
 
 /// Timers per store operation at most.
 pub(crate) const MAX_CHUNK_TIMERS: usize = 1_000;
@@ -76,6 +125,202 @@ pub(crate) fn add_bounded(
         added.extend(store.add(chunk, mode)?);
     }
     Ok(added)
+}
+
+/// The add-or-get calls (the other calls are in `timers.rs`).
+impl DurableTimers {
+    /// Adds a timer due at `due` unless a timer with this key exists, in
+    /// any state (pending, claimed, running or a dead letter), which is
+    /// then left untouched and answered: [`AddOrGet::Existing`] with the
+    /// timer as read back. The check and the add are one atomic store
+    /// operation: of concurrent calls for one key, from any nodes, exactly
+    /// one adds. Reading the existing timer is a second store call; a
+    /// timer that ends in between frees its key, and the add is tried
+    /// again (see [`AddOrGet::Churning`]).
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_at`](Self::add_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::AddOrGet;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// assert!(timers.add_at_or_get("invoice:5", at, b"first")?.is_added());
+    /// let AddOrGet::Existing(info) = timers.add_at_or_get("invoice:5", at, b"second")? else {
+    ///     panic!("the first one is kept");
+    /// };
+    /// assert_eq!(info.payload, b"first");
+    /// # Ok(()) }
+    /// ```
+    pub fn add_at_or_get(
+        &self,
+        key: &str,
+        due: SystemTime,
+        payload: &[u8],
+    ) -> Result<AddOrGet, DurableError> {
+        self.add_many_or_get(&[(key, due, payload)])
+            .map(|mut answers| answers.pop().unwrap_or(AddOrGet::Churning))
+    }
+
+    /// Adds a callback timer like [`add_callback_at`](Self::add_callback_at),
+    /// unless a timer with this key exists, in any state; answers as
+    /// [`add_at_or_get`](Self::add_at_or_get) (feature `http`; the
+    /// existing timer's callback is
+    /// [`TimerInfo::callback`](crate::TimerInfo::callback)).
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_callback_at`](Self::add_callback_at).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::http::{HttpCallback, Method};
+    /// use wheel_durable::AddOrGet;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
+    /// assert!(timers.add_callback_at_or_get("remind:9", at, &cb)?.is_added());
+    /// let AddOrGet::Existing(info) = timers.add_callback_at_or_get("remind:9", at, &cb)? else {
+    ///     panic!("added once");
+    /// };
+    /// assert_eq!(info.callback(), Some(cb));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn add_callback_at_or_get(
+        &self,
+        key: &str,
+        due: SystemTime,
+        cb: &super::http::HttpCallback,
+    ) -> Result<AddOrGet, DurableError> {
+        self.add_at_or_get(key, due, &cb.to_payload()?)
+    }
+
+    /// Adds many callback timers as
+    /// [`add_callback_at_or_get`](Self::add_callback_at_or_get) each, in
+    /// order, chunked as [`add_many`](Self::add_many) (each chunk one
+    /// atomic store operation, the call not); one answer per timer. A key
+    /// that comes twice is added by its first entry; the later one gets
+    /// [`AddOrGet::Existing`]. Every callback and input is checked before
+    /// anything is written (feature `http`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_callback_at`](Self::add_callback_at), for the first bad
+    /// timer (nothing added), or the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::http::{HttpCallback, Method};
+    /// use wheel_durable::AddOrGet;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind");
+    /// let answers = timers.add_callbacks_or_get(&[("a", at, &cb), ("a", at, &cb), ("b", at, &cb)])?;
+    /// assert!(answers[0].is_added() && answers[2].is_added());
+    /// assert!(matches!(&answers[1], AddOrGet::Existing(info) if info.key == "a"));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn add_callbacks_or_get(
+        &self,
+        timers: &[(&str, SystemTime, &super::http::HttpCallback)],
+    ) -> Result<Vec<AddOrGet>, DurableError> {
+        let payloads = timers
+            .iter()
+            .map(|(_, _, cb)| cb.to_payload())
+            .collect::<Result<Vec<_>, _>>()?;
+        let entries: Vec<(&str, SystemTime, &[u8])> = timers
+            .iter()
+            .zip(&payloads)
+            .map(|(&(key, due, _), payload)| (key, due, payload.as_slice()))
+            .collect();
+        self.add_many_or_get(&entries)
+    }
+
+    /// Adds many timers as [`add_at_or_get`](Self::add_at_or_get) each, in
+    /// order, chunked as [`add_many`](Self::add_many) (each chunk one
+    /// atomic store operation, the call not); one answer per timer. A key
+    /// that comes twice is added by its first entry; the later one gets
+    /// [`AddOrGet::Existing`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_many`](Self::add_many).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::AddOrGet;
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(60);
+    /// timers.add_at("a", at, b"old")?;
+    /// let batch = [("a", at, b"new".as_slice()), ("b", at, b"new".as_slice())];
+    /// let answers = timers.add_many_or_get(&batch)?;
+    /// assert!(matches!(&answers[0], AddOrGet::Existing(info) if info.payload == b"old"));
+    /// assert_eq!(answers[1], AddOrGet::Added);
+    /// # Ok(()) }
+    /// ```
+    pub fn add_many_or_get(
+        &self,
+        timers: &[(&str, SystemTime, &[u8])],
+    ) -> Result<Vec<AddOrGet>, DurableError> {
+        let batch = self.checked(timers)?;
+        add_or_get(self.store.as_ref(), &batch)
+    }
+}
+
+/// Adds each of `timers` unless its key is taken, chunk by chunk, and
+/// reads the timer that holds each taken key (see the module docs); one
+/// answer per timer, in order.
+pub(crate) fn add_or_get(store: &dyn Store, timers: &[NewTimer<'_>]) -> StoreResult<Vec<AddOrGet>> {
+    let added = add_bounded(store, timers, AddMode::IfAbsent)?;
+    let mut out = Vec::with_capacity(timers.len());
+    for (t, added) in timers.iter().zip(added) {
+        out.push(if added {
+            AddOrGet::Added
+        } else {
+            existing(store, t)?
+        });
+    }
+    Ok(out)
+}
+
+/// The timer holding `t`'s key, which an add just found; adds `t` after
+/// all when that timer ended before the read.
+fn existing(store: &dyn Store, t: &NewTimer<'_>) -> StoreResult<AddOrGet> {
+    for _ in 0..ADD_TRIES {
+        if let Some(info) = store.get(t.key)? {
+            return Ok(AddOrGet::Existing(info));
+        }
+        if store
+            .add(std::slice::from_ref(t), AddMode::IfAbsent)?
+            .first()
+            == Some(&true)
+        {
+            return Ok(AddOrGet::Added);
+        }
+    }
+    Ok(AddOrGet::Churning)
 }
 
 #[cfg(test)]

@@ -163,6 +163,45 @@ impl DurableError {
         }
     }
 
+    /// Whether the caller is at fault: the input of the call (a key, a
+    /// payload, a due time, a callback's method, URL or headers) or the
+    /// builder's settings. Nothing was written, and the same call fails
+    /// again the same way; a service answers such an error as the client's
+    /// mistake (HTTP 4xx). False for trouble with the store (unreachable,
+    /// locked, damaged, failing I/O, an unexpected reply) and for
+    /// [`Closed`](DurableError::Closed), where the same call may succeed
+    /// later or elsewhere (HTTP 5xx).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_durable::{DurableError, ErrorDetail};
+    ///
+    /// assert!(DurableError::InvalidKey.is_input());
+    /// assert!(DurableError::PayloadTooLarge { len: 9, max: 4 }.is_input());
+    /// assert!(!DurableError::Unavailable(ErrorDetail::new("no reply")).is_input());
+    /// assert!(!DurableError::Closed.is_input());
+    /// ```
+    pub fn is_input(&self) -> bool {
+        // Listed in full, without a catch-all: a new variant must be
+        // placed on one side or the other here, where it is defined.
+        match self {
+            DurableError::InvalidKey
+            | DurableError::PayloadTooLarge { .. }
+            | DurableError::InvalidTime
+            | DurableError::Config(_)
+            | DurableError::InvalidMethod(_)
+            | DurableError::InvalidUrl(_)
+            | DurableError::InvalidHeader(_) => true,
+            DurableError::Unavailable(_)
+            | DurableError::Closed
+            | DurableError::Locked(_)
+            | DurableError::Corrupt(_)
+            | DurableError::Io(_)
+            | DurableError::Store(_) => false,
+        }
+    }
+
     /// Names the embedded store's directory in a store failure that does
     /// not name a path yet: an error from fjall deep inside an operation
     /// knows no path, the store does.
@@ -364,6 +403,35 @@ impl From<std::io::Error> for ErrorDetail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_errors_are_the_caller_s_and_store_errors_are_not() {
+        let d = || ErrorDetail::new("x");
+        let input = [
+            DurableError::InvalidKey,
+            DurableError::PayloadTooLarge { len: 2, max: 1 },
+            DurableError::InvalidTime,
+            DurableError::Config("zero workers".into()),
+            DurableError::InvalidMethod("BREW".into()),
+            DurableError::InvalidUrl("ftp://x".into()),
+            DurableError::InvalidHeader("Host".into()),
+        ];
+        let store = [
+            DurableError::Unavailable(d()),
+            DurableError::Closed,
+            DurableError::Locked(d()),
+            DurableError::Corrupt(d()),
+            DurableError::Io(d()),
+            DurableError::Store(d()),
+        ];
+        for e in &input {
+            assert!(e.is_input(), "{e:?}");
+            assert!(e.detail().is_none(), "{e:?} carries no store detail");
+        }
+        for e in &store {
+            assert!(!e.is_input(), "{e:?}");
+        }
+    }
 
     #[test]
     fn details_compare_by_message_path_and_cause_text() {

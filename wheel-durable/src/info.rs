@@ -66,6 +66,34 @@ pub struct TimerInfo {
     pub reason: Option<String>,
 }
 
+impl TimerInfo {
+    /// The HTTP callback this timer sends, or `None` when its payload is
+    /// not a callback (a timer added with a payload of its own; feature
+    /// `http`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use wheel_durable::http::{HttpCallback, Method};
+    /// # fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let at = SystemTime::now() + Duration::from_secs(3600);
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
+    /// timers.add_callback_at("remind:9", at, &cb)?;
+    /// timers.add_at("plain", at, b"close")?;
+    /// assert_eq!(timers.get("remind:9")?.unwrap().callback(), Some(cb));
+    /// assert_eq!(timers.get("plain")?.unwrap().callback(), None);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn callback(&self) -> Option<crate::http::HttpCallback> {
+        crate::http::HttpCallback::from_payload(&self.payload)
+    }
+}
+
 /// A timer that gave up: its handler returned
 /// [`Outcome::Fail`](crate::Outcome::Fail), or it ran out of
 /// attempts. It stays until [`retry_dead`](crate::DurableTimers::retry_dead)
@@ -97,6 +125,32 @@ pub struct DeadLetter {
     pub failed_at: SystemTime,
 }
 
+impl DeadLetter {
+    /// The HTTP callback this dead letter sent, or `None` when its payload
+    /// is not a callback (feature `http`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use wheel_durable::http::{HttpCallback, Method};
+    /// use wheel_durable::DeadLetter;
+    ///
+    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/hook");
+    /// let d = DeadLetter {
+    ///     key: "hook:3".into(), payload: cb.to_payload()?, attempts: 10,
+    ///     reason: "gave up after 10 attempts".into(), failed_at: SystemTime::now(),
+    /// };
+    /// assert_eq!(d.callback(), Some(cb));
+    /// # Ok::<(), wheel_durable::DurableError>(())
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn callback(&self) -> Option<crate::http::HttpCallback> {
+        crate::http::HttpCallback::from_payload(&self.payload)
+    }
+}
+
 /// A snapshot of a node's view: the store's counts and this node's own
 /// counters.
 ///
@@ -104,7 +158,10 @@ pub struct DeadLetter {
 /// the store: the counts are the last ones read, `store_counts_age` says
 /// how old they are, and `store_available` whether the store answers. A
 /// metrics endpoint polling `stats` keeps answering during an outage and
-/// shows the last known queue, marked as such.
+/// shows the last known queue, marked as such. Before the first read of
+/// the counts has finished they are unknown: `store_counts_age`,
+/// `pending`, `claimed`, `dead` and `oldest_overdue` are then all `None`
+/// (never a zero that was not counted).
 ///
 /// # Examples
 ///
@@ -112,10 +169,10 @@ pub struct DeadLetter {
 /// # fn main() -> Result<(), wheel_durable::DurableError> {
 /// let timers = wheel_durable::DurableTimers::builder().embedded("timers").build()?;
 /// let s = timers.stats();
-/// if s.store_available {
-///     println!("{} pending, p99 lateness {:?}", s.pending, s.lateness_p99);
-/// } else {
-///     println!("store down; {} pending as of {:?} ago", s.pending, s.store_counts_age);
+/// match (s.pending, s.store_counts_age) {
+///     (Some(n), Some(age)) if s.store_available => println!("{n} pending (read {age:?} ago)"),
+///     (Some(n), Some(age)) => println!("store down; {n} pending as of {age:?} ago"),
+///     _ => println!("the store's counts are not read yet"),
 /// }
 /// # Ok(()) }
 /// ```
@@ -127,19 +184,19 @@ pub struct DurableStats {
     /// the embedded store failed (after a failed write, a full disk, it
     /// refuses writes until it is opened again).
     pub store_available: bool,
-    /// How old the store's counts below are (`None` before the first
-    /// successful read, when they are all zero).
+    /// How old the store's counts below are; `None` until the first
+    /// read of them has succeeded, and then the counts are `None` too.
     pub store_counts_age: Option<Duration>,
-    /// Timers waiting in the store (all nodes).
-    pub pending: u64,
-    /// Timers claimed or running (all nodes).
-    pub claimed: u64,
-    /// Dead letters (all nodes).
-    pub dead: u64,
+    /// Timers waiting in the store (all nodes); `None` while unknown.
+    pub pending: Option<u64>,
+    /// Timers claimed or running (all nodes); `None` while unknown.
+    pub claimed: Option<u64>,
+    /// Dead letters (all nodes); `None` while unknown.
+    pub dead: Option<u64>,
     /// How long the earliest pending timer was overdue when the counts
     /// were read (zero when none was): a growing value means no node is
-    /// firing.
-    pub oldest_overdue: Duration,
+    /// firing. `None` while unknown.
+    pub oldest_overdue: Option<Duration>,
     /// Timers this node holds in memory, claimed and not yet started.
     pub held: u64,
     /// Handler runs this node started.

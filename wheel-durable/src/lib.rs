@@ -19,7 +19,8 @@
 //! | [`RetryPolicy`] | back-off and attempts for handlers that ask to retry |
 //! | [`TimerInfo`], [`TimerState`], [`DeadLetter`], [`DurableStats`], [`LatenessBuckets`], [`HttpCounts`] | what the store and the node report |
 //! | [`Listing`], [`Page`], [`Cursor`] | paging through pending, claimed and dead timers |
-//! | [`AddMode`] | replace a timer with the same key, or keep it |
+//! | [`AddOrGet`] | what an add-or-get came to: added, or the timer that holds the key |
+//! | [`AsyncTimers`] (feature `tokio`) | the same calls as futures, for callers on a tokio runtime |
 //! | [`DurableError`], [`ErrorDetail`] | every failure, typed, with its cause |
 //! | [`http`] (feature `http`) | callback timers: "call this URL at that time" |
 //!
@@ -29,7 +30,7 @@
 //! | --- | --- |
 //! | `embedded` (default) | the embedded store, one [fjall] directory owned by one process: [`DurableTimersBuilder::embedded`] |
 //! | `redis` | the Redis store, shared by any number of processes: [`DurableTimersBuilder::redis`] |
-//! | `tokio` | async handlers, run as tasks on a tokio runtime: [`DurableTimersBuilder::handler_async`] |
+//! | `tokio` | async handlers, run as tasks on a tokio runtime: [`DurableTimersBuilder::handler_async`]; the calls as futures: [`AsyncTimers`] |
 //! | `http` | callback timers, the [`http`] module (implies `tokio`) |
 //! | `tls-ring` | the callbacks' TLS on rustls's `ring` provider; without it, on the provider the application installs as rustls's process default |
 //!
@@ -78,6 +79,8 @@ compile_error!(
 );
 
 mod add;
+#[cfg(feature = "tokio")]
+mod async_timers;
 mod builder;
 #[cfg(feature = "tokio")]
 mod builder_async;
@@ -104,7 +107,11 @@ mod timers;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use self::add::AddMode;
+pub(crate) use self::add::AddMode;
+pub use self::add::AddOrGet;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use self::async_timers::AsyncTimers;
 pub use self::builder::DurableTimersBuilder;
 pub use self::error::{DurableError, ErrorDetail};
 pub use self::fired::{Fired, Outcome};

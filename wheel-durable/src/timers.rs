@@ -4,14 +4,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::add::add_bounded;
+use super::add::{add_bounded, AddMode};
 use super::node::{Node, NodeConfig};
-use super::stats::{CountsReader, HttpCounters, STATS_WAIT};
+use super::stats::{CountsReader, HttpCounters, Snapshot, STATS_WAIT};
 use super::store::{Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
-use super::{
-    check_input, AddMode, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo,
-};
+use super::{check_input, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo};
 
 /// Durable timers: one node's handle on a store (`Send + Sync`; share it
 /// behind an `Arc`).
@@ -121,52 +119,11 @@ impl DurableTimers {
     /// # Ok(()) }
     /// ```
     pub fn add_at(&self, key: &str, due: SystemTime, payload: &[u8]) -> Result<(), DurableError> {
-        self.add_one(key, due, payload, AddMode::Replace).map(drop)
-    }
-
-    /// Adds a timer due at `due` unless a timer with this key exists, in
-    /// any state (pending, claimed, running or a dead letter), which is
-    /// then left untouched. True if it added. The check and the add are
-    /// one atomic store operation: of concurrent calls for one key, from
-    /// any nodes, exactly one adds.
-    ///
-    /// # Errors
-    ///
-    /// As for [`add`](Self::add).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::{Duration, SystemTime};
-    /// # fn main() -> Result<(), wheel_durable::DurableError> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
-    /// let at = SystemTime::now() + Duration::from_secs(3600);
-    /// assert!(timers.add_if_absent("invoice:5", at, b"first")?);
-    /// assert!(!timers.add_if_absent("invoice:5", at, b"second")?);
-    /// assert_eq!(timers.get("invoice:5")?.unwrap().payload, b"first");
-    /// # Ok(()) }
-    /// ```
-    pub fn add_if_absent(
-        &self,
-        key: &str,
-        due: SystemTime,
-        payload: &[u8],
-    ) -> Result<bool, DurableError> {
-        self.add_one(key, due, payload, AddMode::IfAbsent)
-    }
-
-    fn add_one(
-        &self,
-        key: &str,
-        due: SystemTime,
-        payload: &[u8],
-        mode: AddMode,
-    ) -> Result<bool, DurableError> {
         check_input(key, payload, self.max_payload)?;
         let due = Due::At(millis_of(due)?);
-        let added = self.store.add(&[NewTimer { key, due, payload }], mode)?;
-        Ok(added.first() == Some(&true))
+        self.store
+            .add(&[NewTimer { key, due, payload }], AddMode::Replace)
+            .map(drop)
     }
 
     /// Adds a timer due `delay` from now, measured on the store's clock.
@@ -233,39 +190,6 @@ impl DurableTimers {
         self.add_at(key, due, &cb.to_payload()?)
     }
 
-    /// Adds a callback timer like [`add_callback`](Self::add_callback),
-    /// unless a timer with this key exists, in any state; as
-    /// [`add_if_absent`](Self::add_if_absent), true if it added (feature
-    /// `http`).
-    ///
-    /// # Errors
-    ///
-    /// As for [`add_callback`](Self::add_callback).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::{Duration, SystemTime};
-    /// use wheel_durable::http::{HttpCallback, Method};
-    /// # fn main() -> Result<(), wheel_durable::DurableError> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
-    /// let at = SystemTime::now() + Duration::from_secs(3600);
-    /// let cb = HttpCallback::new(Method::Post, "http://127.0.0.1:8080/remind/9");
-    /// assert!(timers.add_callback_if_absent("remind:9", at, &cb)?);
-    /// assert!(!timers.add_callback_if_absent("remind:9", at, &cb)?);
-    /// # Ok(()) }
-    /// ```
-    #[cfg(feature = "http")]
-    pub fn add_callback_if_absent(
-        &self,
-        key: &str,
-        due: SystemTime,
-        cb: &super::http::HttpCallback,
-    ) -> Result<bool, DurableError> {
-        self.add_if_absent(key, due, &cb.to_payload()?)
-    }
-
     /// Adds (or replaces) many timers, as [`add`](Self::add) each. Every
     /// input is checked before anything is written. The batch is stored in
     /// chunks of at most 1000 timers and 4 MiB of keys and payloads (a
@@ -287,50 +211,26 @@ impl DurableTimers {
     /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let at = SystemTime::now() + Duration::from_secs(60);
     /// timers.add_many(&[("a", at, b"1".as_slice()), ("b", at, b"2".as_slice())])?;
-    /// assert_eq!(timers.stats().pending, 2);
+    /// assert_eq!(timers.get("b")?.unwrap().payload, b"2");
     /// # Ok(()) }
     /// ```
     pub fn add_many(&self, timers: &[(&str, SystemTime, &[u8])]) -> Result<(), DurableError> {
-        self.add_many_with(timers, AddMode::Replace).map(drop)
+        let batch = self.checked(timers)?;
+        add_bounded(self.store.as_ref(), &batch, AddMode::Replace).map(drop)
     }
 
-    /// Adds many timers as `mode` says, in order, chunked as
-    /// [`add_many`](Self::add_many) (each chunk atomic, the call not). One
-    /// answer per timer: true if it was added. With
-    /// [`AddMode::IfAbsent`], a key that comes twice is added once, by its
-    /// first entry.
-    ///
-    /// # Errors
-    ///
-    /// As for [`add_many`](Self::add_many).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::{Duration, SystemTime};
-    /// use wheel_durable::AddMode;
-    /// # fn main() -> Result<(), wheel_durable::DurableError> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
-    /// let at = SystemTime::now() + Duration::from_secs(60);
-    /// timers.add_at("a", at, b"old")?;
-    /// let batch = [("a", at, b"new".as_slice()), ("b", at, b"new".as_slice())];
-    /// assert_eq!(timers.add_many_with(&batch, AddMode::IfAbsent)?, [false, true]);
-    /// assert_eq!(timers.get("a")?.unwrap().payload, b"old");
-    /// # Ok(()) }
-    /// ```
-    pub fn add_many_with(
+    /// Checks every timer of a batch before anything is written.
+    pub(super) fn checked<'a>(
         &self,
-        timers: &[(&str, SystemTime, &[u8])],
-        mode: AddMode,
-    ) -> Result<Vec<bool>, DurableError> {
+        timers: &[(&'a str, SystemTime, &'a [u8])],
+    ) -> Result<Vec<NewTimer<'a>>, DurableError> {
         let mut batch = Vec::with_capacity(timers.len());
         for &(key, due, payload) in timers {
             check_input(key, payload, self.max_payload)?;
             let due = Due::At(millis_of(due)?);
             batch.push(NewTimer { key, due, payload });
         }
-        add_bounded(self.store.as_ref(), &batch, mode)
+        Ok(batch)
     }
 
     /// Cancels a timer. True iff it was pending or claimed and had not
@@ -429,7 +329,7 @@ impl DurableTimers {
     ///
     /// # Errors
     ///
-    /// As for [`reschedule`](Self::reschedule).
+    /// As for [`reset_at`](Self::reset_at).
     ///
     /// # Examples
     ///
@@ -451,7 +351,8 @@ impl DurableTimers {
     /// read of the counts and waits that long for it (not at all while
     /// the store is known to be unreachable); otherwise the counts are the
     /// last ones read. [`DurableStats::store_available`] and
-    /// [`DurableStats::store_counts_age`] say which.
+    /// [`DurableStats::store_counts_age`] say which; before any read has
+    /// finished, the counts are unknown (`None`).
     ///
     /// # Examples
     ///
@@ -460,28 +361,14 @@ impl DurableTimers {
     /// # let dir = tempfile::tempdir().unwrap();
     /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// let s = timers.stats();
-    /// if s.store_available {
-    ///     println!("{} pending (read {:?} ago)", s.pending, s.store_counts_age);
+    /// if let (true, Some(pending)) = (s.store_available, s.pending) {
+    ///     println!("{pending} pending (read {:?} ago)", s.store_counts_age);
     /// }
     /// assert_eq!(s.fired, 0);
     /// # Ok(()) }
     /// ```
     pub fn stats(&self) -> DurableStats {
-        let snap = self.counts.snapshot(STATS_WAIT);
-        let mut s = DurableStats {
-            store_available: snap.available,
-            ..DurableStats::default()
-        };
-        if let Some((counts, read_at)) = snap.counts {
-            s.store_counts_age = Some(read_at.elapsed());
-            s.pending = counts.pending;
-            s.claimed = counts.claimed;
-            s.dead = counts.dead;
-            let overdue = counts
-                .next_due
-                .map_or(0, |due| counts.now.saturating_sub(due));
-            s.oldest_overdue = Duration::from_millis(overdue);
-        }
+        let mut s = store_stats(self.counts.snapshot(STATS_WAIT));
         if let Some(node) = &self.node {
             let n = node.shared();
             let c = &n.counters;
@@ -539,8 +426,66 @@ impl DurableTimers {
     }
 }
 
+/// The store's part of the stats: what the counts reader has read, or
+/// nothing known before its first read.
+fn store_stats(snap: Snapshot) -> DurableStats {
+    let mut s = DurableStats {
+        store_available: snap.available,
+        ..DurableStats::default()
+    };
+    if let Some((counts, read_at)) = snap.counts {
+        s.store_counts_age = Some(read_at.elapsed());
+        s.pending = Some(counts.pending);
+        s.claimed = Some(counts.claimed);
+        s.dead = Some(counts.dead);
+        let overdue = counts
+            .next_due
+            .map_or(0, |due| counts.now.saturating_sub(due));
+        s.oldest_overdue = Some(Duration::from_millis(overdue));
+    }
+    s
+}
+
 impl Drop for DurableTimers {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::store::Counts;
+
+    #[test]
+    fn counts_not_read_yet_are_unknown_not_zero() {
+        let none = store_stats(Snapshot {
+            counts: None,
+            available: true,
+        });
+        assert_eq!(
+            (none.pending, none.claimed, none.dead, none.oldest_overdue),
+            (None, None, None, None)
+        );
+        assert_eq!(none.store_counts_age, None);
+        let counts = Counts {
+            now: 1_000,
+            pending: 0,
+            claimed: 2,
+            dead: 3,
+            next_due: Some(400),
+        };
+        let read = store_stats(Snapshot {
+            counts: Some((counts, Instant::now())),
+            available: false,
+        });
+        assert_eq!(
+            (read.pending, read.claimed, read.dead),
+            (Some(0), Some(2), Some(3))
+        );
+        assert_eq!(read.oldest_overdue, Some(Duration::from_millis(600)));
+        assert!(read.store_counts_age.is_some() && !read.store_available);
     }
 }

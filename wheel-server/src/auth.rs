@@ -8,6 +8,9 @@
 //! times tell neither the token's bytes nor its length. Without a token
 //! (allowed only on a loopback address, see `args.rs`), every request
 //! passes.
+//!
+//! The middleware's state is the token itself, so this module depends on
+//! no application state.
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -16,8 +19,7 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::app::AppState;
-use crate::problem::Problem;
+use crate::error::Problem;
 
 /// The token a server requires, kept as its digest: a comparison then
 /// always looks at 32 bytes, so its time does not depend on how long the
@@ -60,11 +62,11 @@ pub(crate) fn authorized(headers: &HeaderMap, token: &Token) -> bool {
 
 /// The middleware: passes authorized requests on, answers 401 otherwise.
 pub(crate) async fn require_token(
-    State(state): State<AppState>,
+    State(token): State<Option<Token>>,
     request: Request,
     next: Next,
 ) -> Response {
-    match state.token() {
+    match &token {
         Some(token) if !authorized(request.headers(), token) => {
             let problem = Problem::new(
                 StatusCode::UNAUTHORIZED,

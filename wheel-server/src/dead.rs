@@ -5,20 +5,30 @@
 //! pending again, due now, with its attempts reset; removing deletes it.
 //! Both act only on a timer that is a dead letter: a key that holds a
 //! live timer answers 404 here, so a client cannot cancel a pending timer
-//! through this route by mistake.
+//! through this route by mistake. [`router`] mounts them.
 
 use std::time::SystemTime;
 
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::Json;
-use wheel_durable::{DurableError, TimerInfo, TimerState};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use wheel_durable::TimerState;
 
-use crate::app::AppState;
+use crate::context::ApiContext;
+use crate::error::Problem;
+use crate::extractor::Key;
 use crate::json::{self, CallbackOut, Timer};
 use crate::listing::{self, DeadPage, DeadQuery};
-use crate::problem::Problem;
+
+/// The dead-letter routes, under `/v1/dead-letters`.
+pub(crate) fn router() -> Router<ApiContext> {
+    Router::new()
+        .route("/v1/dead-letters", get(list))
+        .route("/v1/dead-letters/{key}", delete(remove))
+        .route("/v1/dead-letters/{key}/retry", post(retry))
+}
 
 /// Lists dead letters, oldest failure first, a page at a time.
 #[utoipa::path(get, path = "/v1/dead-letters", operation_id = "listDeadLetters", tag = "dead letters", params(DeadQuery),
@@ -28,11 +38,11 @@ use crate::problem::Problem;
     ),
     security(("bearer" = [])))]
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(ctx): State<ApiContext>,
     query: Result<Query<DeadQuery>, QueryRejection>,
 ) -> Result<Json<DeadPage>, Problem> {
     let Query(query) = query.map_err(|e| Problem::query(&e))?;
-    listing::dead(&state, query).await.map(Json)
+    listing::dead(&ctx.timers, query).await.map(Json)
 }
 
 /// Revives a dead letter: pending again, due now, attempts reset.
@@ -44,31 +54,25 @@ pub(crate) async fn list(
     ),
     security(("bearer" = [])))]
 pub(crate) async fn retry(
-    State(state): State<AppState>,
-    key: Result<Path<String>, PathRejection>,
+    State(ctx): State<ApiContext>,
+    Key(key): Key,
 ) -> Result<Json<Timer>, Problem> {
-    let Path(key) = key.map_err(|e| Problem::path(&e))?;
-    let k = key.clone();
     // The store's due times are whole milliseconds, rounded up.
     let due = json::ceil_ms(SystemTime::now());
-    let revived = state
-        .run(move |t| -> Result<Option<TimerInfo>, DurableError> {
-            // The dead letter as it was: a read after the revival could
-            // find it already started (it is due now), or gone.
-            let Some(dead) = t.get(&k)?.filter(|i| i.state == TimerState::Dead) else {
-                return Ok(None);
-            };
-            Ok(t.retry_dead(&k, due)?.then_some(dead))
-        })
-        .await?
-        .map_err(|e| Problem::durable(&e, ""))?;
-    let dead = revived.ok_or_else(|| Problem::no_timer(&key, "dead letter"))?;
+    let durable = |e| Problem::durable(&e, "");
+    // The dead letter as it was: a read after the revival could find it
+    // already started (it is due now), or gone.
+    let dead = ctx.timers.get(&key).await.map_err(durable)?;
+    let dead = match dead.filter(|i| i.state == TimerState::Dead) {
+        Some(dead) if ctx.timers.retry_dead(&key, due).await.map_err(durable)? => dead,
+        _ => return Err(Problem::no_timer(&key, "dead letter")),
+    };
     // What the revival made: pending, due now (first due now too, as for a
     // timer added then), no attempts yet.
     Ok(Json(Timer::pending(
         key,
         due,
-        CallbackOut::of_payload(&dead.payload),
+        dead.callback().map(CallbackOut::of),
     )))
 }
 
@@ -81,22 +85,19 @@ pub(crate) async fn retry(
     ),
     security(("bearer" = [])))]
 pub(crate) async fn remove(
-    State(state): State<AppState>,
-    key: Result<Path<String>, PathRejection>,
+    State(ctx): State<ApiContext>,
+    Key(key): Key,
 ) -> Result<StatusCode, Problem> {
-    let Path(key) = key.map_err(|e| Problem::path(&e))?;
-    let k = key.clone();
-    let removed = state
-        .run(move |t| -> Result<bool, DurableError> {
-            // A dead letter stays one until revived or replaced: the read
-            // and the removal race only with those, from other clients.
-            match t.get(&k)? {
-                Some(info) if info.state == TimerState::Dead => t.cancel(&k).map(|_| true),
-                _ => Ok(false),
-            }
-        })
-        .await?
-        .map_err(|e| Problem::durable(&e, ""))?;
+    let durable = |e| Problem::durable(&e, "");
+    // A dead letter stays one until revived or replaced: the read and the
+    // removal race only with those, from other clients.
+    let removed = match ctx.timers.get(&key).await.map_err(durable)? {
+        Some(info) if info.state == TimerState::Dead => {
+            ctx.timers.cancel(&key).await.map_err(durable)?;
+            true
+        }
+        _ => false,
+    };
     if removed {
         Ok(StatusCode::NO_CONTENT)
     } else {

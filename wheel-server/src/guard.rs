@@ -35,7 +35,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use wheel_durable::http::{callback_target, is_public_address, Target, TargetHost};
 
-use crate::problem::Problem;
+use crate::error::Problem;
 
 /// How long resolving one name may take.
 pub(crate) const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);

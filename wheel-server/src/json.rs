@@ -25,14 +25,14 @@ use wheel_durable::http::{HttpCallback, Method};
 use wheel_durable::{DeadLetter, RetryPolicy, TimerInfo, TimerState};
 
 use crate::decode::{object, optional_object, Whole};
-use crate::problem::Problem;
+use crate::error::Problem;
 
 /// A timer to add: `POST /v1/timers`, and each entry of a batch.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewTimer {
     /// The key (1 to 1024 bytes; not `.` or `..`, which no URL path can
-    /// name); a time-ordered 128-bit hex id when absent.
+    /// name); when absent, a new UUIDv7 in 32 hex digits (time-ordered).
     #[schema(min_length = 1, max_length = 1024)]
     pub(crate) key: Option<String>,
     /// When to call, RFC 3339 (e.g. `2030-01-01T09:00:00Z`). Give this or `delay`.
@@ -150,7 +150,7 @@ impl NewTimer {
                 ))
             }
             Some(k) => k,
-            None => crate::timers::new_key(now)?,
+            None => crate::key::new_key(now)?,
         };
         let retry = match self.retry {
             Some(r) => r.check(&f("retry."))?,
@@ -436,11 +436,6 @@ impl Timer {
 }
 
 impl CallbackOut {
-    /// The callback stored in `payload`, if it holds one.
-    pub(crate) fn of_payload(payload: &[u8]) -> Option<CallbackOut> {
-        HttpCallback::from_payload(payload).map(CallbackOut::of)
-    }
-
     /// How the API shows `cb`.
     pub(crate) fn of(cb: HttpCallback) -> CallbackOut {
         CallbackOut {
@@ -461,7 +456,7 @@ impl From<&TimerInfo> for Timer {
             due_at: format_time(t.due),
             first_due_at: format_time(t.first_due),
             attempts: t.attempts,
-            callback: CallbackOut::of_payload(&t.payload),
+            callback: t.callback().map(CallbackOut::of),
             failed_at: t.failed_at.map(format_time),
             reason: t.reason.clone(),
         }
@@ -490,7 +485,7 @@ impl From<&DeadLetter> for DeadOut {
             attempts: d.attempts,
             reason: d.reason.clone(),
             failed_at: format_time(d.failed_at),
-            callback: CallbackOut::of_payload(&d.payload),
+            callback: d.callback().map(CallbackOut::of),
         }
     }
 }

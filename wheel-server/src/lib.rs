@@ -10,20 +10,30 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// No import circle: the leaves (`error`, `decode`, `dashboard`,
+// `shutdown`) import no module of the crate; `context` (the state) imports
+// only `adder` and `requests`; each resource (`timers`, `dead`, `health`,
+// `metrics`) imports `context`, `extractor` and `error`, never another
+// resource's router; `app` mounts them all and only `serve` imports it.
 mod adder;
 mod app;
 mod args;
 mod auth;
+mod context;
 mod dashboard;
 mod dead;
 mod decode;
+mod error;
+mod extractor;
 mod guard;
+mod health;
 mod json;
+mod key;
 mod listener;
 mod listing;
 mod metrics;
 mod openapi;
-mod problem;
+mod requests;
 mod serve;
 mod shutdown;
 mod timers;

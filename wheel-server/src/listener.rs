@@ -36,7 +36,7 @@ use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tower::ServiceExt;
 
-use crate::problem::Problem;
+use crate::error::Problem;
 
 /// The limits on connections and the time clients get.
 #[derive(Debug, Clone, Copy)]

@@ -12,16 +12,18 @@
 //! (ordered by the end of their lease): the page is filtered to the state
 //! asked for, so a page may hold fewer than `limit` timers, even none,
 //! while `next_cursor` is still set; `due_before` filters there too.
+//!
+//! The routes that serve these pages are their resources' (`timers.rs`,
+//! `dead.rs`); this module reads the store and makes the pages only.
 
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use wheel_durable::{Cursor, DurableError, Listing, Page, TimerState};
+use wheel_durable::{AsyncTimers, Cursor, Listing, Page, TimerState};
 
-use crate::app::AppState;
-use crate::json::{parse_time, DeadOut, Timer};
-use crate::problem::Problem;
+use crate::error::Problem;
+use crate::json::{format_time, parse_time, CallbackOut, DeadOut, Timer};
 
 /// The default page size.
 const DEFAULT_LIMIT: usize = 100;
@@ -102,24 +104,20 @@ fn cursor(text: Option<&str>, listing: Listing) -> Result<Option<Cursor>, Proble
 
 /// Reads one page of `listing`, from its start or after `cursor`.
 async fn page(
-    state: &AppState,
+    timers: &AsyncTimers,
     listing: Listing,
     cursor: Option<Cursor>,
     limit: usize,
 ) -> Result<Page, Problem> {
-    state
-        .run(move |t| -> Result<Page, DurableError> {
-            match &cursor {
-                Some(c) => t.list_after(c, limit),
-                None => t.list(listing, limit),
-            }
-        })
-        .await?
-        .map_err(|e| Problem::durable(&e, ""))
+    let page = match &cursor {
+        Some(c) => timers.list_after(c, limit).await,
+        None => timers.list(listing, limit).await,
+    };
+    page.map_err(|e| Problem::durable(&e, ""))
 }
 
 /// `GET /v1/timers`.
-pub(crate) async fn timers(state: &AppState, q: ListQuery) -> Result<TimerPage, Problem> {
+pub(crate) async fn timers(t: &AsyncTimers, q: ListQuery) -> Result<TimerPage, Problem> {
     let wanted = match q.state.as_deref().unwrap_or("pending") {
         "pending" => TimerState::Pending,
         "claimed" => TimerState::Claimed,
@@ -142,7 +140,7 @@ pub(crate) async fn timers(state: &AppState, q: ListQuery) -> Result<TimerPage, 
     };
     let limit = limit(q.limit.as_deref())?;
     let cursor = cursor(q.cursor.as_deref(), listing)?;
-    let page = page(state, listing, cursor, limit).await?;
+    let page = page(t, listing, cursor, limit).await?;
     let mut next = page.next.map(|c| c.to_string());
     let mut timers = Vec::with_capacity(page.timers.len());
     for t in &page.timers {
@@ -163,10 +161,10 @@ pub(crate) async fn timers(state: &AppState, q: ListQuery) -> Result<TimerPage, 
 }
 
 /// `GET /v1/dead-letters`.
-pub(crate) async fn dead(state: &AppState, q: DeadQuery) -> Result<DeadPage, Problem> {
+pub(crate) async fn dead(t: &AsyncTimers, q: DeadQuery) -> Result<DeadPage, Problem> {
     let limit = limit(q.limit.as_deref())?;
     let cursor = cursor(q.cursor.as_deref(), Listing::Dead)?;
-    let page = page(state, Listing::Dead, cursor, limit).await?;
+    let page = page(t, Listing::Dead, cursor, limit).await?;
     let dead_letters = page
         .timers
         .iter()
@@ -174,11 +172,8 @@ pub(crate) async fn dead(state: &AppState, q: DeadQuery) -> Result<DeadPage, Pro
             key: t.key.clone(),
             attempts: t.attempts,
             reason: t.reason.clone().unwrap_or_default(),
-            failed_at: t
-                .failed_at
-                .map(crate::json::format_time)
-                .unwrap_or_default(),
-            callback: crate::json::CallbackOut::of_payload(&t.payload),
+            failed_at: t.failed_at.map(format_time).unwrap_or_default(),
+            callback: t.callback().map(CallbackOut::of),
         })
         .collect();
     Ok(DeadPage {

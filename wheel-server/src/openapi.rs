@@ -20,7 +20,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use wheel_durable::http::{MAX_HEADERS, RESERVED_HEADERS, RESERVED_HEADER_PREFIXES};
 
-use crate::{dead, json, listing, problem, timers};
+use crate::{dead, error, json, listing, timers};
 
 /// The document, as the annotations give it.
 #[derive(OpenApi)]
@@ -33,7 +33,7 @@ use crate::{dead, json, listing, problem, timers};
     components(schemas(
         json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
         json::DeadOut, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
-        listing::TimerPage, listing::DeadPage, problem::Problem,
+        listing::TimerPage, listing::DeadPage, error::Problem,
     )),
     modifiers(&Bearer),
 )]

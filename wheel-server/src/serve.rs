@@ -17,8 +17,10 @@ use tracing_subscriber::EnvFilter;
 use wheel_durable::http::HttpConfig;
 use wheel_durable::{DurableTimers, RetryPolicy};
 
-use crate::app::{router, AppState};
+use crate::app::router;
 use crate::args::Args;
+use crate::auth::Token;
+use crate::context::ApiContext;
 use crate::json::MAX_ATTEMPTS;
 use crate::listener::Limits;
 
@@ -75,14 +77,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             "--allow-private-targets: callbacks may target loopback and private addresses"
         );
     }
-    // The state starts its adding task on the runtime.
+    // The context starts its adding task on the runtime.
     let _entered = runtime.enter();
-    let state = AppState::new(
-        timers.clone(),
-        args.token.clone(),
-        args.allow_private_targets,
-    );
-    let app = router(state, args.max_body);
+    let ctx = ApiContext::new(timers.clone(), args.allow_private_targets);
+    let token = args.token.as_deref().map(Token::new);
+    let app = router(ctx, token, args.max_body);
     let listen = args.listen;
     let limits = Limits {
         header_timeout: args.header_timeout,

@@ -1,67 +1,41 @@
-//! The timer routes: add (one or a batch), read, list, reschedule, cancel.
+//! The timer routes: add (one or a batch), read, list, reschedule,
+//! cancel; [`router`] mounts them.
 //!
 //! Adding is idempotent on the key (see [`crate::adder`]).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use axum::routing::post;
+use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use wheel_durable::{DurableError, DurableTimers, TimerInfo, TimerState};
+use wheel_durable::{TimerInfo, TimerState};
 
 use crate::adder::{add_group, Added};
-use crate::app::{AppState, JsonBody};
+use crate::context::ApiContext;
+use crate::error::Problem;
+use crate::extractor::{JsonBody, Key};
 use crate::guard::Guard;
 use crate::json::{format_time, CallbackOut, Checked, Delay, NewTimer, Timer};
+use crate::key::timer_path;
 use crate::listing::{self, ListQuery, TimerPage};
-use crate::problem::Problem;
 
 /// The most timers in one batch.
 pub(crate) const MAX_BATCH: usize = 1_000;
 
-/// A new key: 128 bits in hex, the first 48 the milliseconds since 1970 at
-/// `now` and the other 80 random (the layout of a UUIDv7, without its
-/// version bits). Keys made later sort later, so a batch's new keys land
-/// side by side in the store's ordered tables instead of all over them.
-pub(crate) fn new_key(now: SystemTime) -> Result<String, Problem> {
-    let ms = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    let mut bytes = [0u8; 16];
-    // The low 48 bits of the time, most significant first.
-    bytes[..6].copy_from_slice(&(ms as u64).to_be_bytes()[2..]);
-    getrandom::fill(&mut bytes[6..])
-        .map_err(|e| Problem::internal(&format!("no randomness for a key: {e}")))?;
-    Ok(hex(&bytes))
-}
-
-/// `bytes` in lowercase hex.
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    s
-}
-
-/// What a key keeps percent-encoded in a path segment: every byte but
-/// ASCII letters, digits and `-._~:@`.
-const SEGMENT_ENCODED: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~')
-    .remove(b':')
-    .remove(b'@');
-
-/// The path of the timer `key`: the key percent-encoded as one segment.
-pub(crate) fn timer_path(key: &str) -> String {
-    format!("/v1/timers/{}", utf8_percent_encode(key, SEGMENT_ENCODED))
+/// The timer routes, under `/v1/timers`.
+pub(crate) fn router() -> Router<ApiContext> {
+    Router::new()
+        .route("/v1/timers", post(create).get(list))
+        .route("/v1/timers:batch", post(batch))
+        .route(
+            "/v1/timers/{key}",
+            axum::routing::get(get).delete(cancel).patch(reschedule),
+        )
 }
 
 /// The timer a successful add made, as the store now holds it.
@@ -98,15 +72,15 @@ fn conflict(key: &str) -> Problem {
     ),
     security(("bearer" = [])))]
 pub(crate) async fn create(
-    State(state): State<AppState>,
+    State(ctx): State<ApiContext>,
     JsonBody(req): JsonBody<NewTimer>,
 ) -> Result<Response, Problem> {
     let c = req.check("", SystemTime::now())?;
-    Guard::new(state.allow_private())
+    Guard::new(ctx.allow_private)
         .check(&c.callback.url, "callback.url")
         .await?;
-    let outcome = state
-        .adder()
+    let outcome = ctx
+        .adder
         .add(c.clone())
         .await
         .ok_or_else(|| Problem::internal("the add was not answered (the server may be stopping)"))?
@@ -162,7 +136,7 @@ pub(crate) struct BatchResult {
     ),
     security(("bearer" = [])))]
 pub(crate) async fn batch(
-    State(state): State<AppState>,
+    State(ctx): State<ApiContext>,
     JsonBody(req): JsonBody<NewBatch>,
 ) -> Result<Json<BatchResult>, Problem> {
     if req.timers.is_empty() || req.timers.len() > MAX_BATCH {
@@ -183,19 +157,14 @@ pub(crate) async fn batch(
         .enumerate()
         .map(|(i, c)| (c.callback.url.as_str(), format!("timers[{i}].callback.url")))
         .collect();
-    Guard::new(state.allow_private())
-        .check_all(&targets)
-        .await?;
-    let results = state.run(move |t| add_batch(t, &checked)).await??;
-    Ok(Json(BatchResult { results }))
-}
-
-fn add_batch(t: &DurableTimers, checked: &[Checked]) -> Result<Vec<BatchItem>, Problem> {
-    let prefix = |i: Option<usize>| i.map_or_else(String::new, |i| format!("timers[{i}]."));
-    let outcomes = add_group(t, checked).map_err(|(i, e)| Problem::durable(&e, &prefix(i)))?;
+    Guard::new(ctx.allow_private).check_all(&targets).await?;
+    // Every timer's fields were checked above, each under its own
+    // prefix; what the store refuses here is about the batch as stored.
+    let outcomes = add_group(&ctx.timers, &checked)
+        .await
+        .map_err(|e| Problem::durable(&e, ""))?;
     let mut results = Vec::with_capacity(checked.len());
-    for (i, (c, outcome)) in checked.iter().zip(outcomes).enumerate() {
-        let outcome = outcome.map_err(|e| Problem::durable(&e, &prefix(Some(i))))?;
+    for (c, outcome) in checked.iter().zip(outcomes) {
         let (status, due_at) = match outcome {
             Added::Created => (201, Some(format_time(c.due))),
             Added::Same(info) => (200, Some(format_time(info.due))),
@@ -207,7 +176,7 @@ fn add_batch(t: &DurableTimers, checked: &[Checked]) -> Result<Vec<BatchItem>, P
             due_at,
         });
     }
-    Ok(results)
+    Ok(Json(BatchResult { results }))
 }
 
 /// Reads a timer, whatever its state.
@@ -219,14 +188,13 @@ fn add_batch(t: &DurableTimers, checked: &[Checked]) -> Result<Vec<BatchItem>, P
     ),
     security(("bearer" = [])))]
 pub(crate) async fn get(
-    State(state): State<AppState>,
-    key: Result<Path<String>, PathRejection>,
+    State(ctx): State<ApiContext>,
+    Key(key): Key,
 ) -> Result<Json<Timer>, Problem> {
-    let Path(key) = key.map_err(|e| Problem::path(&e))?;
-    let k = key.clone();
-    let info = state
-        .run(move |t| t.get(&k))
-        .await?
+    let info = ctx
+        .timers
+        .get(&key)
+        .await
         .map_err(|e| Problem::durable(&e, ""))?;
     info.map(|i| Json(Timer::from(&i)))
         .ok_or_else(|| Problem::no_timer(&key, "timer"))
@@ -241,18 +209,14 @@ pub(crate) async fn get(
     ),
     security(("bearer" = [])))]
 pub(crate) async fn cancel(
-    State(state): State<AppState>,
-    key: Result<Path<String>, PathRejection>,
+    State(ctx): State<ApiContext>,
+    Key(key): Key,
 ) -> Result<StatusCode, Problem> {
-    let Path(key) = key.map_err(|e| Problem::path(&e))?;
-    let k = key.clone();
-    let existed = state
-        .run(move |t| -> Result<bool, DurableError> {
-            let existed = t.get(&k)?.is_some();
-            Ok(t.cancel(&k)? || existed)
-        })
-        .await?
-        .map_err(|e| Problem::durable(&e, ""))?;
+    let durable = |e| Problem::durable(&e, "");
+    // `cancel` answers true only for a timer that had not started; a
+    // running timer or a dead letter is removed too, and existed.
+    let existed = ctx.timers.get(&key).await.map_err(durable)?.is_some();
+    let existed = ctx.timers.cancel(&key).await.map_err(durable)? || existed;
     if existed {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -299,22 +263,23 @@ impl Reschedule {
     ),
     security(("bearer" = [])))]
 pub(crate) async fn reschedule(
-    State(state): State<AppState>,
-    key: Result<Path<String>, PathRejection>,
+    State(ctx): State<ApiContext>,
+    Key(key): Key,
     JsonBody(req): JsonBody<Reschedule>,
 ) -> Result<Json<Timer>, Problem> {
-    let Path(key) = key.map_err(|e| Problem::path(&e))?;
     let due = req.due(SystemTime::now())?;
-    let k = key.clone();
-    let moved = state
-        .run(move |t| -> Result<Moved, DurableError> {
-            if t.reset_at(&k, due)? {
-                return Ok(Moved::Done(t.get(&k)?));
-            }
-            Ok(Moved::Not(t.get(&k)?.map(|i| i.state)))
-        })
-        .await?
-        .map_err(|e| Problem::durable(&e, ""))?;
+    let durable = |e| Problem::durable(&e, "");
+    let moved = if ctx.timers.reset_at(&key, due).await.map_err(durable)? {
+        Moved::Done(ctx.timers.get(&key).await.map_err(durable)?)
+    } else {
+        Moved::Not(
+            ctx.timers
+                .get(&key)
+                .await
+                .map_err(durable)?
+                .map(|i| i.state),
+        )
+    };
     match moved {
         Moved::Done(Some(info)) => Ok(Json(Timer::from(&info))),
         // Moved into the past, it fired and finished before the read.
@@ -346,40 +311,9 @@ enum Moved {
     ),
     security(("bearer" = [])))]
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(ctx): State<ApiContext>,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<TimerPage>, Problem> {
     let Query(query) = query.map_err(|e| Problem::query(&e))?;
-    listing::timers(&state, query).await.map(Json)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_timer_path_encodes_its_key_as_one_segment() {
-        assert_eq!(timer_path("order:17"), "/v1/timers/order:17");
-        assert_eq!(timer_path("shop/17 é"), "/v1/timers/shop%2F17%20%C3%A9");
-        assert_eq!(timer_path("a?b#c%"), "/v1/timers/a%3Fb%23c%25");
-    }
-
-    #[test]
-    fn new_keys_are_hex_ordered_by_time_and_unique() {
-        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
-        let at = UNIX_EPOCH + std::time::Duration::from_millis(0x0123_4567_89ab);
-        let key = new_key(at).unwrap();
-        assert_eq!(key.len(), 32);
-        assert!(key.starts_with("0123456789ab"), "{key}");
-        assert!(key
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
-        assert_ne!(key, new_key(at).unwrap());
-        let later = at + std::time::Duration::from_millis(1);
-        assert!(new_key(later).unwrap() > key);
-        // Before 1970 (a clock gone wrong) still makes a key.
-        assert!(new_key(UNIX_EPOCH - std::time::Duration::from_secs(1))
-            .unwrap()
-            .starts_with("000000000000"));
-    }
+    listing::timers(&ctx.timers, query).await.map(Json)
 }

@@ -101,7 +101,7 @@ fn a_redirect_is_not_followed_but_retried_then_a_dead_letter_with_its_status() {
     timers
         .add_callback_at("moved", SystemTime::now(), &cb)
         .unwrap();
-    eventually("a dead letter", || timers.stats().dead == 1);
+    eventually("a dead letter", || timers.stats().dead == Some(1));
     let dead = &timers.dead_letters(10).unwrap()[0];
     assert_eq!(dead.key, "moved");
     assert_eq!(dead.attempts, 3);

@@ -44,7 +44,7 @@ fn every_timer_fires_once_and_never_early() {
     assert_eq!(by_key["t7"][0].payload, 7u64.to_le_bytes());
     eventually("the store to be empty", || {
         let s = timers.stats();
-        s.pending == 0 && s.claimed == 0
+        s.pending == Some(0) && s.claimed == Some(0)
     });
     let s = timers.stats();
     assert_eq!((s.fired, s.retried, s.failed), (201, 0, 0));

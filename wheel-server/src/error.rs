@@ -9,6 +9,10 @@
 //! path parameter (`limit`, `key`). No error reaches a client in any other
 //! form: axum's own rejections are converted here, and so are panics (see
 //! `app.rs`).
+//!
+//! A library error is sorted by [`DurableError::is_input`]: the caller's
+//! input is a 4xx naming its field, the store's trouble a 503 (unreachable
+//! or stopping) or a 500. Nothing here depends on the rest of the crate.
 
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::http::{header, StatusCode};
@@ -120,43 +124,66 @@ impl Problem {
     }
 
     /// A library error on the request whose fields start at `prefix` (empty
-    /// for the top level, `timers[3].` in a batch).
+    /// for the top level, `timers[3].` in a batch): the caller's input
+    /// ([`DurableError::is_input`]) is a 4xx naming the field it is about,
+    /// the store's trouble a 503 or a 500.
     pub(crate) fn durable(err: &DurableError, prefix: &str) -> Problem {
+        if err.is_input() {
+            return Problem::input(err, prefix);
+        }
+        if matches!(err, DurableError::Unavailable(_) | DurableError::Closed) {
+            tracing::warn!(error = %err, "the store is unavailable");
+            return Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store-unavailable",
+                "The timer store is unavailable",
+                "the store did not answer in time; the change may or may not have been made: retry it (adds are idempotent on their key)",
+            );
+        }
+        Problem::internal(&err.to_string())
+    }
+
+    /// An input error of the library: 422 (413 for a callback too large
+    /// to store), at the field the error is about when it names one.
+    fn input(err: &DurableError, prefix: &str) -> Problem {
         let f = |name: &str| format!("{prefix}{name}");
-        match err {
-            DurableError::InvalidKey => Problem::invalid(
-                f("key"),
+        let (field, detail) = match err {
+            DurableError::PayloadTooLarge { len, max } => {
+                return Problem::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "callback-too-large",
+                    "The callback is too large to store",
+                    format!("the encoded callback takes {len} bytes; the limit is {max}"),
+                )
+                .at(f("callback"))
+            }
+            DurableError::InvalidKey => (
+                Some("key"),
                 format!("a key is 1 to {} bytes", wheel_durable::MAX_KEY_LEN),
             ),
-            DurableError::PayloadTooLarge { len, max } => Problem::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "callback-too-large",
-                "The callback is too large to store",
-                format!("the encoded callback takes {len} bytes; the limit is {max}"),
-            )
-            .at(f("callback")),
-            DurableError::InvalidTime => Problem::invalid(
-                f("due_at"),
-                "the due time must be after 1970-01-01 and before the year 285000",
+            DurableError::InvalidTime => (
+                Some("due_at"),
+                "the due time must be after 1970-01-01 and before the year 285000".to_owned(),
             ),
-            DurableError::InvalidMethod(m) => Problem::invalid(
-                f("callback.method"),
+            DurableError::InvalidMethod(m) => (
+                Some("callback.method"),
                 format!("{m:?} is not one of GET, POST, PUT, PATCH and DELETE"),
             ),
-            DurableError::InvalidUrl(why) => Problem::invalid(f("callback.url"), why.clone()),
-            DurableError::InvalidHeader(why) => {
-                Problem::invalid(f("callback.headers"), why.clone())
-            }
-            DurableError::Unavailable(_) | DurableError::Closed => {
-                tracing::warn!(error = %err, "the store is unavailable");
-                Problem::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "store-unavailable",
-                    "The timer store is unavailable",
-                    "the store did not answer in time; the change may or may not have been made: retry it (adds are idempotent on their key)",
-                )
-            }
-            other => Problem::internal(&other.to_string()),
+            DurableError::InvalidUrl(why) => (Some("callback.url"), why.clone()),
+            DurableError::InvalidHeader(why) => (Some("callback.headers"), why.clone()),
+            // An input error this server does not place: still the
+            // client's, with the library's words.
+            other => (None, other.to_string()),
+        };
+        let problem = Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid-field",
+            "A field of the request is invalid",
+            detail,
+        );
+        match field {
+            Some(name) => problem.at(f(name)),
+            None => problem,
         }
     }
 
@@ -221,6 +248,38 @@ impl IntoResponse for Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn library_errors_are_sorted_by_whether_the_input_is_at_fault() {
+        use wheel_durable::ErrorDetail;
+        let input = [
+            DurableError::InvalidKey,
+            DurableError::InvalidTime,
+            DurableError::Config("x".into()),
+            DurableError::InvalidMethod("BREW".into()),
+            DurableError::InvalidUrl("x".into()),
+            DurableError::InvalidHeader("x".into()),
+        ];
+        for e in &input {
+            assert_eq!(Problem::durable(e, "").status, 422, "{e:?}");
+        }
+        let unavailable = [
+            DurableError::Unavailable(ErrorDetail::new("x")),
+            DurableError::Closed,
+        ];
+        for e in &unavailable {
+            assert_eq!(Problem::durable(e, "").status, 503, "{e:?}");
+        }
+        let broken = [
+            DurableError::Locked(ErrorDetail::new("x")),
+            DurableError::Corrupt(ErrorDetail::new("x")),
+            DurableError::Io(ErrorDetail::new("x")),
+            DurableError::Store(ErrorDetail::new("x")),
+        ];
+        for e in &broken {
+            assert_eq!(Problem::durable(e, "").status, 500, "{e:?}");
+        }
+    }
 
     #[test]
     fn library_errors_name_the_field_under_the_prefix() {
