@@ -5,7 +5,7 @@
 //! the embedded store). `SystemTime`s from callers are rounded *up* to the
 //! millisecond, so that rounding can only make a timer later, never early.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::DurableError;
 use crate::retry::backoff;

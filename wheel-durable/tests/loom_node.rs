@@ -47,6 +47,7 @@ use starts::{Starts, START_CALLS};
 
 /// Preemption bound: with 3 the four models take about 4 s in release; 4
 /// takes about 50 s and has found nothing more.
+#[cfg(loom)]
 const PREEMPTIONS: usize = 3;
 
 /// Runs a model: under `--cfg loom`, in every interleaving up to the

@@ -25,6 +25,7 @@ use std::thread;
 use wheel::{Closed, DelayQueue, ManualClock};
 
 /// Preemptions explored per execution (keeps each model well under a minute).
+#[cfg(loom)]
 const PREEMPTIONS: usize = 3;
 
 /// Runs a model: under `--cfg loom`, in every interleaving up to the

@@ -26,6 +26,7 @@ use std::thread;
 use wheel::{ManualClock, Scheduler};
 
 /// Preemption bound: 2 keeps every model within a minute or two.
+#[cfg(loom)]
 const PREEMPTIONS: usize = 2;
 
 /// Runs a model: under `--cfg loom`, in every interleaving up to the
