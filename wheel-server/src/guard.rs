@@ -422,8 +422,9 @@ mod tests {
         );
         assert!(p.detail.contains("was not resolved within"), "{}", p.detail);
         assert!(took >= limits.budget, "{took:?}");
-        // Cut off at the budget, long before any lookup's own timeout.
-        assert!(took < Duration::from_secs(3), "{took:?}");
+        // Cut off at the budget, not at a lookup's own timeout (an hour):
+        // the bound only tells the two apart, it is no speed figure.
+        assert!(took < limits.per_lookup / 60, "{took:?}");
         assert!(f.most.load(Ordering::SeqCst) <= 2);
     }
 

@@ -10,18 +10,9 @@ use std::time::{Duration, Instant};
 use wheel::{BuildError, ManualClock, ScheduleError, Scheduler, Stats, TimerHandle};
 
 /// Liveness bound: something that should happen within milliseconds.
-const EVENTUALLY: Duration = Duration::from_secs(20);
+const EVENTUALLY: Duration = wheel_testkit::LIVENESS;
 
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < EVENTUALLY,
-            "timed out waiting for: {what}"
-        );
-        thread::sleep(Duration::from_millis(1));
-    }
-}
+use wheel_testkit::eventually as wait_until;
 
 fn manual(clock: &ManualClock, workers: usize) -> Scheduler {
     Scheduler::builder()

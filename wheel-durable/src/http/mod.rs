@@ -62,6 +62,7 @@
 //! [`DurableTimersBuilder::http`]: crate::DurableTimersBuilder::http
 //! [`DurableTimersBuilder`]: crate::DurableTimersBuilder
 
+mod address;
 mod callback;
 mod config;
 mod guard;
@@ -75,11 +76,11 @@ mod wire;
 
 use std::sync::Arc;
 
+pub use self::address::is_public_address;
 pub use self::callback::{
     HttpCallback, Method, MAX_HEADERS, MAX_HEADER_BYTES, RESERVED_HEADERS, RESERVED_HEADER_PREFIXES,
 };
 pub use self::config::HttpConfig;
-pub use self::guard::is_public_address;
 use self::send::Sender;
 pub use self::sign::{verify_signature, SignatureError};
 pub use self::target::{callback_target, Target, TargetHost};

@@ -16,7 +16,7 @@ use std::net::IpAddr;
 use http::Uri;
 use url::{Host, Url};
 
-use super::guard::is_public_address;
+use super::address::is_public_address;
 use super::{HttpCallback, Method};
 use crate::DurableError;
 
