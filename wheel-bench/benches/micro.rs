@@ -10,16 +10,16 @@
 //! run one group). Each iteration runs one whole workload and only its timed
 //! part is counted (`iter_custom`); throughput is reported per operation.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use crossbeam_queue::ArrayQueue;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wheel_bench::peers::floor::Floor;
 use wheel_bench::peers::wheel::OurWheel;
-use wheel_bench::workloads::delay_queue::{insert_take, OurDq};
-use wheel_bench::workloads::single::{self, Churn, Inputs};
 use wheel_bench::workloads::Check;
+use wheel_bench::workloads::delay_queue::{OurDq, insert_take};
+use wheel_bench::workloads::single::{self, Churn, Inputs};
 
 const SIZES: [usize; 2] = [10_000, 1_000_000];
 
@@ -296,16 +296,18 @@ fn producer_floor(c: &mut Criterion) {
                 .map(|_| {
                     let done = AtomicBool::new(false);
                     std::thread::scope(|scope| {
-                        scope.spawn(|| loop {
-                            // Read before draining: once it is set, every
-                            // push is visible, so this drain leaves nothing.
-                            let finished = done.load(Ordering::Acquire);
-                            let got = shared.drain();
-                            if finished {
-                                break;
-                            }
-                            if got == 0 {
-                                std::thread::sleep(DRAIN_EVERY);
+                        scope.spawn(|| {
+                            loop {
+                                // Read before draining: once it is set, every
+                                // push is visible, so this drain leaves nothing.
+                                let finished = done.load(Ordering::Acquire);
+                                let got = shared.drain();
+                                if finished {
+                                    break;
+                                }
+                                if got == 0 {
+                                    std::thread::sleep(DRAIN_EVERY);
+                                }
                             }
                         });
                         let timed = shared.pairs(delay);

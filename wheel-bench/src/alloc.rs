@@ -34,32 +34,40 @@ fn count(delta: i64) {
 // atomic counter update, which neither allocates nor touches the memory.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            count(layout.size() as i64);
+        unsafe {
+            let p = System.alloc(layout);
+            if !p.is_null() {
+                count(layout.size() as i64);
+            }
+            p
         }
-        p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(layout);
-        if !p.is_null() {
-            count(layout.size() as i64);
+        unsafe {
+            let p = System.alloc_zeroed(layout);
+            if !p.is_null() {
+                count(layout.size() as i64);
+            }
+            p
         }
-        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        count(-(layout.size() as i64));
+        unsafe {
+            System.dealloc(ptr, layout);
+            count(-(layout.size() as i64));
+        }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, layout, new_size);
-        if !p.is_null() {
-            count(new_size as i64 - layout.size() as i64);
+        unsafe {
+            let p = System.realloc(ptr, layout, new_size);
+            if !p.is_null() {
+                count(new_size as i64 - layout.size() as i64);
+            }
+            p
         }
-        p
     }
 }
 

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::node::{notify_window, Handler, NodeConfig};
+use super::node::{Handler, NodeConfig, notify_window};
 use super::stats::HttpCounters;
 use super::store::{Store, StoreClock};
 use super::timers::DurableTimers;
-use super::{DurableError, Fired, Outcome, RetryPolicy, DEFAULT_MAX_PAYLOAD};
+use super::{DEFAULT_MAX_PAYLOAD, DurableError, Fired, Outcome, RetryPolicy};
 
 /// Where the timers live.
 #[derive(Debug, Clone)]

@@ -5,5 +5,5 @@
 //! stores (`store/fuzz.rs`), whose module doc says what it checks.
 
 pub use crate::store::fuzz::{
-    run_durable_ops, DurableBench, DurableOp, KEYS as DURABLE_KEYS, MAX_DURABLE_OPS,
+    DurableBench, DurableOp, KEYS as DURABLE_KEYS, MAX_DURABLE_OPS, run_durable_ops,
 };

@@ -20,7 +20,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::store::Millis;
-use super::{DurableError, DurableTimers, TimerInfo, MAX_KEY_LEN};
+use super::{DurableError, DurableTimers, MAX_KEY_LEN, TimerInfo};
 
 /// The most timers one page holds.
 const MAX_PAGE: usize = 1_000;

@@ -273,9 +273,11 @@ mod tests {
             .initial(Duration::from_secs(1))
             .jitter(0.5);
         let waits: Vec<_> = (0..200).map(|_| p.delay(1).unwrap()).collect();
-        assert!(waits
-            .iter()
-            .all(|d| *d >= Duration::from_millis(500) && *d <= Duration::from_secs(1)));
+        assert!(
+            waits
+                .iter()
+                .all(|d| *d >= Duration::from_millis(500) && *d <= Duration::from_secs(1))
+        );
         let distinct: std::collections::HashSet<_> = waits.iter().collect();
         assert!(distinct.len() > 100, "jitter should spread the waits");
     }

@@ -19,9 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use super::HttpCounts;
 use super::store::{Counts, Store};
 use super::time::wait_until;
-use super::HttpCounts;
 use crate::sync::lock;
 
 /// The longest `stats` waits for a fresh read of a reachable store.
@@ -215,9 +215,9 @@ mod tests {
             (1, 0, 0)
         );
     }
+    use crate::AddMode;
     use crate::store::model::Model;
     use crate::store::{Due, NewTimer, StoreClock};
-    use crate::AddMode;
 
     #[test]
     fn a_read_asked_for_sees_every_write_made_before_the_ask() {

@@ -16,14 +16,14 @@
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{AtomicBool, AtomicU64, AtomicUsize},
     Condvar, Mutex, MutexGuard,
+    atomic::{AtomicBool, AtomicU64, AtomicUsize},
 };
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicBool, AtomicU64, AtomicUsize},
     Condvar, Mutex, MutexGuard,
+    atomic::{AtomicBool, AtomicU64, AtomicUsize},
 };
 
 /// loom's atomics take std's orderings.

@@ -1,15 +1,15 @@
 //! [`DurableTimers`]: one node's handle on a store.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
-use super::add::{add_bounded, AddMode};
+use super::add::{AddMode, add_bounded};
 use super::node::{Node, NodeConfig};
-use super::stats::{CountsReader, HttpCounters, Snapshot, STATS_WAIT};
+use super::stats::{CountsReader, HttpCounters, STATS_WAIT, Snapshot};
 use super::store::{Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
-use super::{check_input, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo};
+use super::{DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo, check_input};
 
 /// Durable timers: one node's handle on a store (`Send + Sync`; share it
 /// behind an `Arc`).

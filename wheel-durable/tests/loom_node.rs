@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 
 use queue::Queue;
-use starts::{Starts, START_CALLS};
+use starts::{START_CALLS, Starts};
 
 /// Preemption bound: with 3 the four models take about 4 s in release; 4
 /// takes about 50 s and has found nothing more.

@@ -32,7 +32,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use wheel_durable::http::HttpCallback;
 use wheel_durable::{AddOrGet, AsyncTimers, DurableError, TimerInfo};
 
@@ -176,7 +176,7 @@ mod tests {
     use std::time::Duration;
 
     use wheel_durable::http::Method;
-    use wheel_durable::{DurableTimers, DEFAULT_MAX_PAYLOAD};
+    use wheel_durable::{DEFAULT_MAX_PAYLOAD, DurableTimers};
 
     use super::*;
 

@@ -10,12 +10,12 @@
 
 use std::any::Any;
 
+use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::auth::{self, Token};

@@ -99,14 +99,14 @@ impl Args {
         match self.token.as_deref() {
             Some("") => return Err("--token is empty".into()),
             Some(t) if t.chars().any(|c| c.is_whitespace() || c.is_control()) => {
-                return Err("--token may not contain spaces or control characters".into())
+                return Err("--token may not contain spaces or control characters".into());
             }
             Some(_) => {}
             None if !self.listen.ip().is_loopback() => {
                 return Err(format!(
                     "refusing to listen on {} without --token (or WHEEL_TOKEN): only a loopback address may run without one",
                     self.listen
-                ))
+                ));
             }
             None => {}
         }

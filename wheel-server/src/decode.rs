@@ -169,7 +169,7 @@ pub(crate) fn url_has_form(url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
-    use wheel_durable::http::{callback_target, HttpCallback, Method};
+    use wheel_durable::http::{HttpCallback, Method, callback_target};
 
     use super::*;
 

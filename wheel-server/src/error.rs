@@ -15,7 +15,7 @@
 //! or stopping) or a 500. Nothing here depends on the rest of the crate.
 
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -155,7 +155,7 @@ impl Problem {
                     "The callback is too large to store",
                     format!("the encoded callback takes {len} bytes; the limit is {max}"),
                 )
-                .at(f("callback"))
+                .at(f("callback"));
             }
             DurableError::InvalidKey => (
                 Some("key"),

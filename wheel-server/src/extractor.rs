@@ -7,11 +7,11 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use crate::decode::Object;
-use crate::error::{serde_field, Problem};
+use crate::error::{Problem, serde_field};
 
 /// A JSON body, read with the problems this API promises: 415 without a
 /// JSON content type, 413 over the limit, 400 for malformed JSON, 422 for

@@ -14,7 +14,7 @@ use wheel_durable::MAX_KEY_LEN;
 
 use crate::error::Problem;
 use crate::extractor::parse_json;
-use crate::json::{is_dot_segment, parse_time, Checked, NewTimer};
+use crate::json::{Checked, NewTimer, is_dot_segment, parse_time};
 use crate::timers::NewBatch;
 
 /// The clock the harness checks against: fixed, so that a failing input

@@ -33,7 +33,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use wheel_durable::http::{callback_target, is_public_address, Target, TargetHost};
+use wheel_durable::http::{Target, TargetHost, callback_target, is_public_address};
 
 use crate::error::Problem;
 
@@ -140,13 +140,12 @@ impl Guard {
         let mut queued = HashSet::new();
         let mut names: Vec<String> = Vec::new();
         for t in &targets {
-            if let TargetHost::Name(name) = &t.host {
-                if !t.host.refused_without_lookup()
-                    && !self.seen.contains_key(name)
-                    && queued.insert(name.as_str())
-                {
-                    names.push(name.clone());
-                }
+            if let TargetHost::Name(name) = &t.host
+                && !t.host.refused_without_lookup()
+                && !self.seen.contains_key(name)
+                && queued.insert(name.as_str())
+            {
+                names.push(name.clone());
             }
         }
         self.resolve(names).await;
@@ -239,8 +238,8 @@ async fn resolve_public(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
 
@@ -319,14 +318,18 @@ mod tests {
             assert_eq!(p.field.as_deref(), Some("callback.url"), "{url}");
             assert_eq!(p.status, 422);
         }
-        assert!(Guard::new(true)
-            .check("http://127.0.0.1/", "u")
-            .await
-            .is_ok());
-        assert!(Guard::new(false)
-            .check("http://8.8.8.8/", "u")
-            .await
-            .is_ok());
+        assert!(
+            Guard::new(true)
+                .check("http://127.0.0.1/", "u")
+                .await
+                .is_ok()
+        );
+        assert!(
+            Guard::new(false)
+                .check("http://8.8.8.8/", "u")
+                .await
+                .is_ok()
+        );
     }
 
     #[tokio::test]

@@ -1,10 +1,10 @@
 //! `GET /healthz` (the process answers) and `GET /readyz` (the store
 //! answers), open like `/metrics`: probes carry no token.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 
 use crate::context::ApiContext;
 use crate::error::Problem;

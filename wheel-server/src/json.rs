@@ -16,15 +16,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use time::format_description::well_known::Rfc3339;
-use time::format_description::BorrowedFormatItem;
-use time::macros::format_description;
 use time::OffsetDateTime;
+use time::format_description::BorrowedFormatItem;
+use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
 use utoipa::ToSchema;
 use wheel_durable::http::{HttpCallback, Method};
 use wheel_durable::{DeadLetter, RetryPolicy, TimerInfo, TimerState};
 
-use crate::decode::{object, optional_object, Whole};
+use crate::decode::{Whole, object, optional_object};
 use crate::error::Problem;
 
 /// A timer to add: `POST /v1/timers`, and each entry of a batch.
@@ -118,7 +118,7 @@ impl NewTimer {
                 return Err(Problem::invalid(
                     f("delay"),
                     "give due_at or delay, not both",
-                ))
+                ));
             }
             (None, None) => return Err(Problem::invalid(f("due_at"), "give due_at or delay")),
             (Some(at), None) => (
@@ -137,7 +137,7 @@ impl NewTimer {
         };
         let key = match self.key {
             Some(k) if k.is_empty() || k.len() > wheel_durable::MAX_KEY_LEN => {
-                return Err(Problem::invalid(f("key"), "a key is 1 to 1024 bytes"))
+                return Err(Problem::invalid(f("key"), "a key is 1 to 1024 bytes"));
             }
             // A URL path takes these as dot segments, even percent-encoded
             // (`%2e`, `.%2E`: the WHATWG URL standard that browsers and most
@@ -146,8 +146,10 @@ impl NewTimer {
             Some(k) if is_dot_segment(&k) => {
                 return Err(Problem::invalid(
                     f("key"),
-                    format!("the key {k:?} is refused: in a URL path it is a dot segment, so the timer could not be named in one"),
-                ))
+                    format!(
+                        "the key {k:?} is refused: in a URL path it is a dot segment, so the timer could not be named in one"
+                    ),
+                ));
             }
             Some(k) => k,
             None => crate::key::new_key(now)?,
@@ -205,7 +207,7 @@ impl CallbackIn {
         }
         match (self.body, self.json) {
             (Some(_), Some(_)) => {
-                return Err(Problem::invalid(f("json"), "give body or json, not both"))
+                return Err(Problem::invalid(f("json"), "give body or json, not both"));
             }
             (Some(text), None) => cb = cb.body(text.into_bytes()),
             (None, Some(value)) => {
@@ -290,7 +292,9 @@ pub(crate) const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600
 /// milliseconds.
 pub(crate) fn parse_delay(text: &str) -> Result<Duration, String> {
     let bad = || {
-        format!("{text:?} is not a delay: a whole number followed by ms, s, m, h or d (\"90s\"), or milliseconds")
+        format!(
+            "{text:?} is not a delay: a whole number followed by ms, s, m, h or d (\"90s\"), or milliseconds"
+        )
     };
     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
     let (number, unit) = text.split_at(digits);

@@ -9,7 +9,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use uuid::Builder;
 
 use crate::error::Problem;
@@ -61,17 +61,20 @@ mod tests {
         let key = new_key(at).unwrap();
         assert_eq!(key.len(), 32);
         assert!(key.starts_with("0123456789ab"), "{key}");
-        assert!(key
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert!(
+            key.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        );
         let uuid = uuid::Uuid::parse_str(&key).unwrap();
         assert_eq!(uuid.get_version_num(), 7);
         assert_ne!(key, new_key(at).unwrap());
         let later = at + Duration::from_millis(1);
         assert!(new_key(later).unwrap() > key);
         // Before 1970 (a clock gone wrong) still makes a key.
-        assert!(new_key(UNIX_EPOCH - Duration::from_secs(1))
-            .unwrap()
-            .starts_with("000000000000"));
+        assert!(
+            new_key(UNIX_EPOCH - Duration::from_secs(1))
+                .unwrap()
+                .starts_with("000000000000")
+        );
     }
 }

@@ -23,7 +23,7 @@ use utoipa::{IntoParams, ToSchema};
 use wheel_durable::{AsyncTimers, Cursor, Listing, Page, TimerState};
 
 use crate::error::Problem;
-use crate::json::{format_time, parse_time, CallbackOut, DeadOut, Timer};
+use crate::json::{CallbackOut, DeadOut, Timer, format_time, parse_time};
 
 /// The default page size.
 const DEFAULT_LIMIT: usize = 100;
@@ -125,8 +125,10 @@ pub(crate) async fn timers(t: &AsyncTimers, q: ListQuery) -> Result<TimerPage, P
         other => {
             return Err(Problem::bad_parameter(
                 "state",
-                format!("{other:?} is not pending, claimed or running (dead letters are at /v1/dead-letters)"),
-            ))
+                format!(
+                    "{other:?} is not pending, claimed or running (dead letters are at /v1/dead-letters)"
+                ),
+            ));
         }
     };
     let before: Option<SystemTime> = match q.due_before.as_deref() {

@@ -15,10 +15,10 @@
 use std::sync::LazyLock;
 
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
-use wheel_durable::http::{MAX_HEADERS, RESERVED_HEADERS, RESERVED_HEADER_PREFIXES};
+use wheel_durable::http::{MAX_HEADERS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS};
 
 use crate::{dead, error, json, listing, timers};
 
@@ -542,9 +542,11 @@ mod tests {
                 }
             }
             // An integer delay is capped as its text form is.
-            assert!(json::Delay::Millis(crate::decode::Whole(top))
-                .duration()
-                .is_ok_and(|d| d == max));
+            assert!(
+                json::Delay::Millis(crate::decode::Whole(top))
+                    .duration()
+                    .is_ok_and(|d| d == max)
+            );
         }
         assert!(
             json::Delay::Millis(crate::decode::Whole(ms(&json::MAX_DELAY) + 1))

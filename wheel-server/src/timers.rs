@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use wheel_durable::{TimerInfo, TimerState};
 
-use crate::adder::{add_group, Added};
+use crate::adder::{Added, add_group};
 use crate::context::ApiContext;
 use crate::error::Problem;
 use crate::extractor::{JsonBody, Key};
 use crate::guard::Guard;
-use crate::json::{format_time, CallbackOut, Checked, Delay, NewTimer, Timer};
+use crate::json::{CallbackOut, Checked, Delay, NewTimer, Timer, format_time};
 use crate::key::timer_path;
 use crate::listing::{self, ListQuery, TimerPage};
 

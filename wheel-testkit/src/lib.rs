@@ -34,7 +34,7 @@ mod eventually;
 mod receiver;
 mod redis_server;
 
-pub use eventually::{eventually, eventually_within, LIVENESS};
+pub use eventually::{LIVENESS, eventually, eventually_within};
 #[cfg(feature = "receiver")]
 pub use receiver::{Gate, Received, Receiver, Reply, Script};
 pub use redis_server::{RedisServer, ServerOptions};

@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use std::path::Path;
 
 use super::Summary;
-use crate::chart::{draw_panels, Area, Panel, Series};
+use crate::chart::{Area, Panel, Series, draw_panels};
 
 /// The smallest distance drawn, ms: closer starts are drawn at it.
 const FLOOR_MS: f64 = 0.01;
@@ -98,10 +98,11 @@ mod tests {
         assert_eq!(line.name, "peer (early)");
         assert!(line.points.len() <= POINTS + 1);
         assert_eq!(line.points.last(), Some(&(1000.0, 1.0)));
-        assert!(line
-            .points
-            .windows(2)
-            .all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        assert!(
+            line.points
+                .windows(2)
+                .all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1)
+        );
         assert_eq!(series("x", &Summary::default()).points, vec![]);
     }
 

@@ -15,13 +15,13 @@
 //! lease, so they count as duplicates), lost timers, duplicates.
 
 use std::path::Path;
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, SystemTime};
 
 use super::node::{Event, Kind, NodeProcess, NodeSpec};
 use super::ours::{self, Store};
 use super::peer::SecondWheel;
-use super::{key, spread, Recorder, Summary, PAYLOAD};
+use super::{PAYLOAD, Recorder, Summary, key, spread};
 
 /// A first run this much later than due, on another node than the killed
 /// one, is a timer the killed node held: half the lease. Such a timer waits

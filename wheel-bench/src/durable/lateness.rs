@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::ours::{self, NodeSettings, Store};
 use super::peer::{PeerNode, Run, SecondWheel, Task};
 use super::redis_cpu::{self, RedisCpu, Sampler};
-use super::{index_of, key, spread, temp_store, unix_ns, Impl, Recorder, Summary, PAYLOAD};
+use super::{Impl, PAYLOAD, Recorder, Summary, index_of, key, spread, temp_store, unix_ns};
 
 /// One lateness workload.
 #[derive(Debug, Clone)]

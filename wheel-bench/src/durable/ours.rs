@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use wheel_durable::{DurableError, DurableTimers, DurableTimersBuilder, Fired, Outcome};
 
-use super::{index_of, unix_ns, Recorder};
+use super::{Recorder, index_of, unix_ns};
 
 /// Where our timers live.
 #[derive(Debug, Clone)]

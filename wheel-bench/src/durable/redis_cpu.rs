@@ -9,8 +9,8 @@
 //! the CPU seconds per second between the samples around that part. A
 //! share near 1.0 on the main thread means Redis's core is the bound.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 

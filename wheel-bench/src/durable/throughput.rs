@@ -14,7 +14,7 @@ use super::disk::{self, AppendRate};
 use super::ours::{self, NodeSettings, Store};
 use super::peer::{PeerNode, SecondWheel};
 use super::redis_cpu::{self, RedisCpu, Sampler};
-use super::{index_of, key, lateness, unix_ns, whole_ms, Impl, Recorder, Summary, PAYLOAD};
+use super::{Impl, PAYLOAD, Recorder, Summary, index_of, key, lateness, unix_ns, whole_ms};
 use crate::workloads::Check;
 
 /// Sizes of the throughput measurements.

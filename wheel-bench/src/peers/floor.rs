@@ -20,7 +20,7 @@ struct Entry {
     /// Next free entry while free; unused (but written) while live.
     next: u32,
     /// Bumped on free so stale handles miss.
-    gen: u32,
+    r#gen: u32,
     live: u64,
 }
 
@@ -45,15 +45,15 @@ impl Floor {
 
     /// The entry of a live handle, `None` for a stale one.
     #[inline]
-    fn live_entry(&self, (index, gen): (u32, u32)) -> Option<&Entry> {
+    fn live_entry(&self, (index, r#gen): (u32, u32)) -> Option<&Entry> {
         let e = self.entries.get(index as usize)?;
-        (e.gen == gen && e.live != 0).then_some(e)
+        (e.r#gen == r#gen && e.live != 0).then_some(e)
     }
 
     fn release(&mut self, index: u32) -> u64 {
         let e = &mut self.entries[index as usize];
         e.live = 0;
-        e.gen = e.gen.wrapping_add(1);
+        e.r#gen = e.r#gen.wrapping_add(1);
         e.next = self.free;
         self.free = index;
         self.live -= 1;
@@ -76,14 +76,14 @@ impl TimerQueue for Floor {
             e.id = id;
             e.next = NIL;
             e.live = 1;
-            (index, e.gen)
+            (index, e.r#gen)
         } else {
             let index = self.entries.len() as u32;
             self.entries.push(Entry {
                 deadline,
                 id,
                 next: NIL,
-                gen: 0,
+                r#gen: 0,
                 live: 1,
             });
             (index, 0)

@@ -15,7 +15,7 @@ const NIL: u32 = u32::MAX;
 
 struct Slot {
     id: u64,
-    gen: u32,
+    r#gen: u32,
     /// Pending; false once cancelled (a tombstone still in the heap) or free.
     live: bool,
     next: u32,
@@ -54,20 +54,20 @@ impl TimerQueue for LazyHeap {
         } else {
             self.slots.push(Slot {
                 id,
-                gen: 0,
+                r#gen: 0,
                 live: true,
                 next: NIL,
             });
             (self.slots.len() - 1) as u32
         };
         self.heap.push(Reverse((deadline, index)));
-        (index, self.slots[index as usize].gen)
+        (index, self.slots[index as usize].r#gen)
     }
 
     #[inline]
-    fn cancel(&mut self, (index, gen): (u32, u32)) -> Option<u64> {
+    fn cancel(&mut self, (index, r#gen): (u32, u32)) -> Option<u64> {
         let s = self.slots.get_mut(index as usize)?;
-        if s.gen != gen || !s.live {
+        if s.r#gen != r#gen || !s.live {
             return None;
         }
         s.live = false;
@@ -83,7 +83,7 @@ impl TimerQueue for LazyHeap {
             let s = &mut self.slots[index as usize];
             let was_live = s.live;
             s.live = false;
-            s.gen = s.gen.wrapping_add(1);
+            s.r#gen = s.r#gen.wrapping_add(1);
             s.next = self.free;
             self.free = index;
             if was_live {

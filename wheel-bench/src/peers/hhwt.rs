@@ -8,8 +8,8 @@
 //! the absolute time.
 
 use super::TimerQueue;
-use hierarchical_hash_wheel_timer::wheels::cancellable::QuadWheelWithOverflow;
 use hierarchical_hash_wheel_timer::wheels::Skip;
+use hierarchical_hash_wheel_timer::wheels::cancellable::QuadWheelWithOverflow;
 use hierarchical_hash_wheel_timer::{IdOnlyTimerEntry, TimerError};
 use std::time::Duration;
 

@@ -92,7 +92,7 @@ impl Peer {
 /// inside its counting window).
 #[macro_export]
 macro_rules! with_peer_maker {
-    ($peer:expr, $cap:expr, |$make:ident| $body:expr) => {{
+    ($peer:expr_2021, $cap:expr_2021, |$make:ident| $body:expr_2021) => {{
         use $crate::peers::*;
         let cap = $cap;
         match $peer {
@@ -129,7 +129,7 @@ macro_rules! with_peer_maker {
 /// monomorphised per implementation (no virtual call in the timed loops).
 #[macro_export]
 macro_rules! with_peer {
-    ($peer:expr, $cap:expr, |$q:ident| $body:expr) => {{
+    ($peer:expr_2021, $cap:expr_2021, |$q:ident| $body:expr_2021) => {{
         use $crate::peers::*;
         match $peer {
             Peer::Wheel => {

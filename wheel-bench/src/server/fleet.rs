@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
 use super::process::{Backend, ServerProcess};
-use super::{client, Workdir, SERVER_LEASE};
+use super::{SERVER_LEASE, Workdir, client};
 use crate::durable::http::receiver::Receiver;
 use crate::durable::http::tally::Tally;
 use crate::durable::{key, spread, unix_ns};

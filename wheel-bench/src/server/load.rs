@@ -13,13 +13,13 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use wheel_durable::http::{HttpCallback, HttpConfig, Method};
 use wheel_durable::DurableTimers;
+use wheel_durable::http::{HttpCallback, HttpConfig, Method};
 
 use super::process::{Backend, ServerProcess};
 use super::procfs::{self, Idle};
 use super::wrk::{self, Load, WrkResult};
-use super::{client, Workdir, NEVER_CALLED};
+use super::{NEVER_CALLED, Workdir, client};
 use crate::durable::throughput::thread_key;
 use crate::durable::whole_ms;
 use crate::workloads::Check;

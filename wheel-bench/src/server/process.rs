@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{client, SERVER_LEASE};
+use super::{SERVER_LEASE, client};
 
 /// The variables the server reads, removed from its environment.
 const SERVER_ENV: [&str; 9] = [

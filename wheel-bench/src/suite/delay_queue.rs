@@ -1,12 +1,12 @@
 //! The `DelayQueue` section: insert+take and insert+remove for our queue and
 //! tokio-util's, each used by one owner and shared.
 
-use super::{fmt_count, Progress, Results, Settings};
-use crate::report::{ns, ratio, Table};
+use super::{Progress, Results, Settings, fmt_count};
+use crate::report::{Table, ns, ratio};
 use crate::stats::median;
+use crate::workloads::Check;
 use crate::workloads::delay_queue::{DqPeer, TAKE_SPAN_MS};
 use crate::workloads::single::SPAN;
-use crate::workloads::Check;
 use std::collections::HashMap;
 
 /// Items a `DelayQueue` measurement covers at least, per queue: small

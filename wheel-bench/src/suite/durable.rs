@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use wheel_testkit::{RedisServer, ServerOptions};
 
-use super::{fmt_count, Progress, Results, Settings};
+use super::{Progress, Results, Settings, fmt_count};
 use crate::chart::Panel;
 use crate::durable::chart;
 use crate::durable::kill::{self, KillParams, KillRun};
@@ -17,8 +17,8 @@ use crate::durable::lateness::{self, LatenessParams};
 use crate::durable::nearfar::{self, NearFarParams};
 use crate::durable::node::Kind;
 use crate::durable::throughput::{self, Restart, ThroughputParams};
-use crate::durable::{flush, Impl};
-use crate::report::{ms, Table};
+use crate::durable::{Impl, flush};
+use crate::report::{Table, ms};
 use crate::workloads::Check;
 
 mod tables;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use wheel_testkit::{RedisServer, ServerOptions};
 
-use super::{fmt_count, Progress, Results, Settings};
+use super::{Progress, Results, Settings, fmt_count};
 use crate::cpu::process_cpu;
 use crate::durable::http::tally::Tally;
 use crate::durable::http::{self, InFlight, Sender, Shape};

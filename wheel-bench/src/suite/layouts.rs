@@ -1,12 +1,12 @@
 //! The layouts mode: our wheel built with several level layouts, on the
 //! three single-threaded workloads.
 
-use super::{fmt_count, Progress, Workload};
+use super::{Progress, Workload, fmt_count};
 use crate::peers::wheel::OurWheel;
-use crate::report::{ns, Table};
+use crate::report::{Table, ns};
 use crate::stats::median;
-use crate::workloads::single::{self, Churn, Inputs};
 use crate::workloads::Check;
+use crate::workloads::single::{self, Churn, Inputs};
 use wheel::WheelConfig;
 
 /// Run the layout comparison: our wheel with several level layouts on the three

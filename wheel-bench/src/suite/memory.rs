@@ -1,11 +1,11 @@
 //! The memory section: live heap bytes per pending timer, right after the
 //! timers were inserted and after a long churn.
 
-use super::{fmt_count, Progress, Results, Settings};
+use super::{Progress, Results, Settings, fmt_count};
 use crate::peers::Peer;
-use crate::report::{ratio, Table};
-use crate::workloads::single::{self, Churn, Inputs, CHURN_MAX, STEPS_PER_TICK};
+use crate::report::{Table, ratio};
 use crate::workloads::Check;
+use crate::workloads::single::{self, CHURN_MAX, Churn, Inputs, STEPS_PER_TICK};
 
 /// Churn steps before the full run's figures after a long churn: 40 000
 /// ticks, longer than the 30 000-tick horizon of a re-armed timer, so

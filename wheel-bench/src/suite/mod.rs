@@ -18,20 +18,20 @@ mod server;
 mod single;
 mod threaded;
 
-pub use delay_queue::{dq_runs_for, run_delay_queue, DQ_MIN_ITEMS};
-pub use durable::{run_durable, DurableParams};
-pub use http::{run_http, HttpFigures, HttpParams};
+pub use delay_queue::{DQ_MIN_ITEMS, dq_runs_for, run_delay_queue};
+pub use durable::{DurableParams, run_durable};
+pub use http::{HttpFigures, HttpParams, run_http};
 pub use layouts::run_layouts;
-pub use memory::{run_memory, FULL_CHURN_MEMORY_STEPS, QUICK_CHURN_MEMORY_STEPS};
-pub use server::{run_server, ServerFigures, ServerParams};
-pub use single::{run_single, Cell, Workload};
+pub use memory::{FULL_CHURN_MEMORY_STEPS, QUICK_CHURN_MEMORY_STEPS, run_memory};
+pub use server::{ServerFigures, ServerParams, run_server};
+pub use single::{Cell, Workload, run_single};
 pub use threaded::run_threaded;
 
 use crate::chart::Panel;
 use crate::peers::Peer;
 use crate::report::Table;
-use crate::workloads::threaded::{IdleParams, LatenessParams};
 use crate::workloads::Check;
+use crate::workloads::threaded::{IdleParams, LatenessParams};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use wheel_testkit::{RedisServer, ServerOptions};
 
-use super::{fmt_count, Progress, Results, Settings};
+use super::{Progress, Results, Settings, fmt_count};
 use crate::durable::flush;
 use crate::server::fleet::{self, FleetParams, FleetRun};
 use crate::server::load::{self, LoadParams, Loaded, SingleServer};
 use crate::server::procfs::Idle;
-use crate::server::{process, wrk, SERVER_LEASE};
+use crate::server::{SERVER_LEASE, process, wrk};
 
 mod median;
 mod tables;

@@ -6,13 +6,13 @@
 //! machine's speed can drift within minutes, so two medians taken seconds
 //! apart could each catch a different state.
 
-use super::{fmt_count, Progress, Results, Settings, GIB};
+use super::{GIB, Progress, Results, Settings, fmt_count};
 use crate::chart::{Panel, Series};
 use crate::peers::Peer;
-use crate::report::{ns, ratio, Table};
+use crate::report::{Table, ns, ratio};
 use crate::stats::median;
-use crate::workloads::single::{self, Churn, Inputs, CHURN_MAX, CHURN_MIN, SPAN, STEPS_PER_TICK};
 use crate::workloads::Check;
+use crate::workloads::single::{self, CHURN_MAX, CHURN_MIN, Churn, Inputs, SPAN, STEPS_PER_TICK};
 use std::collections::HashMap;
 
 /// The single-threaded workloads.
@@ -402,9 +402,11 @@ mod tests {
         let s = Settings::quick();
         let mut r = Results::default();
         r.memory.insert(Peer::Hhwt, (1000.0, Check::Passed));
-        assert!(skip_reason(&s, &r, Peer::Hhwt, 10_000_000, None)
-            .unwrap()
-            .contains("GiB"));
+        assert!(
+            skip_reason(&s, &r, Peer::Hhwt, 10_000_000, None)
+                .unwrap()
+                .contains("GiB")
+        );
         assert!(skip_reason(&s, &r, Peer::Wheel, 10_000_000, None).is_none());
         let why = skip_reason(&s, &r, Peer::Wheel, 10_000_000, Some((1_000_000, 10.0)));
         assert!(why.unwrap().contains("> 60 s"));

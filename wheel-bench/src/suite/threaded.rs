@@ -2,12 +2,12 @@
 //! sparse) and idle cost, for every threaded implementation on the real
 //! clock.
 
-use super::{fmt_count, Progress, Results, Settings};
-use crate::report::{ms, ns, ratio, Table};
+use super::{Progress, Results, Settings, fmt_count};
+use crate::report::{Table, ms, ns, ratio};
 use crate::stats::median;
 use crate::threaded::ThreadedPeer;
-use crate::workloads::threaded::{self, IdleParams, LatenessParams, CANCEL_LAG};
 use crate::workloads::Check;
+use crate::workloads::threaded::{self, CANCEL_LAG, IdleParams, LatenessParams};
 
 /// Run the threaded workloads for every threaded peer.
 pub fn run_threaded(s: &Settings, progress: &Progress, results: &mut Results) {
@@ -149,7 +149,14 @@ fn idle_table(p: &IdleParams, progress: &Progress) -> Table {
             p.near,
             p.near_window.as_millis()
         ),
-        &["implementation", "bytes/timer", "vs ours", "idle CPU %", "near CPU %", "check"],
+        &[
+            "implementation",
+            "bytes/timer",
+            "vs ours",
+            "idle CPU %",
+            "near CPU %",
+            "check",
+        ],
     );
     let mut ours_bytes = f64::NAN;
     for peer in ThreadedPeer::ALL {

@@ -136,7 +136,7 @@ impl TimerProducer for HeapProducer {
             let mut state = self.shared.state.lock().unwrap();
             state.seq += 1;
             let seq = state.seq;
-            let earliest = state.heap.peek().map_or(true, |top| at < top.at);
+            let earliest = state.heap.peek().is_none_or(|top| at < top.at);
             state.heap.push(Item {
                 at,
                 seq,

@@ -7,8 +7,8 @@ use hierarchical_hash_wheel_timer::thread_timer::{TimerRef, TimerWithThread};
 use hierarchical_hash_wheel_timer::{
     ClosureTimer, OneShotClosureState, PeriodicClosureState, Timer,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 type Core = TimerWithThread<u64, OneShotClosureState<u64>, PeriodicClosureState<u64>>;

@@ -76,7 +76,7 @@ impl ThreadedPeer {
 /// `$peer` (as a type alias `$t`), so the workload is monomorphised per peer.
 #[macro_export]
 macro_rules! with_threaded {
-    ($peer:expr, |$t:ident| $body:expr) => {{
+    ($peer:expr_2021, |$t:ident| $body:expr_2021) => {{
         use $crate::threaded::*;
         match $peer {
             ThreadedPeer::Scheduler => {

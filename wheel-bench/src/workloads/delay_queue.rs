@@ -8,8 +8,8 @@
 //! - insert+remove: insert `n` items due uniformly over 1..60 000 ms, remove all in a
 //!   random order. Checked: every remove returns its item; nothing is left.
 
-use super::single::{per_op, SPAN};
 use super::Check;
+use super::single::{SPAN, per_op};
 use crate::rng::Rng;
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -190,13 +190,13 @@ fn check_expired(fired: &[u64], deadlines: &[u64]) -> Check {
 struct Conn<H> {
     handle: Option<H>,
     deadline: u64,
-    gen: u32,
+    r#gen: u32,
 }
 
 /// The id of connection `conn`'s timer number `gen`.
 #[inline]
-fn churn_id(conn: usize, gen: u32) -> u64 {
-    (u64::from(gen) << 32) | conn as u64
+fn churn_id(conn: usize, r#gen: u32) -> u64 {
+    (u64::from(r#gen) << 32) | conn as u64
 }
 
 /// Churn parameters.
@@ -290,7 +290,7 @@ impl<Q: TimerQueue> ChurnRun<Q> {
                 conns.push(Conn {
                     handle: Some(handle),
                     deadline,
-                    gen: 0,
+                    r#gen: 0,
                 });
             }
         });
@@ -383,7 +383,7 @@ fn churn_steps<Q: TimerQueue>(
                 fired += 1;
                 let c = (id & u64::from(u32::MAX)) as usize;
                 match conns.get_mut(c) {
-                    Some(conn) if conn.handle.is_some() && conn.gen == (id >> 32) as u32 => {
+                    Some(conn) if conn.handle.is_some() && conn.r#gen == (id >> 32) as u32 => {
                         if conn.deadline > now {
                             early += 1;
                         }
@@ -396,13 +396,13 @@ fn churn_steps<Q: TimerQueue>(
         let c = rng.below(pending as u64) as usize;
         let conn = &mut conns[c];
         if let Some(h) = conn.handle.take() {
-            if q.cancel(h) != Some(churn_id(c, conn.gen)) {
+            if q.cancel(h) != Some(churn_id(c, conn.r#gen)) {
                 wrong_cancels += 1;
             }
         }
-        conn.gen = conn.gen.wrapping_add(1);
+        conn.r#gen = conn.r#gen.wrapping_add(1);
         conn.deadline = now + rng.range_inclusive(p.min_ahead, p.max_ahead);
-        conn.handle = Some(q.insert(conn.deadline, churn_id(c, conn.gen)));
+        conn.handle = Some(q.insert(conn.deadline, churn_id(c, conn.r#gen)));
     }
     StepCounts {
         early,

@@ -7,7 +7,7 @@
 
 use super::Check;
 use crate::alloc::Counting;
-use crate::cpu::{thread_cpu, wait_until_quiet, CpuSample};
+use crate::cpu::{CpuSample, thread_cpu, wait_until_quiet};
 use crate::rng::Rng;
 use crate::stats::percentile_sorted;
 use crate::threaded::{ThreadedTimer, TimerProducer};
@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 /// The process-wide table callbacks write their start time into.
 pub mod recorder {
-    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Instant;
 
     /// Timers a single run may record (the largest lateness run has 1 000 000).

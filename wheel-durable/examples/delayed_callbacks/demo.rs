@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use wheel_durable::http::{verify_signature, HttpCallback, HttpConfig, Method};
+use wheel_durable::http::{HttpCallback, HttpConfig, Method, verify_signature};
 use wheel_durable::{DurableError, DurableTimers};
 use wheel_testkit::{RedisServer, ServerOptions};
 
@@ -415,7 +415,9 @@ fn summary(arrivals: &Arrivals, expected: &[&str], killed_at: Option<u64>) -> bo
         expected.len(),
         got.len()
     );
-    println!("requests {requests} (keys sent more than once: {twice}), cancelled that arrived: {unexpected}");
+    println!(
+        "requests {requests} (keys sent more than once: {twice}), cancelled that arrived: {unexpected}"
+    );
     println!("signatures failing: {bad_sig}, requests before their due time: {early}");
     if let (Some(p50), Some(p99), Some(max)) = (pct(0.5), pct(0.99), late.last()) {
         println!("lateness of first arrivals: p50 {p50} ms, p99 {p99} ms, max {max} ms");

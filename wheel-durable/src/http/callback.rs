@@ -339,7 +339,7 @@ impl HttpCallback {
             Some(s) => return Err(bad(format!("the scheme {s:?} is not http or https"))),
             None => return Err(bad("not an absolute URL".into())),
         }
-        if uri.host().map_or(true, str::is_empty) {
+        if uri.host().is_none_or(str::is_empty) {
             return Err(bad("no host".into()));
         }
         // The client reads the URL again with its own parser, which

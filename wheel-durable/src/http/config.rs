@@ -238,10 +238,12 @@ mod tests {
         assert!(HttpConfig::new().per_host_limit(65_536).check().is_ok());
         assert!(HttpConfig::new().per_host_limit(65_537).check().is_err());
         assert!(HttpConfig::new().timeout(Duration::ZERO).check().is_err());
-        assert!(HttpConfig::new()
-            .connect_timeout(Duration::ZERO)
-            .check()
-            .is_err());
+        assert!(
+            HttpConfig::new()
+                .connect_timeout(Duration::ZERO)
+                .check()
+                .is_err()
+        );
     }
 
     #[test]

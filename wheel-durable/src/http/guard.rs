@@ -31,7 +31,7 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use url::Url;
 
 use super::address::is_public_address;
-use super::target::{is_localhost, target_of, TargetHost};
+use super::target::{TargetHost, is_localhost, target_of};
 
 /// The refusal of the URL `url` the client is about to send to, when the
 /// guard refuses its host without a lookup (see

@@ -10,7 +10,7 @@
 //! `webhook-id` and `webhook-timestamp` (and, with signing secrets,
 //! `webhook-signature`) are the Standard Webhooks headers (see `sign.rs`).
 
-use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 
 /// The timer's key, percent-encoded where needed.
 pub(crate) const TIMER_KEY: &str = "Wheel-Timer-Key";

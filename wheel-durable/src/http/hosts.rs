@@ -108,10 +108,12 @@ mod tests {
             let hosts = Hosts::new(2);
             let a1 = hosts.acquire("a:80", Duration::ZERO).await.unwrap();
             let _a2 = hosts.acquire("a:80", Duration::ZERO).await.unwrap();
-            assert!(hosts
-                .acquire("a:80", Duration::from_millis(5))
-                .await
-                .is_none());
+            assert!(
+                hosts
+                    .acquire("a:80", Duration::from_millis(5))
+                    .await
+                    .is_none()
+            );
             let b = hosts.acquire("b:80", Duration::ZERO).await.unwrap();
             assert_eq!(hosts.count("a:80"), Some(2));
             drop(a1);

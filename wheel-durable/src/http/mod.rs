@@ -78,17 +78,17 @@ use std::sync::Arc;
 
 pub use self::address::is_public_address;
 pub use self::callback::{
-    HttpCallback, Method, MAX_HEADERS, MAX_HEADER_BYTES, RESERVED_HEADERS, RESERVED_HEADER_PREFIXES,
+    HttpCallback, MAX_HEADER_BYTES, MAX_HEADERS, Method, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS,
 };
 pub use self::config::HttpConfig;
 use self::send::Sender;
-pub use self::sign::{verify_signature, SignatureError};
-pub use self::target::{callback_target, Target, TargetHost};
-use super::node::tasks::{AsyncHandler, HandlerFuture};
-use super::node::Handler;
-use super::stats::HttpCounters;
+pub use self::sign::{SignatureError, verify_signature};
+pub use self::target::{Target, TargetHost, callback_target};
 #[cfg(doc)]
 use super::DurableTimersBuilder;
+use super::node::Handler;
+use super::node::tasks::{AsyncHandler, HandlerFuture};
+use super::stats::HttpCounters;
 use super::{DurableError, Fired, Outcome, RetryPolicy};
 
 /// The reason of a timer that is not a callback, on a node without a

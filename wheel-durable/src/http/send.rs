@@ -8,15 +8,15 @@
 //! ([`Hosts`]). A request runs as part of its timer's task, holding a slot
 //! of its host for its whole length.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::Uri;
 
-use super::hosts::{Hosts, HOST_BUSY_RETRY, HOST_WAIT};
-use super::reply::{self, Verdict, REASON_BODY};
-use super::{guard, headers, sign, HttpCallback, HttpConfig};
+use super::hosts::{HOST_BUSY_RETRY, HOST_WAIT, Hosts};
+use super::reply::{self, REASON_BODY, Verdict};
+use super::{HttpCallback, HttpConfig, guard, headers, sign};
 use crate::retry::unit_random;
 use crate::stats::HttpCounters;
 use crate::{DurableError, Fired, Outcome, RetryPolicy};

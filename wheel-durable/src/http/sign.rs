@@ -18,10 +18,10 @@
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use base64::alphabet;
-use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
-use base64::engine::DecodePaddingMode;
 use base64::Engine;
+use base64::alphabet;
+use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
@@ -312,9 +312,11 @@ mod tests {
         let id = webhook_id("wheel", "order:17", 5);
         assert_eq!(id.len(), 4 + 32);
         assert!(id.starts_with("msg_"));
-        assert!(id[4..]
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert!(
+            id[4..]
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
         assert_eq!(id, webhook_id("wheel", "order:17", 5));
         assert_ne!(id, webhook_id("wheel", "order:17", 6));
         assert_ne!(id, webhook_id("wheel", "order:18", 5));

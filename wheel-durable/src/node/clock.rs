@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use crate::store::Millis;
-use crate::sync::{lock, Mutex};
+use crate::sync::{Mutex, lock};
 
 /// How long one reading is kept (between one and two windows).
 const WINDOW: Duration = Duration::from_secs(2);

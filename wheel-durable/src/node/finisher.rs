@@ -73,7 +73,7 @@ fn record(shared: &NodeShared, batch: &[Ending]) -> bool {
 
 /// Logs each run the store recorded as a dead letter.
 fn log_dead_letters(shared: &NodeShared, batch: &[Ending], recorded: &[bool]) {
-    for (e, _) in batch.iter().zip(recorded).filter(|(_, &r)| r) {
+    for (e, _) in batch.iter().zip(recorded).filter(|&(_, &r)| r) {
         if let Finish::Dead { reason } = &e.finish {
             tracing::warn!(
                 namespace = %shared.config.namespace,

@@ -26,10 +26,10 @@ struct ClaimGuard {
 
 impl Drop for ClaimGuard {
     fn drop(&mut self) {
-        if let Some(c) = self.claim.take() {
-            if self.shared.stopping() {
-                self.shared.holdings.hand_back(c);
-            }
+        if let Some(c) = self.claim.take()
+            && self.shared.stopping()
+        {
+            self.shared.holdings.hand_back(c);
         }
     }
 }

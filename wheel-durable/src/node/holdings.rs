@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use crate::store::Claimed;
-use crate::sync::{lock, Mutex};
+use crate::sync::{Mutex, lock};
 use wheel::TimerHandle;
 
 type Map<V> = HashMap<String, V, ahash::RandomState>;
@@ -52,12 +52,12 @@ impl Holdings {
         schedule: impl FnOnce() -> Result<TimerHandle, E>,
     ) {
         let mut held = lock(&self.held);
-        if let Ok(handle) = schedule() {
-            if let Some(old) = held.insert(key, Held { fence, handle }) {
-                // A newer claim of the same key replaces an older one,
-                // whose start the store would refuse anyway.
-                old.handle.cancel();
-            }
+        if let Ok(handle) = schedule()
+            && let Some(old) = held.insert(key, Held { fence, handle })
+        {
+            // A newer claim of the same key replaces an older one,
+            // whose start the store would refuse anyway.
+            old.handle.cancel();
         }
     }
 

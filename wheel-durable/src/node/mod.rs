@@ -76,7 +76,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::store::Store;
-use crate::sync::{lock, Mutex};
+use crate::sync::{Mutex, lock};
 use crate::{DurableError, ErrorDetail};
 use wheel::Scheduler;
 

@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::sync::{lock, wait, wait_until, Condvar, Mutex};
+use crate::sync::{Condvar, Mutex, lock, wait, wait_until};
 
 struct State<T> {
     items: VecDeque<T>,

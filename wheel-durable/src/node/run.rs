@@ -10,7 +10,7 @@
 //! run's lease ends and the store hands the timer to another run. The
 //! worker itself survives and takes the next timer.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use super::outcome::{fired_of, hand_over, log_panic, panic_message, settle};

@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 
 use super::config::STORE_BATCH;
 use super::queue::Queue;
+use crate::LatenessBuckets;
 use crate::lateness::Histogram;
 use crate::store::{Claimed, Millis};
-use crate::sync::{lock, Mutex};
-use crate::LatenessBuckets;
+use crate::sync::{Mutex, lock};
 
 type Map<V> = HashMap<String, V, ahash::RandomState>;
 
@@ -194,7 +194,7 @@ impl Drop for RunGuard<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::panic::{AssertUnwindSafe, catch_unwind};
     use std::time::{Duration, Instant};
 
     use super::Runs;

@@ -12,15 +12,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::clock::{Reading, StoreTime};
-use super::config::{millis, NodeConfig, STORE_BATCH};
+use super::config::{NodeConfig, STORE_BATCH, millis};
 use super::finishes::Finishes;
 use super::holdings::Holdings;
 use super::runs::Runs;
 use super::signal::Signal;
 use super::starts::Starts;
+use crate::LatenessBuckets;
 use crate::store::{Claimed, Fenced, Millis, Store};
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
-use crate::LatenessBuckets;
 use wheel::Scheduler;
 
 /// This node's counters.

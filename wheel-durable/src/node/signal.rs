@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use crate::store::Millis;
-use crate::sync::{lock, wait_until, Condvar, Mutex};
+use crate::sync::{Condvar, Mutex, lock, wait_until};
 
 /// Why [`Signal::wait_until`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

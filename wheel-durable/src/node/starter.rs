@@ -26,8 +26,8 @@
 //! waiting claims count towards `max_claimed`, so a node that far behind
 //! also stops claiming.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::config::STORE_BATCH;

@@ -37,7 +37,7 @@ use super::runs::Started;
 use super::shared::NodeShared;
 use super::starter;
 use crate::store::Finish;
-use crate::sync::{lock, wait_until, Condvar, Mutex};
+use crate::sync::{Condvar, Mutex, lock, wait_until};
 use crate::{DurableError, Outcome};
 
 /// The async handler's types live with the rest of the node's

@@ -15,15 +15,15 @@
 //! Under `cfg(fuzzing)` only the embedded store runs beside the model; the
 //! tests add the Redis store when `redis-server` is available.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arbitrary::Arbitrary;
 
 use super::model::Model;
 use super::{
-    embedded, ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer,
-    Start, Store, StoreClock, StoreResult,
+    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
+    StoreClock, StoreResult, embedded,
 };
 use crate::{AddMode, DeadLetter, Listing, TimerInfo};
 
@@ -411,13 +411,12 @@ impl Default for DurableBench {
 /// than everything else a run does.
 fn scratch_dir() -> tempfile::TempDir {
     let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(dir) = tempfile::Builder::new()
+    if shm.is_dir()
+        && let Ok(dir) = tempfile::Builder::new()
             .prefix("wheel-durable")
             .tempdir_in(shm)
-        {
-            return dir;
-        }
+    {
+        return dir;
     }
     tempfile::tempdir().expect("a temporary directory")
 }

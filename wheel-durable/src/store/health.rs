@@ -8,8 +8,8 @@
 //! of waiting on a store that is known to be down.
 
 use std::fmt::Display;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::sync::lock;

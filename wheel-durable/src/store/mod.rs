@@ -54,12 +54,12 @@
 //!   ones, the dead index by failure time. It resumes strictly after a
 //!   (score, key) position, found in O(log n), never at an offset.
 
+use std::sync::Arc;
 #[cfg(any(test, fuzzing))]
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use super::time::system_now;
-pub(crate) use super::time::{later, Millis};
+pub(crate) use super::time::{Millis, later};
 use super::{AddMode, DeadLetter, DurableError, Listing, TimerInfo};
 
 #[cfg(feature = "embedded")]

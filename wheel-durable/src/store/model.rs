@@ -8,9 +8,9 @@ use std::sync::Mutex;
 
 use super::record::{DeadRecord, Record};
 use super::{
-    claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Due,
-    Fenced, Finish, Listed, Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
-    EXPIRED_KEYS,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Millis,
+    NewTimer, Start, Store, StoreClock, StoreResult, Wake, claim_lease_end, later,
+    lease_lost_reason,
 };
 use crate::sync::lock;
 use crate::time::system_time_of;

@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use wheel_durable::{Fired, Outcome};
 
-pub use wheel_testkit::{eventually, LIVENESS};
+pub use wheel_testkit::{LIVENESS, eventually};
 
 /// One handler run as seen by the handler.
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use durable_http_common::{closed_port, eventually, node, policy, Gate, Receiver, Reply};
+use durable_http_common::{Gate, Receiver, Reply, closed_port, eventually, node, policy};
 use wheel_durable::http::{HttpCallback, HttpConfig, Method};
 use wheel_durable::{DurableError, DurableTimers, Outcome, RetryPolicy};
 
@@ -112,7 +112,10 @@ fn attempt_due(r: &durable_http_common::Received) -> SystemTime {
 
 /// Whether a due time has a fraction of a millisecond (the store rounds it up).
 fn due_has_fraction(due: SystemTime) -> bool {
-    due.duration_since(UNIX_EPOCH).unwrap().subsec_nanos() % 1_000_000 != 0
+    !due.duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+        .is_multiple_of(1_000_000)
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use wheel_durable::http::{verify_signature, HttpConfig};
+use wheel_durable::http::{HttpConfig, verify_signature};
 use wheel_durable::{DurableTimers, RetryPolicy};
 
 pub use crate::durable_common::eventually;

@@ -6,13 +6,13 @@
 
 use crate::durable_http_common::{self, ByKey, Callback};
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use durable_http_common::{eventually, node, policy, Receiver, Reply};
-use wheel_durable::http::{HttpCallback, HttpConfig, Method};
+use durable_http_common::{Receiver, Reply, eventually, node, policy};
 use wheel_durable::DurableTimers;
+use wheel_durable::http::{HttpCallback, HttpConfig, Method};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

@@ -7,7 +7,7 @@ use crate::durable_http_common::{self, Callback};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use durable_http_common::{eventually, Gate, Receiver};
+use durable_http_common::{Gate, Receiver, eventually};
 use wheel_durable::http::{HttpCallback, HttpConfig, Method};
 use wheel_durable::{DurableTimers, RetryPolicy};
 

@@ -7,7 +7,7 @@ use crate::durable_http_common::{self, Callback};
 
 use std::time::{Duration, SystemTime};
 
-use durable_http_common::{closed_port, eventually, node, policy, Receiver, Reply};
+use durable_http_common::{Receiver, Reply, closed_port, eventually, node, policy};
 use wheel_durable::http::{HttpCallback, HttpConfig, Method};
 use wheel_durable::{DurableTimers, HttpCounts, RetryPolicy, TimerState};
 
@@ -52,7 +52,7 @@ fn all_ended(timers: &DurableTimers, keys: &[&str]) -> bool {
         timers
             .get(k)
             .unwrap()
-            .map_or(true, |t| t.state == TimerState::Dead)
+            .is_none_or(|t| t.state == TimerState::Dead)
     })
 }
 
@@ -170,9 +170,10 @@ fn attempts_are_counted_by_result_and_every_run_by_lateness() {
     let (last_bound, under_last) = *s.lateness_buckets.cumulative.last().unwrap();
     assert_eq!(last_bound, Duration::from_secs(10));
     assert!(under_last <= s.lateness_buckets.count);
-    assert!(s
-        .lateness_buckets
-        .cumulative
-        .windows(2)
-        .all(|w| w[0].1 <= w[1].1));
+    assert!(
+        s.lateness_buckets
+            .cumulative
+            .windows(2)
+            .all(|w| w[0].1 <= w[1].1)
+    );
 }

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use durable_http_common::{eventually, Gate, Received, Receiver, Reply};
+use durable_http_common::{Gate, Received, Receiver, Reply, eventually};
 use wheel_durable::http::{HttpCallback, HttpConfig, Method};
 use wheel_durable::{DurableTimers, RetryPolicy};
 use wheel_testkit::{RedisServer, ServerOptions};

@@ -5,11 +5,11 @@
 
 use crate::durable_common;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use durable_common::{eventually, Recorder};
+use durable_common::{Recorder, eventually};
 use wheel_durable::{
     DurableTimers, DurableTimersBuilder, Listing, Outcome, RetryPolicy, TimerState,
 };

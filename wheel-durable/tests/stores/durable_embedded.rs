@@ -4,11 +4,11 @@
 use crate::durable_common;
 use crate::durable_listing;
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use durable_common::{assert_none_early, eventually, Recorder};
+use durable_common::{Recorder, assert_none_early, eventually};
 use wheel_durable::{DurableError, DurableTimers, Outcome, RetryPolicy, TimerState};
 
 fn ms(n: u64) -> Duration {

@@ -11,7 +11,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
-use durable_common::{eventually, node_binary, Recorder};
+use durable_common::{Recorder, eventually, node_binary};
 use wheel_durable::{DurableError, DurableTimers, Outcome};
 use wheel_testkit::{RedisServer, ServerOptions};
 

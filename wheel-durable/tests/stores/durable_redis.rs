@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use durable_common::{assert_none_early, eventually, Recorder};
+use durable_common::{Recorder, assert_none_early, eventually};
 use wheel_durable::{
     DurableError, DurableStats, DurableTimers, DurableTimersBuilder, Outcome, TimerState,
 };

@@ -4,9 +4,9 @@
 
 use crate::common;
 
-use common::{assert_problem, eventually, Receiver, Server, TOKEN};
+use common::{Receiver, Server, TOKEN, assert_problem, eventually};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn callback(url: &str) -> Value {
     json!({ "url": url, "method": "POST", "json": { "order": 17 } })
@@ -516,10 +516,12 @@ fn metrics_health_readiness_and_the_page() {
         text.lines().any(|l| l == "wheel_timers_pending 1")
     });
     let page = s.client.get(format!("{}/", s.base)).send().unwrap();
-    assert!(page.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/html"));
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     assert!(page.text().unwrap().contains("dashboard"));
 }
 

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::time::SystemTime;
 
-use common::{eventually, Receiver, Server};
+use common::{Receiver, Server, eventually};
 use serde_json::json;
 use wheel_durable::http::verify_signature;
 

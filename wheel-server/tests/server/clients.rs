@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{eventually, Server, TOKEN};
+use common::{Server, TOKEN, eventually};
 
 const SECRET: &str = "whsec_Y2xpZW50LWRlbW9zLXNpZ25pbmcta2V5";
 

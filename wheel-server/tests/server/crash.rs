@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{eventually, Receiver, Server};
+use common::{Receiver, Server, eventually};
 
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use crate::browser;
 use crate::common;
 
 use browser::{Browser, Element};
-use common::{eventually, Server, TOKEN};
+use common::{Server, TOKEN, eventually};
 use reqwest::Method;
 use serde_json::json;
 use wheel_testkit::{Receiver, Reply};

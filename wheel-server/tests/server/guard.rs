@@ -8,10 +8,10 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use common::{assert_problem, eventually, Receiver, Server};
+use common::{Receiver, Server, assert_problem, eventually};
 use serde_json::json;
-use wheel_durable::http::{HttpCallback, Method};
 use wheel_durable::DurableTimers;
+use wheel_durable::http::{HttpCallback, Method};
 
 /// Spellings of a loopback host, each followed by `:port` in the URL.
 const LOOPBACK_SPELLINGS: [&str; 16] = [

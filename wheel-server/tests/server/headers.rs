@@ -4,8 +4,8 @@
 
 use crate::common;
 
-use common::{assert_problem, Server};
-use serde_json::{json, Map, Value};
+use common::{Server, assert_problem};
+use serde_json::{Map, Value, json};
 
 fn with_headers(headers: Value) -> Value {
     json!({

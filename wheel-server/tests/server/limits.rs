@@ -12,8 +12,8 @@ use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{Server, TOKEN};
@@ -47,7 +47,7 @@ fn read_until_closed(stream: &mut TcpStream, bound: Duration) -> Option<Vec<u8>>
             Ok(0) => return Some(got),
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return None
+                return None;
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => return Some(got), // reset: closed too

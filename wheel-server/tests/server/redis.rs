@@ -7,7 +7,7 @@ use crate::common;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{eventually, Receiver, Server};
+use common::{Receiver, Server, eventually};
 use serde_json::json;
 use wheel_testkit::{RedisServer, ServerOptions};
 

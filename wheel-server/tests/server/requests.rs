@@ -6,9 +6,9 @@
 
 use crate::common;
 
-use common::{assert_problem, eventually, Receiver, Server};
+use common::{Receiver, Server, assert_problem, eventually};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn callback(url: &str) -> Value {
     json!({ "url": url, "method": "POST", "json": { "order": 17 } })

@@ -43,11 +43,13 @@ impl PeerNode {
         let runners = (0..runners.max(1))
             .map(|_| {
                 let (rx, run) = (rx.clone(), run.clone());
-                std::thread::spawn(move || loop {
-                    let next = rx.lock().unwrap().recv();
-                    match next {
-                        Ok(task) => run(&task),
-                        Err(_) => break,
+                std::thread::spawn(move || {
+                    loop {
+                        let next = rx.lock().unwrap().recv();
+                        match next {
+                            Ok(task) => run(&task),
+                            Err(_) => break,
+                        }
                     }
                 })
             })

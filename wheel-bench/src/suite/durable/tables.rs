@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use super::DurableParams;
 use crate::durable::disk::{AppendRate, RECORD};
-use crate::durable::kill::{taken_over_after, KillParams, KillRun, UNRECORDED};
+use crate::durable::kill::{KillParams, KillRun, UNRECORDED, taken_over_after};
 use crate::durable::lateness::{LatenessRun, PEER_RUNNERS};
-use crate::durable::nearfar::{AddsWhileFiring, NearFarParams, FAR};
+use crate::durable::nearfar::{AddsWhileFiring, FAR, NearFarParams};
 use crate::durable::redis_cpu;
-use crate::durable::throughput::{DiskRates, Measured, ThroughputParams, CPU_SPAN};
+use crate::durable::throughput::{CPU_SPAN, DiskRates, Measured, ThroughputParams};
 use crate::report::Table;
 use crate::stats::percentile_sorted;
 use crate::suite::fmt_count;
@@ -284,10 +284,7 @@ pub(super) fn near_far_due(p: &NearFarParams, near: bool) -> String {
 /// The adds-while-firing table, without rows.
 pub(super) fn near_far(p: &NearFarParams) -> Table {
     Table::new(
-        &format!(
-            "Durable timers: adds while {} nodes fire (Redis)",
-            p.nodes
-        ),
+        &format!("Durable timers: adds while {} nodes fire (Redis)", p.nodes),
         &format!(
             "{} threads sharing one handle make single `add` calls for {} s while {} nodes of ours \
              (the builder's defaults) run on the same Redis server: once with timers due {}, which the \

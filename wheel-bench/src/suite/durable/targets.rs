@@ -9,16 +9,16 @@
 
 use std::time::Duration;
 
-use super::tables::{rate_list, secs};
 use super::DurableParams;
+use super::tables::{rate_list, secs};
+use crate::durable::Impl;
 use crate::durable::kill::KillRun;
 use crate::durable::lateness::{LatenessParams, LatenessRun};
 use crate::durable::nearfar::AddsWhileFiring;
 use crate::durable::redis_cpu::RedisCpu;
 use crate::durable::throughput::{FireRate, Measured};
-use crate::durable::Impl;
 use crate::report::Table;
-use crate::suite::{fmt_count, HttpFigures, HttpParams};
+use crate::suite::{HttpFigures, HttpParams, fmt_count};
 
 mod http;
 

@@ -2,7 +2,7 @@
 //! callbacks from two servers. Every row names its workload; on a quick
 //! run the workload says "quick".
 
-use super::{idles, loads, rate_over, FleetRow, ServerParams, SingleServer};
+use super::{FleetRow, ServerParams, SingleServer, idles, loads, rate_over};
 use crate::report::Table;
 use crate::server::fleet::FleetParams;
 use crate::server::load::Loaded;

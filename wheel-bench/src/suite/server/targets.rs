@@ -7,10 +7,10 @@
 use super::tables::fleet_workload;
 use super::{ServerParams, SingleServer};
 use crate::report::Table;
+use crate::server::SERVER_LEASE;
 use crate::server::fleet::FleetRun;
 use crate::server::load::{LibraryAdds, Loaded};
 use crate::server::procfs::Idle;
-use crate::server::SERVER_LEASE;
 use crate::workloads::Check;
 
 /// What the targets read, gathered as the section runs.

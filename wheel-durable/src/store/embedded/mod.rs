@@ -32,7 +32,7 @@ use fjall::{Database, PersistMode};
 
 use self::read::first_keys;
 use self::tables::{Cursor, Space, Spaces, Tables};
-use self::writer::{call, Job, Reply, Step, Writer};
+use self::writer::{Job, Reply, Step, Writer, call};
 use super::record::DeadRecord;
 use super::{
     ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
@@ -462,9 +462,11 @@ mod tests {
             let batch = store.claim(&req).unwrap();
             let held: Vec<Fenced<'_>> = batch.timers.iter().map(Claimed::fenced).collect();
             let started = store.start(&held, 60_000).unwrap();
-            assert!(started
-                .iter()
-                .all(|s| matches!(s, Start::Started { attempt: 1, .. })));
+            assert!(
+                started
+                    .iter()
+                    .all(|s| matches!(s, Start::Started { attempt: 1, .. }))
+            );
             let done: Vec<(Fenced<'_>, Finish)> = held.iter().map(|h| (*h, Finish::Done)).collect();
             assert!(store.finish(&done).unwrap().iter().all(|d| *d));
             claimed.extend(batch.timers.iter().map(|c| c.key.clone()));

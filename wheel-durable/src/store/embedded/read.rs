@@ -10,7 +10,7 @@ use std::ops::Bound;
 use fjall::{Keyspace, Readable, Snapshot};
 
 use super::db_err;
-use super::tables::{corrupt, index_key, parse_index_key, Space, Spaces};
+use super::tables::{Space, Spaces, corrupt, index_key, parse_index_key};
 use crate::store::record::{DeadRecord, Record};
 use crate::store::{Listed, Millis, StoreResult};
 use crate::{Listing, TimerInfo};
@@ -52,11 +52,9 @@ pub(super) fn info(
     key: &str,
     dead_only: bool,
 ) -> StoreResult<Option<TimerInfo>> {
-    if !dead_only {
-        if let Some(v) = snap.get(spaces.get(Space::Timers), key).map_err(db_err)? {
-            let r = Record::decode(&v).ok_or_else(|| corrupt("timer"))?;
-            return Ok(Some(r.info(key)));
-        }
+    if !dead_only && let Some(v) = snap.get(spaces.get(Space::Timers), key).map_err(db_err)? {
+        let r = Record::decode(&v).ok_or_else(|| corrupt("timer"))?;
+        return Ok(Some(r.info(key)));
     }
     let Some(v) = snap.get(spaces.get(Space::Dead), key).map_err(db_err)? else {
         return Ok(None);

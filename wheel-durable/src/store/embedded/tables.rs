@@ -22,8 +22,8 @@ use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable};
 use super::db_err;
 use crate::store::record::{DeadRecord, Record};
 use crate::store::{
-    claim_lease_end, later, lease_lost_reason, ClaimBatch, ClaimRequest, Claimed, Counts, Finish,
-    Millis, Start, StoreResult, EXPIRED_KEYS,
+    ClaimBatch, ClaimRequest, Claimed, Counts, EXPIRED_KEYS, Finish, Millis, Start, StoreResult,
+    claim_lease_end, later, lease_lost_reason,
 };
 use crate::{AddMode, DurableError, TimerState};
 
@@ -221,10 +221,10 @@ impl<'s> Tables<'s> {
             .peekable();
         let mut next_stored: Option<Vec<u8>> = None;
         loop {
-            if next_stored.is_none() {
-                if let Some(entry) = stored.next() {
-                    next_stored = Some(entry.key().map_err(db_err)?.to_vec());
-                }
+            if next_stored.is_none()
+                && let Some(entry) = stored.next()
+            {
+                next_stored = Some(entry.key().map_err(db_err)?.to_vec());
             }
             // The smaller key of the two; the group's write wins a tie.
             let take_ours = match (&next_stored, ours.peek()) {

@@ -26,9 +26,9 @@ use fjall::{Database, PersistMode};
 
 use super::db_err;
 use super::tables::{Cursor, Spaces, Tables};
+use crate::DurableError;
 use crate::store::{ClaimBatch, Counts, Millis, Start, StoreClock, StoreResult, Wake};
 use crate::sync::lock;
-use crate::DurableError;
 
 /// How long a non-durable commit may stay the last one.
 const FLUSH_AFTER: Duration = Duration::from_millis(100);

@@ -32,11 +32,11 @@ use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvo
 use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer,
-    Start, Store, StoreClock, StoreResult, Wake, EXPIRED_KEYS,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Millis,
+    NewTimer, Start, Store, StoreClock, StoreResult, Wake,
 };
 use crate::sync::lock;
-use crate::time::{system_time_of, Backoff};
+use crate::time::{Backoff, system_time_of};
 use crate::{AddMode, DeadLetter, DurableError, ErrorDetail, Listing, TimerInfo, TimerState};
 
 /// Expired leases taken back by one claim at most.

@@ -8,8 +8,8 @@
 //! once, as for a timer due at once, for whatever it may have missed while
 //! disconnected; a message it cannot read counts the same way.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::store::Wake;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::Method;
+use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde_json::Value;
 use wheel_testkit::Reply;
 

@@ -3,8 +3,8 @@
 //! and the lateness at 1 000/s. Rows of the durable targets table, or a
 //! table of their own when the durable section did not run.
 
-use super::{judged, mark_quick, target, Table};
-use crate::suite::{fmt_count, HttpFigures, HttpParams};
+use super::{Table, judged, mark_quick, target};
+use crate::suite::{HttpFigures, HttpParams, fmt_count};
 
 /// The workload of a row, as `size` describes it: this run's, and on a
 /// quick run the full run's beside it.
@@ -18,11 +18,7 @@ fn workload(p: &HttpParams, size: impl Fn(&HttpParams) -> String) -> String {
 
 /// " (check failed)" when a run of ours did not pass its check.
 fn failed(ok: bool) -> &'static str {
-    if ok {
-        ""
-    } else {
-        " (check failed)"
-    }
+    if ok { "" } else { " (check failed)" }
 }
 
 /// The four rows.
