@@ -15,6 +15,10 @@
 //! tried again, at most [`ADD_TRIES`] times, after which the answer is
 //! [`AddOrGet::Churning`]. Nothing is ever overwritten: every add is the
 //! atomic add-if-absent.
+//!
+//! Node state: none. It owns nothing of the node's stages; an add reaches the
+//! store through the store trait and wakes the nodes through the store's
+//! notification.
 
 use std::time::SystemTime;
 

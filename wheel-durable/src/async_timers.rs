@@ -17,6 +17,9 @@
 //! beside it. A panic inside a store call resumes in the awaiting task,
 //! as it would in a sync caller; a call the runtime dropped before it ran
 //! (the runtime shutting down) answers [`DurableError::Closed`].
+//!
+//! Node state: none. It holds an `Arc` of the [`DurableTimers`] and hands
+//! each call to the runtime's blocking pool.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -1,4 +1,7 @@
 //! [`DurableTimersBuilder`]: which store, and how this node fires.
+//!
+//! Node state: none. It owns the settings until `build`, which hands them to
+//! the node (`node/config.rs`) and the store, and keeps nothing.
 
 #[cfg(feature = "embedded")]
 use std::path::{Path, PathBuf};

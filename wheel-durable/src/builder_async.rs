@@ -1,5 +1,8 @@
 //! The builder's settings for async handlers (feature `tokio`): the
 //! handler, the runtime its tasks run on, and their bounds.
+//!
+//! Node state: none. It owns the async settings until `build` hands them to
+//! the async dispatcher (`node/tasks.rs`).
 
 use std::future::Future;
 use std::sync::Arc;

@@ -6,6 +6,8 @@
 //! The detail is shared behind an `Arc`, so the error stays `Clone`; two
 //! errors are equal when their variants, messages and paths are, whatever
 //! the identity of their sources.
+//!
+//! Node state: none.
 
 use std::error::Error;
 use std::fmt;

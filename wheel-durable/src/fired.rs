@@ -1,4 +1,7 @@
 //! What a handler is given ([`Fired`]) and what it answers ([`Outcome`]).
+//!
+//! Node state: none: a [`Fired`] is a copy of one run, owned by the handler
+//! that gets it.
 
 use std::time::{Duration, SystemTime};
 

@@ -3,6 +3,8 @@
 //!
 //! Only re-exports: the stores' differential harness lives beside the
 //! stores (`store/fuzz.rs`), whose module doc says what it checks.
+//!
+//! Node state: none.
 
 pub use crate::store::fuzz::{
     DurableBench, DurableOp, KEYS as DURABLE_KEYS, MAX_DURABLE_OPS, run_durable_ops,

@@ -1,6 +1,8 @@
 //! What the durable tier reports: one timer ([`TimerInfo`]), a dead letter
 //! ([`DeadLetter`]) and a node's counters ([`DurableStats`], with
 //! [`LatenessBuckets`] and [`HttpCounts`]).
+//!
+//! Node state: none: these are copies, owned by whoever asked.
 
 use std::time::{Duration, SystemTime};
 

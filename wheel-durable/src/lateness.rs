@@ -9,6 +9,9 @@
 //! a bound when the bucket's lowest value is at or below the bound: a
 //! count never misses a value at or below its bound, and may include
 //! values up to 1/16 above it (those sharing the bound's bucket).
+//!
+//! Node state: none of its own: the node's histogram lives in its runs stage
+//! (`node/runs.rs`), which records into it; the stats read a copy.
 
 use std::time::Duration;
 

@@ -15,6 +15,8 @@
 //! reserved URL characters: the listing's letter, the score and the key in
 //! hex, separated by dots. It is meant to be handed to clients as a token
 //! and read back, by any process on the same store.
+//!
+//! Node state: none: a listing reads the store, not the node.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,6 +1,9 @@
 //! The back-off between runs of a timer whose handler asked to retry, and
 //! the one back-off curve ([`backoff`]) that it and the store calls' retries
 //! ([`Backoff`](crate::time::Backoff)) both wait by.
+//!
+//! Node state: none (a policy is read-only; the jitter's generator is per
+//! thread).
 
 use std::time::Duration;
 

@@ -14,6 +14,11 @@
 //! reader thread sets `done`, `last` and `last_ok`, and it notifies `cond`
 //! after each read. `done` only grows, so a caller whose ask number is at
 //! most `done` knows a read that began after its ask has finished.
+//!
+//! Node state: none of the stages'. It owns the last counts read from the
+//! store and the reader's schedule; `DurableTimers::stats` reads them, and
+//! reads the node's holdings, runs and counters only through their own
+//! methods.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};

@@ -13,6 +13,9 @@
 //! loom has no time: under `cfg(loom)` a timed [`wait_until`] ends at once,
 //! as if its deadline had come. The modelled code never relies on a timed
 //! wait; the threads that do (claimer, finisher) are not modelled.
+//!
+//! Node state: none: it names the primitives each stage's state is built
+//! from.
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{

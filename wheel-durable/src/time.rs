@@ -4,6 +4,9 @@
 //! off the store's clock (Redis `TIME`, or this machine's system clock for
 //! the embedded store). `SystemTime`s from callers are rounded *up* to the
 //! millisecond, so that rounding can only make a timer later, never early.
+//!
+//! Node state: none (pure functions and a back-off counter owned by its
+//! caller).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

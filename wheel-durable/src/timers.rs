@@ -1,4 +1,8 @@
 //! [`DurableTimers`]: one node's handle on a store.
+//!
+//! Node state: none of its own. A [`DurableTimers`] holds the store and, with
+//! a handler, the node (`node/`), whose stages own their state; it reaches
+//! them only through the node's methods.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -23,6 +23,8 @@
 //! installs no log subscriber (its only dependencies are the library's),
 //! so the durable tier's log events are not printed; the example prints
 //! them to stderr.
+//!
+//! Node state: none of its own: the node it starts owns its stages (`node/`).
 
 use std::io::{BufRead, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -5,6 +5,8 @@
 //! Invariant: [`is_public_address`] is false for every address of the
 //! non-public ranges listed on it, and for the IPv4-mapped, NAT64 and 6to4
 //! forms of a non-public IPv4 address.
+//!
+//! Node state: none (pure functions).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -5,6 +5,8 @@
 //! `Uri` that requests are built with, and names and values are the `http`
 //! crate's `HeaderName` and `HeaderValue`, so a callback that is stored can
 //! always be sent.
+//!
+//! Node state: none.
 
 use std::fmt;
 use std::str::FromStr;

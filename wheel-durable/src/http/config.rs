@@ -1,4 +1,6 @@
 //! [`HttpConfig`]: how a node sends callbacks.
+//!
+//! Node state: none: the settings, read-only once the node starts.
 
 use std::fmt;
 use std::time::Duration;

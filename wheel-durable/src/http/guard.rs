@@ -23,6 +23,8 @@
 //! spelling the client accepts of an address that
 //! [`is_public_address`](super::is_public_address) calls not public
 //! (`address.rs`).
+//!
+//! Node state: none: the resolver keeps nothing between lookups.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};

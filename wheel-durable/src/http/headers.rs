@@ -9,6 +9,8 @@
 //! `Wheel-Attempt-Due` this attempt's (later after a retry's back-off).
 //! `webhook-id` and `webhook-timestamp` (and, with signing secrets,
 //! `webhook-signature`) are the Standard Webhooks headers (see `sign.rs`).
+//!
+//! Node state: none (pure functions).
 
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 

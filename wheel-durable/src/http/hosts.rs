@@ -14,6 +14,9 @@
 //! map stays as small as the set of hosts being called). Acquirers clone
 //! a host's semaphore under the map's lock, so a semaphore only referenced
 //! by the map has no holder and no waiter.
+//!
+//! Node state: none of the stages'. It owns the per-host permits of the
+//! node's HTTP sender, which only the sender's tasks take and release.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -61,6 +61,10 @@
 //! [`DurableTimers::add_callback`]: crate::DurableTimers::add_callback
 //! [`DurableTimersBuilder::http`]: crate::DurableTimersBuilder::http
 //! [`DurableTimersBuilder`]: crate::DurableTimersBuilder
+//!
+//! Node state: none of the stages'; the sender (`send.rs`) owns the HTTP
+//! client and the per-host permits (`hosts.rs`), used only by the async
+//! dispatcher's tasks.
 
 mod address;
 mod callback;

@@ -15,6 +15,8 @@
 //! either way. A retry on the last attempt allowed becomes a dead letter
 //! whose reason is the last failure; a dead letter's reason holds the
 //! status and the first [`REASON_BODY`] bytes of the reply's body.
+//!
+//! Node state: none (pure functions of a reply).
 
 use std::time::{Duration, SystemTime};
 

@@ -7,6 +7,10 @@
 //! used where the server offers it by ALPN) and the per-host limit
 //! ([`Hosts`]). A request runs as part of its timer's task, holding a slot
 //! of its host for its whole length.
+//!
+//! Node state: none of the stages'. A [`Sender`] owns the HTTP client and the
+//! per-host permits; only the async dispatcher's tasks call it, and its
+//! counters are the node's `HttpCounters` (written here, read by the stats).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -14,6 +14,8 @@
 //! id, and a timer added again under the same key (or revived from the
 //! dead letters) carries a new one. Fences come from one counter per
 //! namespace and never repeat while the store keeps its data.
+//!
+//! Node state: none (pure functions).
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

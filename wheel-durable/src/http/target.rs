@@ -9,6 +9,8 @@
 //! ([`guard`](super::guard)) judges that reading, and so does the server
 //! when a timer is added, so no spelling is judged as one thing and
 //! connected to as another.
+//!
+//! Node state: none (pure functions).
 
 use std::fmt;
 use std::net::IpAddr;

@@ -14,6 +14,8 @@
 //! it; both versions are read. A payload without a prefix of a known
 //! version is not a callback; one with the prefix that does not parse to
 //! the end is damaged, and is never sent.
+//!
+//! Node state: none (pure functions).
 
 use std::time::Duration;
 

@@ -13,6 +13,10 @@
 //! is followed within two windows. A reading too tight (clocks drifting
 //! apart) costs a `start` answered "not yet" and a second one, never an
 //! early run: the store checks the due time itself.
+//!
+//! Owns the store-time readings ([`StoreTime`]): the claimer and the starter
+//! record a reading after each store call that carries one; the claimer reads
+//! them to plan.
 
 use std::time::{Duration, Instant};
 

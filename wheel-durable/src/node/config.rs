@@ -1,5 +1,7 @@
 //! How a node runs: what the builder configures, and the one limit every
 //! stage's store calls share. Set before the node starts, read-only after.
+//!
+//! Owns no changing state: the settings every stage reads.
 
 use std::sync::Arc;
 use std::time::Duration;

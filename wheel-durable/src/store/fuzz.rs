@@ -14,6 +14,8 @@
 //!
 //! Under `cfg(fuzzing)` only the embedded store runs beside the model; the
 //! tests add the Redis store when `redis-server` is available.
+//!
+//! Node state: none (a test harness over stores, without a node).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

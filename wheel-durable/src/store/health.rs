@@ -6,6 +6,9 @@
 //! success marks it up again (logged once, with how long it was down).
 //! [`stats`](crate::DurableTimers::stats) reads the mark instead
 //! of waiting on a store that is known to be down.
+//!
+//! Node state: none: it owns a store's reachability and the log of its
+//! outages.
 
 use std::fmt::Display;
 use std::sync::Mutex;

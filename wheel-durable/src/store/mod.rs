@@ -53,6 +53,10 @@
 //!   due index for pending timers, the lease index for claimed and running
 //!   ones, the dead index by failure time. It resumes strictly after a
 //!   (score, key) position, found in O(log n), never at an offset.
+//!
+//! Node state: none: the store is the level below the node. A node calls it
+//! through [`Store`] and learns from it only through the answers and the wake
+//! notifications.
 
 use std::sync::Arc;
 #[cfg(any(test, fuzzing))]

@@ -1,6 +1,8 @@
 //! The reference model of a store: the state machine of the module docs in
 //! plain maps, with nothing durable and nothing clever, for the
 //! differential tests to compare the real stores against.
+//!
+//! Node state: none (the reference model of a store).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;

@@ -28,6 +28,8 @@
 //! A record that does not parse (too short, an unknown
 //! state, a flag without its eight bytes) is reported as corruption, never
 //! trusted.
+//!
+//! Node state: none (pure encoding).
 
 use super::Millis;
 use crate::time::system_time_of;

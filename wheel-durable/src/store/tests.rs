@@ -2,6 +2,8 @@
 //! clock, run on every real store and on the [`Model`](super::model::Model);
 //! every answer must be the same. The operations and the bench are the
 //! fuzz harness's ([`super::fuzz`]): these tests only generate them.
+//!
+//! Node state: none.
 
 use proptest::prelude::*;
 

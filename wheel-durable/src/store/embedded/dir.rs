@@ -16,6 +16,8 @@
 //! are open, so that a second open says "already open in this process"
 //! rather than blaming another process; an entry is removed when its
 //! [`Registered`] guard is dropped, after the database is closed.
+//!
+//! Node state: none: the store is below the node; it owns the directory lock.
 
 use std::collections::HashSet;
 use std::io::{ErrorKind, Read};

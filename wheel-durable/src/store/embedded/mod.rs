@@ -16,6 +16,9 @@
 //! process: [`Embedded::open`] turns every
 //! claimed or running timer back into a pending one, which fires at once
 //! if overdue.
+//!
+//! Node state: none: the store is below the node and is called through the
+//! store trait. It owns the fjall database and the writer thread's queue.
 
 mod dir;
 mod read;

@@ -4,6 +4,8 @@
 //! An index scan starts at an index key (time, then timer key), never at
 //! an offset: a listing page resumes strictly after the last entry of the
 //! page before, and costs the same wherever it starts.
+//!
+//! Node state: none (reads on the caller's thread from one snapshot).
 
 use std::ops::Bound;
 

@@ -13,6 +13,9 @@
 //! A group's writes go into an overlay first, which every later read of
 //! the group sees; the writer then commits the overlay as one atomic write
 //! batch, or drops it when a step failed.
+//!
+//! Node state: none: the keyspaces belong to the store; only the writer
+//! thread changes them.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

@@ -16,6 +16,9 @@
 //!
 //! Only the writer writes; readers read the keyspaces from their own
 //! threads and see every committed group, durable or not.
+//!
+//! Node state: none: it owns the store's write queue and its one writer
+//! thread.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};

@@ -19,6 +19,9 @@
 //! server is unreachable, restarting or still loading its data is retried
 //! on a new connection with back-off until `unavailable_after` has passed,
 //! then reported as [`DurableError::Unavailable`].
+//!
+//! Node state: none: the store is below the node. It owns its connection pool
+//! and the subscriber thread (`watch.rs`).
 
 mod watch;
 

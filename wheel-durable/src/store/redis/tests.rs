@@ -2,6 +2,8 @@
 //! run every sequence on this store when `redis-server` is available. The
 //! skewed-clock test is here rather than in `wheel/tests/` because it sets
 //! the store's clock through a crate-private builder method.
+//!
+//! Node state: none.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

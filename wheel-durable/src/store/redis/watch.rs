@@ -7,6 +7,9 @@
 //! a lost one). So after every (re)connection the thread wakes the node
 //! once, as for a timer due at once, for whatever it may have missed while
 //! disconnected; a message it cannot read counts the same way.
+//!
+//! Node state: none: it owns the subscriber connection and calls the node
+//! back only through the wake callback it was given.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
