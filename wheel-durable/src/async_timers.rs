@@ -536,6 +536,29 @@ impl AsyncTimers {
         self.call(move |t| t.retry_dead(&key, due)).await
     }
 
+    /// [`DurableTimers::shutdown`], awaited: hands the claims back, waits
+    /// for running handlers and closes the store, on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// As for [`DurableTimers::shutdown`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let timers = wheel_durable::AsyncTimers::new(Arc::new(wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?));
+    /// timers.shutdown().await?;
+    /// assert!(matches!(timers.get("k").await, Err(wheel_durable::DurableError::Closed)));
+    /// # Ok(()) }
+    /// ```
+    pub async fn shutdown(&self) -> Result<(), DurableError> {
+        self.call(|t| t.shutdown()).await
+    }
+
     /// [`DurableTimers::stats`], awaited: waits at most 25 ms for the
     /// store, as it does. At a runtime's shutdown, the stats of nothing
     /// known ([`DurableStats::default`]).

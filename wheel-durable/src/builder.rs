@@ -200,7 +200,7 @@ impl DurableTimersBuilder {
     }
 
     /// Makes this node send callback timers (added with
-    /// [`add_callback`](DurableTimers::add_callback)) by HTTP, with or
+    /// [`add_callback_at`](DurableTimers::add_callback_at)) by HTTP, with or
     /// without a [`handler`](Self::handler) for the other timers (feature
     /// `http`, which implies `tokio`). Requests run as tasks on the node's
     /// runtime, as async handlers do (see
@@ -329,7 +329,7 @@ impl DurableTimersBuilder {
     /// [`Unavailable`](DurableError::Unavailable). Calls retry with
     /// back-off until then. Default 5 s.
     ///
-    /// This bounds how long `add`, `cancel`, `reschedule`, `get` and the
+    /// This bounds how long `add`, `cancel`, `reset_at`, `get` and the
     /// other calls wait for an unreachable store (a call already sent may
     /// also wait up to 5 s for its reply), and how long `shutdown` waits
     /// to hand claims back. [`stats`](super::DurableTimers::stats) never

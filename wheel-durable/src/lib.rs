@@ -13,7 +13,7 @@
 //!
 //! | type | for |
 //! | --- | --- |
-//! | [`DurableTimers`], [`DurableTimersBuilder`] | one node: add, cancel, reschedule, inspect; fire with a handler |
+//! | [`DurableTimers`], [`DurableTimersBuilder`] | one node: add, cancel, reset, inspect; fire with a handler |
 //! | [`Fired`], [`Outcome`] | what a handler gets and answers |
 //! | [`DurableTimersBuilder::handler_async`] (feature `tokio`) | async handlers: runs as tasks, thousands in flight |
 //! | [`RetryPolicy`] | back-off and attempts for handlers that ask to retry |
@@ -35,7 +35,7 @@
 //! | `tls-ring` | the callbacks' TLS on rustls's `ring` provider; without it, on the provider the application installs as rustls's process default |
 //!
 //! Guarantees (`docs/durable.md` has the protocol and the failure table):
-//! - **Durable on return**: `add*`, `cancel` and `reschedule` return once
+//! - **Durable on return**: `add*`, `cancel` and `reset_at` return once
 //!   the store holds the change (fsynced for the embedded store;
 //!   acknowledged by Redis, whose own `appendfsync` decides the rest).
 //! - **Never early, one clock**: a handler never starts before `due` by the

@@ -4,8 +4,8 @@
 //! a handler, the node (`node/`), whose stages own their state; it reaches
 //! them only through the node's methods.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::add::{AddMode, add_bounded};
@@ -14,6 +14,7 @@ use super::stats::{CountsReader, HttpCounters, STATS_WAIT, Snapshot};
 use super::store::{Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
 use super::{DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo, check_input};
+use crate::sync::lock;
 
 /// Durable timers: one node's handle on a store (`Send + Sync`; share it
 /// behind an `Arc`).
@@ -58,6 +59,9 @@ pub struct DurableTimers {
     counts: Arc<CountsReader>,
     /// The node's HTTP callback attempts (shared with its sender).
     http_counts: Arc<HttpCounters>,
+    /// Held through a shutdown, so that a second caller returns only once
+    /// the first one's shutdown is complete.
+    stopping: Mutex<()>,
 }
 
 impl std::fmt::Debug for DurableTimers {
@@ -97,6 +101,7 @@ impl DurableTimers {
             node,
             max_payload,
             http_counts,
+            stopping: Mutex::new(()),
         })
     }
 
@@ -393,7 +398,14 @@ impl DurableTimers {
     /// Stops firing: hands claimed timers that have not started back to
     /// the store (other nodes fire them on time), waits for running
     /// handlers to finish and report, and closes the store (the embedded
-    /// store's last commits become durable).
+    /// store's last commits become durable). Calls made after it answer
+    /// [`Closed`](DurableError::Closed).
+    ///
+    /// Takes `&self`, as [`Scheduler::shutdown`](wheel::Scheduler::shutdown)
+    /// does, so that a handle shared in an `Arc` (as [`AsyncTimers`](crate::AsyncTimers)
+    /// holds it) can be shut down; a second call, or one from another
+    /// thread, returns once the first has finished and does nothing more.
+    /// Dropping the last handle shuts down too.
     ///
     /// # Waits
     ///
@@ -415,15 +427,14 @@ impl DurableTimers {
     /// # let dir = tempfile::tempdir().unwrap();
     /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
     /// timers.shutdown()?;
+    /// timers.shutdown()?; // nothing more to do
+    /// assert!(matches!(timers.cancel("k"), Err(wheel_durable::DurableError::Closed)));
     /// # Ok(()) }
     /// ```
-    pub fn shutdown(mut self) -> Result<(), DurableError> {
-        self.stop()
-    }
-
-    fn stop(&mut self) -> Result<(), DurableError> {
+    pub fn shutdown(&self) -> Result<(), DurableError> {
+        let _one_at_a_time = lock(&self.stopping);
         self.counts.stop();
-        if let Some(node) = self.node.take() {
+        if let Some(node) = &self.node {
             node.shutdown();
         }
         self.store.close()
@@ -452,7 +463,7 @@ fn store_stats(snap: Snapshot) -> DurableStats {
 
 impl Drop for DurableTimers {
     fn drop(&mut self) {
-        let _ = self.stop();
+        let _ = self.shutdown();
     }
 }
 

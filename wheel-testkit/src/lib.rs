@@ -4,10 +4,10 @@
 //!   a directory of its own, stopped when dropped;
 //! - [`eventually`], a bounded wait for a condition that fails the test
 //!   with a message instead of hanging;
-//! - with the `receiver` feature, [`Receiver`], an HTTP/1.1 server on
+//! - with the `receiver` feature, `Receiver`, an HTTP/1.1 server on
 //!   loopback that records every request (headers, body, time of arrival)
 //!   and answers each from the test's script (status, headers, body, a
-//!   delay, a [`Gate`] to wait at).
+//!   delay, a `Gate` to wait at).
 //!
 //! `wheel`, `wheel-durable` and `wheel-server` take this crate as a
 //! dev-dependency, `wheel-bench` as a normal one (the durable section's

@@ -108,5 +108,5 @@ pub fn add_all(
 
 /// Shuts every node down.
 pub fn shutdown_all(nodes: Vec<DurableTimers>) -> Result<(), DurableError> {
-    nodes.into_iter().try_for_each(DurableTimers::shutdown)
+    nodes.iter().try_for_each(DurableTimers::shutdown)
 }

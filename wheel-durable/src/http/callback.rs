@@ -95,7 +95,7 @@ impl FromStr for Method {
 
 /// One HTTP request to send when a callback timer is due.
 ///
-/// [`DurableTimers::add_callback`](crate::DurableTimers::add_callback)
+/// [`DurableTimers::add_callback_at`](crate::DurableTimers::add_callback_at)
 /// checks it and stores it as the timer's payload; a node built with
 /// [`http`](crate::DurableTimersBuilder::http) sends it. Set
 /// `Content-Type` yourself in `headers` when the body needs one.
@@ -308,7 +308,7 @@ impl HttpCallback {
 
     /// Checks the URL and the headers (the method is checked by its type),
     /// then encodes the callback as the payload
-    /// [`add_callback`](crate::DurableTimers::add_callback)
+    /// [`add_callback_at`](crate::DurableTimers::add_callback_at)
     /// stores: for adding many callbacks with
     /// [`add_many`](crate::DurableTimers::add_many).
     ///

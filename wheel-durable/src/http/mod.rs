@@ -1,6 +1,6 @@
 //! HTTP-callback timers: "call this URL at that time" (feature `http`).
 //!
-//! [`DurableTimers::add_callback`] checks an [`HttpCallback`] (an `http://`
+//! [`DurableTimers::add_callback_at`] checks an [`HttpCallback`] (an `http://`
 //! or `https://` URL that parses, valid header names and values, the
 //! encoded request within the payload limit) and stores it as the timer's
 //! payload, through the same path as `add`: durable on return, the same
@@ -58,7 +58,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`DurableTimers::add_callback`]: crate::DurableTimers::add_callback
+//! [`DurableTimers::add_callback_at`]: crate::DurableTimers::add_callback_at
 //! [`DurableTimersBuilder::http`]: crate::DurableTimersBuilder::http
 //! [`DurableTimersBuilder`]: crate::DurableTimersBuilder
 //!

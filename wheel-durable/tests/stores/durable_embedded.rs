@@ -201,6 +201,61 @@ fn overdue_timers_fire_at_once_after_a_restart_earliest_first() {
 }
 
 #[test]
+fn a_shared_node_shuts_down_once_and_a_second_caller_waits_for_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let release_rx = std::sync::Mutex::new(release_rx);
+    let finished = Arc::new(AtomicU32::new(0));
+    let f = finished.clone();
+    let node = Arc::new(
+        DurableTimers::builder()
+            .embedded(path(&dir))
+            .handler(move |_| {
+                started_tx.send(()).unwrap();
+                // Runs until the test lets it end: shutdown must wait.
+                release_rx.lock().unwrap().recv().unwrap();
+                f.fetch_add(1, Ordering::SeqCst);
+                Outcome::Done
+            })
+            .build()
+            .unwrap(),
+    );
+    node.add("slow", ms(0), b"").unwrap();
+    started_rx
+        .recv_timeout(durable_common::LIVENESS)
+        .expect("the run started");
+    let callers: Vec<_> = (0..2)
+        .map(|_| {
+            let n = node.clone();
+            let f = finished.clone();
+            std::thread::spawn(move || {
+                n.shutdown().unwrap();
+                // Whichever call returns, the run had ended and reported.
+                f.load(Ordering::SeqCst)
+            })
+        })
+        .collect();
+    std::thread::sleep(ms(100));
+    assert!(
+        callers.iter().all(|c| !c.is_finished()),
+        "returned while the run was going"
+    );
+    release_tx.send(()).unwrap();
+    for c in callers {
+        assert_eq!(c.join().unwrap(), 1);
+    }
+    // The outcome was recorded before the store closed; calls now answer Closed.
+    assert!(matches!(node.get("slow"), Err(DurableError::Closed)));
+    let store = DurableTimers::builder()
+        .embedded(path(&dir))
+        .build()
+        .unwrap();
+    assert_eq!(store.get("slow").unwrap(), None, "done, so gone");
+    store.shutdown().unwrap();
+}
+
+#[test]
 fn shutdown_hands_back_claimed_timers() {
     let dir = tempfile::tempdir().unwrap();
     let rec = Recorder::new();
