@@ -29,47 +29,22 @@ mod starts;
 #[path = "../src/sync.rs"]
 mod sync;
 
-#[cfg(loom)]
-use loom::sync::atomic::{AtomicUsize, Ordering};
-#[cfg(loom)]
-use loom::sync::{Arc, Mutex};
-#[cfg(loom)]
-use loom::thread::{self, JoinHandle};
-#[cfg(not(loom))]
-use std::sync::atomic::{AtomicUsize, Ordering};
-#[cfg(not(loom))]
-use std::sync::{Arc, Mutex};
-#[cfg(not(loom))]
-use std::thread::{self, JoinHandle};
+use wheel_testkit::model::sync::atomic::{AtomicUsize, Ordering};
+use wheel_testkit::model::sync::{Arc, Mutex};
+use wheel_testkit::model::thread::{self, JoinHandle};
 
 use queue::Queue;
 use starts::{START_CALLS, Starts};
 
 /// Preemption bound: with 3 the four models take about 4 s in release; 4
 /// takes about 50 s and has found nothing more.
-#[cfg(loom)]
 const PREEMPTIONS: usize = 3;
 
-/// Runs a model: under `--cfg loom`, in every interleaving up to the
-/// preemption bound; without it, [`STD_RUNS`] times on std's threads, a
-/// stress test of the same assertions (so the file never builds to a
-/// binary with nothing in it).
+/// Runs a model with this file's bound (see `wheel_testkit::model`:
+/// loom under `--cfg loom`, a std-thread stress test otherwise).
 fn check(f: impl Fn() + Sync + Send + 'static) {
-    #[cfg(loom)]
-    {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(PREEMPTIONS);
-        b.check(f);
-    }
-    #[cfg(not(loom))]
-    for _ in 0..STD_RUNS {
-        f();
-    }
+    wheel_testkit::model::check(PREEMPTIONS, f);
 }
-
-/// Runs of each model on std's threads, without `--cfg loom`.
-#[cfg(not(loom))]
-const STD_RUNS: usize = 200;
 
 /// One node's start hand-off as the starter drives it.
 struct Node {

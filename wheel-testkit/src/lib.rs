@@ -4,6 +4,9 @@
 //!   a directory of its own, stopped when dropped;
 //! - [`eventually`], a bounded wait for a condition that fails the test
 //!   with a message instead of hanging;
+//! - [`model::check`], a concurrency model run by loom under `--cfg loom`
+//!   and as a std-thread stress test otherwise;
+//! - [`seed_corpus`], the fuzz targets' committed seeds, for replays;
 //! - with the `receiver` feature, `Receiver`, an HTTP/1.1 server on
 //!   loopback that records every request (headers, body, time of arrival)
 //!   and answers each from the test's script (status, headers, body, a
@@ -29,11 +32,14 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod corpus;
 mod eventually;
+pub mod model;
 #[cfg(feature = "receiver")]
 mod receiver;
 mod redis_server;
 
+pub use corpus::seed_corpus;
 pub use eventually::{LIVENESS, eventually, eventually_within};
 #[cfg(feature = "receiver")]
 pub use receiver::{Gate, Received, Receiver, Reply, Script};

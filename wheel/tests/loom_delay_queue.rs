@@ -14,40 +14,18 @@
 
 use std::time::Duration;
 
-#[cfg(loom)]
-use loom::sync::Arc;
-#[cfg(loom)]
-use loom::thread;
-#[cfg(not(loom))]
-use std::sync::Arc;
-#[cfg(not(loom))]
-use std::thread;
+use wheel_testkit::model::sync::Arc;
+use wheel_testkit::model::thread;
 use wheel::{Closed, DelayQueue, ManualClock};
 
 /// Preemptions explored per execution (keeps each model well under a minute).
-#[cfg(loom)]
 const PREEMPTIONS: usize = 3;
 
-/// Runs a model: under `--cfg loom`, in every interleaving up to the
-/// preemption bound; without it, [`STD_RUNS`] times on std's threads, a
-/// stress test of the same assertions (so the file never builds to a
-/// binary with nothing in it).
+/// Runs a model with this file's bound (see `wheel_testkit::model`:
+/// loom under `--cfg loom`, a std-thread stress test otherwise).
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    #[cfg(loom)]
-    {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(PREEMPTIONS);
-        b.check(f);
-    }
-    #[cfg(not(loom))]
-    for _ in 0..STD_RUNS {
-        f();
-    }
+    wheel_testkit::model::check(PREEMPTIONS, f);
 }
-
-/// Runs of each model on std's threads, without `--cfg loom`.
-#[cfg(not(loom))]
-const STD_RUNS: usize = 200;
 
 fn queue() -> (ManualClock, Arc<DelayQueue<u32>>) {
     let clock = ManualClock::new();

@@ -11,44 +11,19 @@
 
 use std::time::Duration;
 
-#[cfg(loom)]
-use loom::sync::atomic::{AtomicUsize, Ordering};
-#[cfg(loom)]
-use loom::sync::{Arc, Condvar, Mutex};
-#[cfg(loom)]
-use loom::thread;
-#[cfg(not(loom))]
-use std::sync::atomic::{AtomicUsize, Ordering};
-#[cfg(not(loom))]
-use std::sync::{Arc, Condvar, Mutex};
-#[cfg(not(loom))]
-use std::thread;
+use wheel_testkit::model::sync::atomic::{AtomicUsize, Ordering};
+use wheel_testkit::model::sync::{Arc, Condvar, Mutex};
+use wheel_testkit::model::thread;
 use wheel::{ManualClock, Scheduler};
 
 /// Preemption bound: 2 keeps every model within a minute or two.
-#[cfg(loom)]
 const PREEMPTIONS: usize = 2;
 
-/// Runs a model: under `--cfg loom`, in every interleaving up to the
-/// preemption bound; without it, [`STD_RUNS`] times on std's threads, a
-/// stress test of the same assertions (so the file never builds to a
-/// binary with nothing in it).
+/// Runs a model with this file's bound (see `wheel_testkit::model`:
+/// loom under `--cfg loom`, a std-thread stress test otherwise).
 fn check(f: impl Fn() + Sync + Send + 'static) {
-    #[cfg(loom)]
-    {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(PREEMPTIONS);
-        b.check(f);
-    }
-    #[cfg(not(loom))]
-    for _ in 0..STD_RUNS {
-        f();
-    }
+    wheel_testkit::model::check(PREEMPTIONS, f);
 }
-
-/// Runs of each model on std's threads, without `--cfg loom`.
-#[cfg(not(loom))]
-const STD_RUNS: usize = 200;
 
 /// A one-way latch with no spurious wake-ups (loom's `Notify` may wake
 /// spuriously), built on loom's mutex and condvar.

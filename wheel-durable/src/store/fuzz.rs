@@ -447,22 +447,7 @@ mod tests {
     /// store the tests can open (Redis too, when available).
     #[test]
     fn replay_seed_corpus_durable_ops() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/durable_ops");
-        let mut seeds: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("seed corpus {} missing: {e}", dir.display()))
-            .map(|e| e.expect("corpus entry").path())
-            // `seed-*` files are committed; the rest is what local fuzzing grew.
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("seed-"))
-            })
-            .collect();
-        seeds.sort();
-        assert!(!seeds.is_empty(), "seed corpus {} is empty", dir.display());
-        for path in seeds {
-            let data = std::fs::read(&path).expect("read corpus file");
+        for data in wheel_testkit::seed_corpus("durable_ops") {
             let ops: Vec<DurableOp> =
                 arbitrary::Arbitrary::arbitrary_take_rest(Unstructured::new(&data))
                     .expect("a seed decodes");

@@ -605,7 +605,7 @@ mod tests {
 
     #[test]
     fn replay_seed_corpus_delay_queue_ops() {
-        for data in crate::core::testing::seed_corpus("delay_queue_ops") {
+        for data in wheel_testkit::seed_corpus("delay_queue_ops") {
             let Ok(input) = DqInput::arbitrary_take_rest(Unstructured::new(&data)) else {
                 continue;
             };

@@ -63,26 +63,3 @@ pub use self::run::{
     run_config, run_config_ops, run_config_with, run_ops, run_wheel, run_wheel_ops, run_wheel_with,
 };
 
-#[cfg(all(test, not(loom)))]
-/// The committed seed files (`seed-*`) of `fuzz/corpus/<target>/`; the
-/// rest of that folder is what local fuzzing runs grew (not committed).
-pub(crate) fn seed_corpus(target: &str) -> Vec<Vec<u8>> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("seed corpus {} missing: {e}", dir.display()))
-        .map(|e| e.expect("corpus entry").path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("seed-"))
-        })
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "seed corpus {} is empty", dir.display());
-    files
-        .iter()
-        .map(|p| std::fs::read(p).expect("read corpus file"))
-        .collect()
-}

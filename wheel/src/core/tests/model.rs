@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 use crate::core::testing::ops::valid_layout;
 #[cfg(not(loom))]
-use crate::core::testing::seed_corpus;
+use wheel_testkit::seed_corpus;
 use crate::core::testing::{
     Checks, LayoutSpec, LevelBits, Pick, PollTo, TuningPreset, WheelInput, WheelOp, When,
     layout_is_valid, run_config_ops, run_ops, run_wheel_ops, run_wheel_with,
