@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
+use wheel::{Closed, DelayQueue, ManualClock};
 use wheel_testkit::model::sync::Arc;
 use wheel_testkit::model::thread;
-use wheel::{Closed, DelayQueue, ManualClock};
 
 /// Preemptions explored per execution (keeps each model well under a minute).
 const PREEMPTIONS: usize = 3;

@@ -11,10 +11,10 @@
 
 use std::time::Duration;
 
+use wheel::{ManualClock, Scheduler};
 use wheel_testkit::model::sync::atomic::{AtomicUsize, Ordering};
 use wheel_testkit::model::sync::{Arc, Condvar, Mutex};
 use wheel_testkit::model::thread;
-use wheel::{ManualClock, Scheduler};
 
 /// Preemption bound: 2 keeps every model within a minute or two.
 const PREEMPTIONS: usize = 2;

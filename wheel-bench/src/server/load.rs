@@ -4,7 +4,7 @@
 //! holding every timer added (all an hour out, so nothing fires); then,
 //! with the server stopped, the library adding as many timers as the
 //! server took from 64 threads on an embedded store of its own (the same
-//! callback, encoded the same way: `add_callback`), for the ratio.
+//! callback, encoded the same way: `add_callback_at`), for the ratio.
 //!
 //! A load's check: every completed request got the status of success (201
 //! for one timer, 200 for a batch), wrk saw no errors, and the store's
@@ -198,7 +198,7 @@ pub fn run(bin: &std::path::Path, p: &LoadParams, with_wrk: bool) -> Result<Sing
 }
 
 /// `n` timers added by the library from `threads` threads with
-/// `add_callback`, an hour out, on an embedded store in `dir`.
+/// `add_callback_at`, an hour out, on an embedded store in `dir`.
 pub fn library_adds(n: u64, threads: usize, dir: &Workdir) -> Result<LibraryAdds, String> {
     let t = DurableTimers::builder()
         .embedded(dir.join("library"))

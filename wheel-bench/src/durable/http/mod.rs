@@ -42,7 +42,7 @@ pub enum Sender {
 /// Timers added per `add_many` call.
 const BATCH: usize = 1_000;
 
-/// The payload of a `POST` to `url` as `add_callback` stores it: every
+/// The payload of a `POST` to `url` as `add_callback_at` stores it: every
 /// timer of a run carries the same callback.
 pub fn callback_payload(url: &str) -> Result<Vec<u8>, String> {
     HttpCallback::new(Method::Post, url)

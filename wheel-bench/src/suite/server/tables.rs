@@ -75,7 +75,7 @@ pub(super) fn adds(p: &ServerParams, single: &Result<SingleServer, String>, wrk:
          keep-alive connections for {} s: each request adds one timer (`POST /v1/timers`, a key \
          of its own) or a batch of {} (`POST /v1/timers:batch`, keys made by the server), every \
          timer a callback an hour out. Latency is wrk's, per request. Then, with the server \
-         stopped, the library's `add_callback` (what the server stores, without HTTP) from {} \
+         stopped, the library's `add_callback_at` (what the server stores, without HTTP) from {} \
          threads on an embedded store of its own, as many timers as the one-timer load added. \
          Check: every request answered 201 (one timer) or 200 (a batch), no wrk errors, and the \
          store's pending count (`/metrics`) holding every timer added.{}",
@@ -123,7 +123,7 @@ pub(super) fn adds(p: &ServerParams, single: &Result<SingleServer, String>, wrk:
     ));
     match single.as_ref().map(|s| &s.library) {
         Ok(Ok(Some(lib))) => t.row(vec![
-            "library (ours), add_callback".into(),
+            "library (ours), add_callback_at".into(),
             sized(p, format!("{} threads, as many timers", lib.threads)),
             fmt_count(lib.timers as usize),
             "-".into(),
@@ -134,7 +134,7 @@ pub(super) fn adds(p: &ServerParams, single: &Result<SingleServer, String>, wrk:
             "ok".into(),
         ]),
         Ok(Err(e)) => t.row(without_figures(
-            "library (ours), add_callback",
+            "library (ours), add_callback_at",
             sized(p, format!("{} threads", l.library_threads)),
             9,
             Check::Failed(e.clone()).label(),

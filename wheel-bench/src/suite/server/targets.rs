@@ -118,7 +118,7 @@ fn add_rows(t: &mut Table, f: &ServerFigures, p: &ServerParams) {
     target(
         t,
         p,
-        "POST /v1/timers >= 0.5x the library's add_callback from 64 threads",
+        "POST /v1/timers >= 0.5x the library's add_callback_at from 64 threads",
         |p| format!("{}; the library: as many timers", load(p)),
         m,
     );

@@ -62,4 +62,3 @@ pub use self::ops::{
 pub use self::run::{
     run_config, run_config_ops, run_config_with, run_ops, run_wheel, run_wheel_ops, run_wheel_with,
 };
-

@@ -10,12 +10,12 @@
 use proptest::prelude::*;
 
 use crate::core::testing::ops::valid_layout;
-#[cfg(not(loom))]
-use wheel_testkit::seed_corpus;
 use crate::core::testing::{
     Checks, LayoutSpec, LevelBits, Pick, PollTo, TuningPreset, WheelInput, WheelOp, When,
     layout_is_valid, run_config_ops, run_ops, run_wheel_ops, run_wheel_with,
 };
+#[cfg(not(loom))]
+use wheel_testkit::seed_corpus;
 
 /// A deadline: mostly near, some far, some absolute, past or at the end of
 /// time.
