@@ -201,7 +201,6 @@ impl DurableTimers {
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "http")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn add_callback_at_or_get(
         &self,
         key: &str,
@@ -241,7 +240,6 @@ impl DurableTimers {
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "http")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn add_callbacks_or_get(
         &self,
         timers: &[(&str, SystemTime, &super::http::HttpCallback)],

@@ -54,7 +54,6 @@ use super::{
 /// assert!(async_timers.cancel("order:17").await?);
 /// # Ok(()) }
 /// ```
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[derive(Debug, Clone)]
 pub struct AsyncTimers {
     timers: Arc<DurableTimers>,
@@ -285,7 +284,6 @@ impl AsyncTimers {
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "http")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub async fn add_callback_at(
         &self,
         key: &str,
@@ -318,7 +316,6 @@ impl AsyncTimers {
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "http")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub async fn add_callback_at_or_get(
         &self,
         key: &str,
@@ -353,7 +350,6 @@ impl AsyncTimers {
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "http")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub async fn add_callbacks_or_get(
         &self,
         timers: &[(&str, SystemTime, &crate::http::HttpCallback)],

@@ -145,7 +145,6 @@ impl DurableTimersBuilder {
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "embedded")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "embedded")))]
     pub fn embedded(self, path: impl AsRef<Path>) -> Self {
         self.choose(Choice::Embedded(path.as_ref().to_owned()))
     }
@@ -160,7 +159,6 @@ impl DurableTimersBuilder {
     /// # drop(b);
     /// ```
     #[cfg(feature = "redis")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis(self, url: &str) -> Self {
         self.choose(Choice::Redis(url.to_owned()))
     }

@@ -90,7 +90,6 @@ impl TimerInfo {
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "http")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn callback(&self) -> Option<crate::http::HttpCallback> {
         crate::http::HttpCallback::from_payload(&self.payload)
     }
@@ -147,7 +146,6 @@ impl DeadLetter {
     /// # Ok::<(), wheel_durable::DurableError>(())
     /// ```
     #[cfg(feature = "http")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn callback(&self) -> Option<crate::http::HttpCallback> {
         crate::http::HttpCallback::from_payload(&self.payload)
     }

@@ -87,7 +87,6 @@ mod builder_async;
 mod error;
 mod fired;
 #[cfg(feature = "http")]
-#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 mod info;
 mod lateness;
@@ -110,7 +109,6 @@ pub mod fuzzing;
 pub(crate) use self::add::AddMode;
 pub use self::add::AddOrGet;
 #[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use self::async_timers::AsyncTimers;
 pub use self::builder::DurableTimersBuilder;
 pub use self::error::{DurableError, ErrorDetail};

@@ -139,7 +139,9 @@ pub fn run_server(s: &Settings, progress: &Progress, results: &mut Results) {
             rate_over(&p.kill)
         ));
     }
-    progress.say("server: building wheel-server (cargo build --release -p wheel-server)");
+    if std::env::var_os("WHEEL_SERVER_BIN").is_none() {
+        progress.say("server: building wheel-server (cargo build --release -p wheel-server)");
+    }
     let bin = process::binary();
     let with_wrk = wrk::available();
     if !with_wrk {
