@@ -23,6 +23,7 @@
 //! | [`AsyncTimers`] (feature `tokio`) | the same calls as futures, for callers on a tokio runtime |
 //! | [`DurableError`], [`ErrorDetail`] | every failure, typed, with its cause |
 //! | [`http`] (feature `http`) | callback timers: "call this URL at that time" |
+//! | [`schedule`] | recurring schedules (cron in a time zone, fixed period): specs, run planning, run keys |
 //!
 //! Features:
 //!
@@ -32,6 +33,7 @@
 //! | `redis` | the Redis store, shared by any number of processes: [`DurableTimersBuilder::redis`] |
 //! | `tokio` | async handlers, run as tasks on a tokio runtime: [`DurableTimersBuilder::handler_async`]; the calls as futures: [`AsyncTimers`] |
 //! | `http` | callback timers, the [`http`] module (implies `tokio`) |
+//! | `cron` (default) | cron specs with IANA time zones, from a bundled tz database: [`schedule::Spec::cron`] |
 //! | `tls-ring` | the callbacks' TLS on rustls's `ring` provider; without it, on the provider the application installs as rustls's process default |
 //!
 //! Guarantees (`docs/durable.md` has the protocol and the failure table):
@@ -93,6 +95,7 @@ mod lateness;
 mod listing;
 mod node;
 mod retry;
+pub mod schedule;
 mod stats;
 pub(crate) mod store;
 mod sync;
