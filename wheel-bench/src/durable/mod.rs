@@ -18,6 +18,8 @@
 //!   the embedded adds; [`redis_cpu`]: the Redis server's CPU while firing;
 //! - [`nearfar`]: adds to Redis while three nodes fire, timers due soon
 //!   against timers an hour out;
+//! - [`outage`]: a Redis server killed under a node, an unreachable one,
+//!   and a node shut down while it holds claims;
 //! - [`chart`]: the lateness distributions as an SVG;
 //! - [`ours`]: our builders, nodes and recording handler as the runs use
 //!   them; [`record`]: the records and their summary.
@@ -30,6 +32,7 @@ pub mod lateness;
 pub mod nearfar;
 pub mod node;
 pub mod ours;
+pub mod outage;
 pub mod peer;
 pub mod record;
 pub mod redis_cpu;

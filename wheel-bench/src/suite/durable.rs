@@ -3,7 +3,8 @@
 //! `redis-server` started for the section (the embedded part alone when
 //! there is none). Tables: a ladder of lateness at rising rates, a node
 //! killed, throughput (with the raw disk's ceiling and Redis's CPU), adds
-//! while nodes fire, the embedded restart, and the targets.
+//! while nodes fire, the embedded restart, outages and shutdown, and the
+//! targets.
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use crate::durable::kill::{self, KillParams, KillRun};
 use crate::durable::lateness::{self, LatenessParams};
 use crate::durable::nearfar::{self, NearFarParams};
 use crate::durable::node::Kind;
+use crate::durable::outage::{self, OutageParams, ShutdownStore};
 use crate::durable::throughput::{self, Restart, ThroughputParams};
 use crate::durable::{Impl, flush};
 use crate::report::{Table, ms};
@@ -42,6 +44,8 @@ pub struct DurableParams {
     pub throughput: ThroughputParams,
     /// Adds while nodes fire.
     pub near_far: NearFarParams,
+    /// Outages and shutdown.
+    pub outage: OutageParams,
 }
 
 impl DurableParams {
@@ -121,6 +125,13 @@ impl DurableParams {
                 near_to: Duration::from_secs(3),
                 nodes: 3,
             },
+            outage: OutageParams {
+                unavailable_after: Duration::from_secs(1),
+                polls: 20,
+                poll_every: Duration::from_millis(100),
+                timers: 1_000,
+                claimed: if quick { 10_000 } else { 50_000 },
+            },
         }
     }
 }
@@ -196,6 +207,7 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
             .push(near_far_table(&p.near_far, url, progress, &mut figures));
     }
     results.tables.push(restart_table(&p.throughput, progress));
+    results.tables.push(outage_table(&p.outage, url, progress));
     let http = results.http.as_ref().map(|f| (f, &s.http));
     results
         .tables
@@ -388,4 +400,93 @@ fn restart_row(r: &Restart) -> Vec<String> {
         ms(r.all_overdue),
         r.check.label(),
     ]
+}
+
+/// Outages (Redis only: the embedded store has no server to lose) and
+/// shutdowns holding claims.
+fn outage_table(p: &OutageParams, url: Option<&str>, progress: &Progress) -> Table {
+    let mut t = tables::outage(p);
+    let row = |store: &str, case: &str, what: &str, ms: String, check: Check| {
+        vec![store.into(), case.into(), what.into(), ms, check.label()]
+    };
+    let held = format!("shutdown holding {} claims", fmt_count(p.claimed));
+    if url.is_some() {
+        progress.say(format!("durable outages: Redis{}", load()));
+        match outage::unreachable(p) {
+            Ok(d) => t.row(row(
+                "Redis",
+                "unreachable",
+                "`build()` until `Unavailable`",
+                ms(d),
+                Check::Passed,
+            )),
+            Err(e) => t.row(row(
+                "Redis",
+                "unreachable",
+                "`build()`",
+                "-".into(),
+                Check::Failed(e),
+            )),
+        }
+        match outage::redis_outage(p) {
+            Ok(o) => {
+                let (max, p50) = o.stats_max_p50();
+                let check = o.check();
+                let stats = format!("{} ({})", ms(max), ms(p50));
+                t.row(row(
+                    "Redis",
+                    "killed",
+                    "`stats()`, slowest (median)",
+                    stats,
+                    check,
+                ));
+                let add = ms(o.add_unavailable);
+                t.row(row(
+                    "Redis",
+                    "killed",
+                    "`add_at` until `Unavailable`",
+                    add,
+                    Check::Passed,
+                ));
+                let back = ms(o.counts_back);
+                t.row(row(
+                    "Redis",
+                    "restarted",
+                    "until fresh counts",
+                    back,
+                    Check::Passed,
+                ));
+                let add = ms(o.add_back);
+                t.row(row(
+                    "Redis",
+                    "restarted",
+                    "until an `add_at` succeeds",
+                    add,
+                    Check::Passed,
+                ));
+            }
+            Err(e) => t.row(row("Redis", "killed", "-", "-".into(), Check::Failed(e))),
+        }
+    }
+    let mut stores = vec![("embedded", ShutdownStore::Embedded, "`shutdown()`")];
+    if let Some(url) = url {
+        let _ = flush(url);
+        stores.push(("Redis", ShutdownStore::Redis(url), "`shutdown()`"));
+        stores.push((
+            "Redis",
+            ShutdownStore::RedisKilled,
+            "`shutdown()`, server killed first",
+        ));
+    }
+    for (store, on, what) in stores {
+        progress.say(format!("durable shutdown: {store}, {what}{}", load()));
+        match outage::shutdown(p, on) {
+            Ok(s) => t.row(row(store, &held, what, ms(s.took), s.check())),
+            Err(e) => t.row(row(store, &held, what, "-".into(), Check::Failed(e))),
+        }
+    }
+    if let Some(url) = url {
+        let _ = flush(url);
+    }
+    t
 }

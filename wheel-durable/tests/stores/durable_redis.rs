@@ -273,12 +273,15 @@ fn an_unreachable_server_is_reported_as_unavailable_with_its_cause() {
         .local_addr()
         .unwrap()
         .port();
+    let called = std::time::Instant::now();
     let e = DurableTimers::builder()
         .redis(&format!("redis://127.0.0.1:{port}/0"))
         .unavailable_after(ms(500))
         .build()
         .unwrap_err();
     assert!(matches!(e, DurableError::Unavailable(_)), "{e:?}");
+    // It retried for the whole bound, not a back-off step less.
+    assert!(called.elapsed() >= ms(500), "gave up after {:?}", called.elapsed());
     // The client's own error is kept as the cause.
     let cause = std::error::Error::source(&e).expect("a cause");
     let redis = cause
@@ -293,9 +296,8 @@ fn an_unreachable_server_is_reported_as_unavailable_with_its_cause() {
 
 /// Polls `stats` every 100 ms while Redis is killed under a node and
 /// started again: the calls during the outage say so and keep the last
-/// counts, and fresh counts come back with the server. How long a call
-/// takes during the outage is printed, a figure for the bench, not
-/// asserted.
+/// counts, and fresh counts come back with the server. How long the calls
+/// take is a figure of the comparison's outages table, not asserted.
 #[test]
 fn stats_keeps_the_last_counts_through_a_redis_outage() {
     let Some(mut server) = RedisServer::for_test(ServerOptions { aof: true }) else {
@@ -313,15 +315,13 @@ fn stats_keeps_the_last_counts_through_a_redis_outage() {
         let s = timers.stats();
         s.store_available && s.pending == Some(50)
     });
-    // Each poll: how long it took and what it said.
-    let poll = |n: usize| -> Vec<(Duration, DurableStats)> {
+    // Each poll: what it said.
+    let poll = |n: usize| -> Vec<DurableStats> {
         (0..n)
             .map(|_| {
-                let t = std::time::Instant::now();
                 let s = timers.stats();
-                let took = t.elapsed();
                 std::thread::sleep(ms(100));
-                (took, s)
+                s
             })
             .collect()
     };
@@ -332,22 +332,18 @@ fn stats_keeps_the_last_counts_through_a_redis_outage() {
         let s = timers.stats();
         s.store_available && s.pending == Some(50) && s.store_counts_age < Some(ms(1_000))
     });
-    let slowest = down.iter().map(|(took, _)| *took).max().unwrap();
-    eprintln!("slowest stats call during the outage: {slowest:?}");
     let first_down = down
         .iter()
-        .position(|(_, s)| !s.store_available)
+        .position(|s| !s.store_available)
         .expect("the outage was never reported");
     assert!(first_down <= 2, "noticed only at poll {first_down}");
-    let after = down[first_down + 1..].iter().map(|(took, _)| *took).max();
-    eprintln!("first poll that saw it: {first_down}; slowest after it: {after:?}");
-    for (_, s) in &down[first_down..] {
+    for s in &down[first_down..] {
         assert!(!s.store_available, "available again while killed");
         assert_eq!(s.pending, Some(50), "the last counts read");
     }
     let ages: Vec<Duration> = down
         .iter()
-        .filter_map(|(_, s)| s.store_counts_age)
+        .filter_map(|s| s.store_counts_age)
         .collect();
     assert!(
         ages.last() > ages.first(),

@@ -40,7 +40,7 @@ fn row(b: &Browser, rows: &str, key: &str) -> Option<Element> {
             .find((tr) => tr.dataset.key === arguments[1]) || null",
         json!([rows, key]),
     );
-    Browser::element(&found)
+    b.element(&found)
 }
 
 /// The keys shown in the table `rows`, top to bottom.

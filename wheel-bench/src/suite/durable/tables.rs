@@ -8,6 +8,7 @@ use crate::durable::disk::{AppendRate, RECORD};
 use crate::durable::kill::{KillParams, KillRun, UNRECORDED, taken_over_after};
 use crate::durable::lateness::{LatenessRun, PEER_RUNNERS};
 use crate::durable::nearfar::{AddsWhileFiring, FAR, NearFarParams};
+use crate::durable::outage::OutageParams;
 use crate::durable::redis_cpu;
 use crate::durable::throughput::{CPU_SPAN, DiskRates, Measured, ThroughputParams};
 use crate::report::Table;
@@ -350,5 +351,33 @@ pub(super) fn restart(p: &ThroughputParams) -> Table {
             "all overdue ms",
             "check",
         ],
+    )
+}
+
+/// The outages and shutdown table, without rows.
+pub(super) fn outage(p: &OutageParams) -> Table {
+    Table::new(
+        "Durable timers: outages and shutdown",
+        &format!(
+            "Every node and client built with `unavailable_after` = {} s. Unreachable: `build()` against a \
+             loopback port nobody listens on, timed until it answers `Unavailable`. Killed: a node on a \
+             private `redis-server` (append-only file on) holding {} timers due in an hour; the server gets \
+             SIGKILL, `stats()` is called {} times, one every {} ms (the figure: the slowest call, the \
+             median in brackets), then one `add_at` is timed until it answers `Unavailable`; the server is \
+             started again and timed until `stats()` has fresh counts (read under 1 s ago, all {} timers) \
+             and until an `add_at` succeeds. Shutdown: a node holding {} claims (due in 10 s, claimed 20 s \
+             ahead) shut down, which hands them back in one store call; with the server killed first, that \
+             call fails after `unavailable_after` and the claims are left to their leases. Check: the \
+             answer is `Unavailable`; the outage shows within two polls and the last counts read stay \
+             while it lasts; after a shutdown, a fresh client counts every claim pending again (or, the \
+             server killed, still claimed).",
+            secs(p.unavailable_after),
+            fmt_count(p.timers),
+            p.polls,
+            p.poll_every.as_millis(),
+            fmt_count(p.timers),
+            fmt_count(p.claimed)
+        ),
+        &["store", "case", "measured", "ms", "check"],
     )
 }

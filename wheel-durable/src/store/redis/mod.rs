@@ -197,15 +197,18 @@ impl RedisStore {
                 let detail = ErrorDetail::new("cannot connect");
                 return Err(DurableError::Unavailable(detail.with_source(error)));
             }
-            let wait = backoff.next();
-            if Instant::now() + wait >= deadline {
+            // The last wait ends at the deadline and one more try follows
+            // it: a call reports `Unavailable` once the store has failed
+            // for the whole `unavailable_after`, not a back-off step early.
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
                 let detail = ErrorDetail::new(format!(
                     "still failing after {:?}",
                     self.options.unavailable_after
                 ));
                 return Err(DurableError::Unavailable(detail.with_source(error)));
             }
-            std::thread::sleep(wait);
+            std::thread::sleep(backoff.next().min(left));
         }
     }
 
@@ -566,6 +569,7 @@ impl Store for RedisStore {
     fn close(&self) -> StoreResult<()> {
         self.closed.store(true, Ordering::SeqCst);
         if let Some(t) = lock(&self.watcher).take() {
+            t.thread().unpark();
             let _ = t.join();
         }
         lock(&self.pool).clear();

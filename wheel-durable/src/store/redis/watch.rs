@@ -17,8 +17,10 @@ use std::time::Duration;
 
 use crate::store::Wake;
 
-/// How often a blocked read looks at the stop flag.
-const READ_TIMEOUT: Duration = Duration::from_millis(200);
+/// How often a blocked read looks at the stop flag: closing the store
+/// waits for the thread, so this bounds what a Redis node's `shutdown`
+/// spends here (a timed-out read is one wake-up, nothing sent).
+const READ_TIMEOUT: Duration = Duration::from_millis(50);
 
 pub(super) struct Watcher {
     pub(super) client: redis::Client,
@@ -45,7 +47,9 @@ impl Watcher {
             if self.closed.load(Ordering::SeqCst) {
                 break;
             }
-            std::thread::sleep(wait);
+            // Closing unparks the thread: a node shutting down while Redis
+            // is gone does not wait out the back-off.
+            std::thread::park_timeout(wait);
             wait = (wait * 2).min(Duration::from_millis(500));
         }
     }

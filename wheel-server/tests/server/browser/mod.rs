@@ -1,26 +1,40 @@
 //! A headless Chromium for tests, driven through `chromedriver` with the
-//! few WebDriver calls they need, as JSON over HTTP (the blocking reqwest
-//! client the other tests use). A WebDriver crate is not used: the ones
-//! there are (`fantoccini`, `thirtyfour`) are async and bring a second
-//! HTTP stack's worth of crates for the dozen calls below.
+//! `fantoccini` WebDriver client. The client is async and the tests are
+//! not, so each [`Browser`] owns a current-thread tokio runtime and blocks
+//! on one WebDriver call at a time; the session's background task runs
+//! only inside those calls, so nothing else may touch the runtime.
+//!
+//! Every call is bounded ([`CALL_LIMIT`]) and panics with the command's
+//! name on a WebDriver error, so a stuck browser fails the test rather
+//! than hanging it. Dropping the [`Browser`] closes the session, then
+//! stops chromedriver, even when a test panics.
 //!
 //! Without Chromium or chromedriver on the PATH, [`Browser::for_test`]
 //! prints why and returns `None`, unless `WHEEL_REQUIRE_BROWSER=1` (as CI
 //! sets), which makes it a failure.
 #![allow(dead_code)] // each test file uses a different subset
 
-use std::net::TcpListener;
-use std::path::PathBuf;
+use std::fmt::Display;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use reqwest::blocking::Client;
+use fantoccini::wd::Capabilities;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
+use tokio::runtime::Runtime;
 
-/// The W3C key of an element reference in WebDriver answers.
+/// The W3C key of an element reference in WebDriver answers (and so in
+/// what a script returns).
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// The longest one WebDriver call may take before the test fails.
+const CALL_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long chromedriver may take to listen once started.
+const DRIVER_START: Duration = Duration::from_secs(20);
 
 /// The first of `names` found on the PATH.
 fn on_path(names: &[&str]) -> Option<PathBuf> {
@@ -32,19 +46,30 @@ fn on_path(names: &[&str]) -> Option<PathBuf> {
     })
 }
 
+/// The chromedriver process, killed when dropped.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A browser session, closed (and chromedriver killed) when dropped.
 pub struct Browser {
-    driver: Child,
-    base: String,
-    session: String,
     client: Client,
+    /// Drives `client`'s session task; used only by `call` and `drop`.
+    rt: Runtime,
+    /// Stopped once `drop` has closed the session (fields drop after it).
+    driver: Driver,
     /// Chromium's profile, fresh for each browser.
     _profile: tempfile::TempDir,
 }
 
 /// A page element.
 #[derive(Clone, Debug)]
-pub struct Element(String);
+pub struct Element(fantoccini::elements::Element);
 
 impl Browser {
     /// A headless browser, or `None` (with the reason printed) when
@@ -65,14 +90,7 @@ impl Browser {
         Some(Browser::start(&chromium, &driver))
     }
 
-    fn start(chromium: &std::path::Path, driver: &std::path::Path) -> Browser {
-        // The client (reqwest without a TLS provider of its own) needs one
-        // installed before it is built, though it speaks only plain HTTP.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = Client::builder()
-            .timeout(Duration::from_secs(60))
-            .build()
-            .unwrap();
+    fn start(chromium: &Path, driver: &Path) -> Browser {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .unwrap()
@@ -84,96 +102,47 @@ impl Browser {
             .stderr(Stdio::null())
             .spawn()
             .expect("start chromedriver");
-        // From here on a panic drops the browser, which stops chromedriver.
-        let mut browser = Browser {
-            driver: child,
-            base: format!("http://127.0.0.1:{port}"),
-            session: String::new(),
+        // From here on a panic drops the driver, which stops chromedriver.
+        let driver = Driver(child);
+        // chromedriver takes requests as soon as it listens.
+        wheel_testkit::eventually_within(DRIVER_START, "chromedriver to listen", || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        let profile = tempfile::tempdir().unwrap();
+        let caps = capabilities(chromium, profile.path());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime for the WebDriver client");
+        // chromedriver is on loopback, so a plain HTTP connector is all
+        // the client needs (no TLS stack).
+        let mut builder = ClientBuilder::new(HttpConnector::new());
+        builder.capabilities(caps);
+        let url = format!("http://127.0.0.1:{port}");
+        let client = block_on(&rt, "new session", builder.connect(&url));
+        Browser {
             client,
-            _profile: tempfile::tempdir().unwrap(),
-        };
-        browser.wait_ready();
-        let args = [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            // Containers often have a small /dev/shm, which crashes tabs.
-            "--disable-dev-shm-usage",
-            "--window-size=1280,1100",
-        ]
-        .into_iter()
-        .map(str::to_owned)
-        .chain([format!(
-            "--user-data-dir={}",
-            browser._profile.path().display()
-        )])
-        .collect::<Vec<_>>();
-        let caps = json!({ "capabilities": { "alwaysMatch": {
-            "browserName": "chrome",
-            "goog:chromeOptions": { "binary": chromium, "args": args },
-        } } });
-        let answer = browser.call(reqwest::Method::POST, "/session", caps);
-        browser.session = answer["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {answer}"))
-            .to_owned();
-        browser
-    }
-
-    /// Waits (up to 20 s) for chromedriver to answer that it is ready.
-    fn wait_ready(&self) {
-        let end = Instant::now() + Duration::from_secs(20);
-        while self
-            .client
-            .get(format!("{}/status", self.base))
-            .send()
-            .ok()
-            .and_then(|r| r.json::<Value>().ok())
-            .is_none_or(|v| v["value"]["ready"] != true)
-        {
-            assert!(Instant::now() < end, "chromedriver did not get ready");
-            std::thread::sleep(Duration::from_millis(100));
+            rt,
+            driver,
+            _profile: profile,
         }
     }
 
-    /// One WebDriver command; its `value`. Panics on a WebDriver error.
-    fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
-        let url = if path == "/session" {
-            format!("{}{path}", self.base)
-        } else {
-            format!("{}/session/{}{path}", self.base, self.session)
-        };
-        let mut r = self.client.request(method.clone(), url);
-        if method != reqwest::Method::GET && method != reqwest::Method::DELETE {
-            r = r.json(&body);
-        }
-        let response = r.send().unwrap_or_else(|e| panic!("{path}: {e}"));
-        let status = response.status();
-        let v: Value = response.json().unwrap();
-        assert!(status.is_success(), "WebDriver {method} {path}: {v}");
-        v["value"].clone()
+    /// Runs one WebDriver call to its answer; panics, naming `what`, on a
+    /// WebDriver error or after [`CALL_LIMIT`].
+    fn call<T, E: Display>(&self, what: &str, call: impl Future<Output = Result<T, E>>) -> T {
+        block_on(&self.rt, what, call)
     }
 
     /// Opens `url`.
     pub fn goto(&self, url: &str) {
-        self.call(reqwest::Method::POST, "/url", json!({ "url": url }));
+        self.call("goto", self.client.goto(url));
     }
 
     /// Every element matching the CSS `selector`.
     pub fn find_all(&self, selector: &str) -> Vec<Element> {
-        let body = json!({ "using": "css selector", "value": selector });
-        let found = self.call(reqwest::Method::POST, "/elements", body);
-        found
-            .as_array()
-            .unwrap_or_else(|| panic!("{selector}: {found}"))
-            .iter()
-            .map(|e| Element(e[ELEMENT].as_str().unwrap().to_owned()))
-            .collect()
+        let found = self.call(selector, self.client.find_all(Locator::Css(selector)));
+        found.into_iter().map(Element).collect()
     }
 
     /// The one element matching `selector`.
@@ -185,70 +154,109 @@ impl Browser {
 
     /// The first element matching `selector` inside `parent`.
     pub fn find_in(&self, parent: &Element, selector: &str) -> Element {
-        let body = json!({ "using": "css selector", "value": selector });
-        let path = format!("/element/{}/element", parent.0);
-        let found = self.call(reqwest::Method::POST, &path, body);
-        Element(found[ELEMENT].as_str().unwrap().to_owned())
+        Element(self.call(selector, parent.0.find(Locator::Css(selector))))
     }
 
     /// The rendered text of `e`.
     pub fn text(&self, e: &Element) -> String {
-        let path = format!("/element/{}/text", e.0);
-        let v = self.call(reqwest::Method::GET, &path, Value::Null);
-        v.as_str().unwrap_or_default().to_owned()
+        self.call("text", e.0.text())
     }
 
     /// An attribute of `e`.
     pub fn attribute(&self, e: &Element, name: &str) -> Option<String> {
-        let path = format!("/element/{}/attribute/{name}", e.0);
-        let v = self.call(reqwest::Method::GET, &path, Value::Null);
-        v.as_str().map(str::to_owned)
+        self.call(name, e.0.attr(name))
     }
 
     /// Types `text` into `e`.
     pub fn type_into(&self, e: &Element, text: &str) {
-        let path = format!("/element/{}/value", e.0);
-        self.call(reqwest::Method::POST, &path, json!({ "text": text }));
+        self.call("send keys", e.0.send_keys(text));
     }
 
     /// Clicks `e`.
     pub fn click(&self, e: &Element) {
-        let path = format!("/element/{}/click", e.0);
-        self.call(reqwest::Method::POST, &path, json!({}));
+        self.call("click", e.0.click());
     }
 
-    /// Runs `script` (a function body, given `args` as `arguments`) in the
-    /// page; its return value. One script reads the page at one moment,
-    /// which a sequence of element calls, racing the page's refreshes,
-    /// does not.
+    /// Runs `script` (a function body, given the JSON array `args` as
+    /// `arguments`) in the page; its return value. One script reads the
+    /// page at one moment, which a sequence of element calls, racing the
+    /// page's refreshes, does not.
     pub fn script(&self, script: &str, args: Value) -> Value {
-        let body = json!({ "script": script, "args": args });
-        self.call(reqwest::Method::POST, "/execute/sync", body)
+        let Value::Array(args) = args else {
+            panic!("script arguments must be a JSON array, not {args}");
+        };
+        self.call("execute script", self.client.execute(script, args))
     }
 
     /// The element a script returned, if it returned one.
-    pub fn element(value: &Value) -> Option<Element> {
-        value[ELEMENT].as_str().map(|id| Element(id.to_owned()))
+    pub fn element(&self, value: &Value) -> Option<Element> {
+        let id = value[ELEMENT].as_str()?;
+        let e = fantoccini::elements::Element::from_element_id(
+            self.client.clone(),
+            id.to_owned().into(),
+        );
+        Some(Element(e))
     }
 
     /// A PNG of the window.
     pub fn screenshot(&self) -> Vec<u8> {
-        let v = self.call(reqwest::Method::GET, "/screenshot", Value::Null);
-        let text = v.as_str().unwrap_or_else(|| panic!("no screenshot: {v}"));
-        // WebDriver sends the PNG as standard base64, with padding.
-        STANDARD
-            .decode(text)
-            .unwrap_or_else(|e| panic!("screenshot not base64: {e}"))
+        self.call("screenshot", self.client.screenshot())
     }
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        if !self.session.is_empty() {
-            let url = format!("{}/session/{}", self.base, self.session);
-            let _ = self.client.delete(url).send();
-        }
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
+        // The session's task runs only inside `block_on`, so the session is
+        // closed here, while the runtime is alive, rather than left to the
+        // client's own drop. A failure to close is ignored: chromedriver
+        // goes next, and the browser with it.
+        let close = self.client.clone().close();
+        let _ = self
+            .rt
+            .block_on(async { tokio::time::timeout(CALL_LIMIT, close).await });
+    }
+}
+
+/// The capabilities that start a headless Chromium at `chromium` with its
+/// profile in `profile`.
+fn capabilities(chromium: &Path, profile: &Path) -> Capabilities {
+    let args = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        // Containers often have a small /dev/shm, which crashes tabs.
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1100",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain([format!("--user-data-dir={}", profile.display())])
+    .collect::<Vec<_>>();
+    let mut caps = Capabilities::new();
+    caps.insert("browserName".into(), json!("chrome"));
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({ "binary": chromium, "args": args }),
+    );
+    caps
+}
+
+/// `call` run to its answer on `rt`; panics, naming `what`, on an error
+/// or after [`CALL_LIMIT`].
+fn block_on<T, E: Display>(
+    rt: &Runtime,
+    what: &str,
+    call: impl Future<Output = Result<T, E>>,
+) -> T {
+    // The timer is made inside the runtime, which it needs.
+    match rt.block_on(async { tokio::time::timeout(CALL_LIMIT, call).await }) {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(e)) => panic!("WebDriver {what}: {e}"),
+        Err(_) => panic!("WebDriver {what}: no answer within {CALL_LIMIT:?}"),
     }
 }
