@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime};
 /// let now = SystemTime::now();
 /// let t = Fired {
 ///     key: "order:17".into(), due: now, first_due: now, payload: b"close".to_vec(), attempt: 1, fence: 9,
-///     first_fence: 9,
+///     first_fence: 9, schedule: None,
 /// };
 /// assert_eq!(handle(&t), Outcome::Done);
 /// ```
@@ -54,6 +54,9 @@ pub struct Fired {
     /// can use the key and this number to drop deliveries it already
     /// handled; HTTP callbacks send an id made from it as `webhook-id`.
     pub first_fence: u64,
+    /// For a run of a schedule, which schedule and slot it is (from its
+    /// key); `None` for any other timer.
+    pub schedule: Option<crate::ScheduleRun>,
 }
 
 /// What the handler reports back after a run.

@@ -96,11 +96,14 @@ mod listing;
 mod node;
 mod retry;
 pub mod schedule;
+mod schedule_info;
+mod schedule_store;
 mod stats;
 pub(crate) mod store;
 mod sync;
 mod time;
 mod timers;
+mod timers_schedules;
 
 /// Fuzzing and property-test support: re-exports of the stores'
 /// differential harness. Not part of the stable API; only compiled for
@@ -121,6 +124,7 @@ pub use self::info::{
 };
 pub use self::listing::{Cursor, Listing, Page, ParseCursorError};
 pub use self::retry::RetryPolicy;
+pub use self::schedule_info::{ScheduleInfo, SchedulePage, ScheduleRun, SkippedRuns, Upserted};
 pub use self::timers::DurableTimers;
 
 /// The longest key, in bytes.
@@ -160,6 +164,20 @@ pub const MAX_KEY_LEN: usize = 1024;
 /// # Ok::<(), DurableError>(())
 /// ```
 pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
+
+/// Checks the key of a timer to add: [`check_input`], and none of the
+/// prefixes of schedules' runs (`sched:`, `sched-trigger:`), which only
+/// the stores create.
+fn check_new(key: &str, payload: &[u8], max_payload: usize) -> Result<(), DurableError> {
+    check_input(key, payload, max_payload)?;
+    if store::schedules::RESERVED_PREFIXES
+        .iter()
+        .any(|p| key.starts_with(p))
+    {
+        return Err(DurableError::InvalidKey);
+    }
+    Ok(())
+}
 
 /// Checks a key and a payload before anything is sent to a store.
 fn check_input(key: &str, payload: &[u8], max_payload: usize) -> Result<(), DurableError> {

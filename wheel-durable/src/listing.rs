@@ -25,7 +25,7 @@ use super::store::Millis;
 use super::{DurableError, DurableTimers, MAX_KEY_LEN, TimerInfo};
 
 /// The most timers one page holds.
-const MAX_PAGE: usize = 1_000;
+pub(crate) const MAX_PAGE: usize = 1_000;
 
 /// Which timers a listing pages through, and in what order.
 ///

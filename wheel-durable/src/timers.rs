@@ -13,7 +13,9 @@ use super::node::{Node, NodeConfig};
 use super::stats::{CountsReader, HttpCounters, STATS_WAIT, Snapshot};
 use super::store::{Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
-use super::{DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo, check_input};
+use super::{
+    DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo, check_input, check_new,
+};
 use crate::sync::lock;
 
 /// Durable timers: one node's handle on a store (`Send + Sync`; share it
@@ -54,7 +56,7 @@ use crate::sync::lock;
 pub struct DurableTimers {
     pub(super) store: Arc<dyn Store>,
     node: Option<Node>,
-    max_payload: usize,
+    pub(super) max_payload: usize,
     /// Reads the store's counts for `stats` on its own thread.
     counts: Arc<CountsReader>,
     /// The node's HTTP callback attempts (shared with its sender).
@@ -128,7 +130,7 @@ impl DurableTimers {
     /// # Ok(()) }
     /// ```
     pub fn add_at(&self, key: &str, due: SystemTime, payload: &[u8]) -> Result<(), DurableError> {
-        check_input(key, payload, self.max_payload)?;
+        check_new(key, payload, self.max_payload)?;
         let due = Due::At(millis_of(due)?);
         self.store
             .add(&[NewTimer { key, due, payload }], AddMode::Replace)
@@ -152,7 +154,7 @@ impl DurableTimers {
     /// # Ok(()) }
     /// ```
     pub fn add(&self, key: &str, delay: Duration, payload: &[u8]) -> Result<(), DurableError> {
-        check_input(key, payload, self.max_payload)?;
+        check_new(key, payload, self.max_payload)?;
         let due = Due::After(millis_ceil(delay).ok_or(DurableError::InvalidTime)?);
         self.store
             .add(&[NewTimer { key, due, payload }], AddMode::Replace)
@@ -235,7 +237,7 @@ impl DurableTimers {
     ) -> Result<Vec<NewTimer<'a>>, DurableError> {
         let mut batch = Vec::with_capacity(timers.len());
         for &(key, due, payload) in timers {
-            check_input(key, payload, self.max_payload)?;
+            check_new(key, payload, self.max_payload)?;
             let due = Due::At(millis_of(due)?);
             batch.push(NewTimer { key, due, payload });
         }

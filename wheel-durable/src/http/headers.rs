@@ -7,6 +7,9 @@
 //! (Unix milliseconds, store time) are decimal numbers: `Wheel-Due` is the
 //! timer's original due time, the same on every attempt, and
 //! `Wheel-Attempt-Due` this attempt's (later after a retry's back-off).
+//! A schedule's run adds `Wheel-Schedule-Id` (the id, encoded as keys
+//! are) and `Wheel-Schedule-Time` (the run's nominal time, Unix
+//! milliseconds; a triggered run's trigger time).
 //! `webhook-id` and `webhook-timestamp` (and, with signing secrets,
 //! `webhook-signature`) are the Standard Webhooks headers (see `sign.rs`).
 //!
@@ -26,6 +29,10 @@ pub(crate) const DUE: &str = "Wheel-Due";
 /// This attempt's due time in Unix milliseconds (store time): after a
 /// retry, when the retry was due.
 pub(crate) const ATTEMPT_DUE: &str = "Wheel-Attempt-Due";
+/// The schedule id of a schedule's run, percent-encoded as keys are.
+pub(crate) const SCHEDULE_ID: &str = "Wheel-Schedule-Id";
+/// The nominal time of a schedule's run in Unix milliseconds.
+pub(crate) const SCHEDULE_TIME: &str = "Wheel-Schedule-Time";
 /// The delivery's id: the same on every attempt.
 pub(crate) const WEBHOOK_ID: &str = "webhook-id";
 /// When the request was sent, Unix seconds.

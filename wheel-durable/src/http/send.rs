@@ -201,6 +201,11 @@ impl Sender {
             .header(headers::FENCE, fired.fence)
             .header(headers::DUE, unix_ms(fired.first_due).to_string())
             .header(headers::ATTEMPT_DUE, unix_ms(fired.due).to_string());
+        if let Some(run) = &fired.schedule {
+            b = b
+                .header(headers::SCHEDULE_ID, headers::key_value(&run.id))
+                .header(headers::SCHEDULE_TIME, unix_ms(run.nominal).to_string());
+        }
         let id = sign::webhook_id(&self.namespace, &fired.key, fired.first_fence);
         let sent = SystemTime::now()
             .duration_since(UNIX_EPOCH)

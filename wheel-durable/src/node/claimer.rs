@@ -106,6 +106,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
             }
         };
         renew(shared);
+        replan_schedules(shared);
         // A safety net: runs taken for handlers resume the starts that
         // waited for room, but a wake-up lost in a race waits no longer
         // than this.
@@ -122,6 +123,17 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
                 }
             }
         }
+    }
+}
+
+/// Schedules re-planned per claim loop at most.
+const REPLAN_BATCH: usize = 16;
+
+/// Gives chains left without a pending run (a run started without its
+/// step) their next run: the recovery step of the schedule rules.
+fn replan_schedules(shared: &NodeShared) {
+    if let Err(e) = crate::schedule_store::replan_unplanned(&*shared.store, REPLAN_BATCH) {
+        tracing::debug!(namespace = %shared.config.namespace, error = %e, "re-planning schedules failed; retried");
     }
 }
 

@@ -22,6 +22,7 @@ use crate::{Fired, Outcome};
 pub(super) fn fired_of(started: Started) -> Fired {
     let c = started.claim;
     Fired {
+        schedule: crate::ScheduleRun::of_key(&c.key),
         key: c.key,
         due: system_time_of(c.due),
         first_due: system_time_of(c.first_due),

@@ -10,8 +10,13 @@
 //! hand-over to another thread, and timers that come due while a call
 //! runs pile up and start together in the next one.
 //!
+//! A claim that is a schedule's pending run goes with the chain's next
+//! step, planned from the schedule's record just read
+//! ([`schedule_store`](crate::schedule_store)); the store applies the
+//! step in the same operation as the start.
+//!
 //! The store starts a claim only if it is still claimed with the same
-//! fence and due by the store's clock, and answers each claim of the batch
+//! fence and due by the store's clock (and the schedule rules allow it), and answers each claim of the batch
 //! on its own: a started one goes to the handlers ([`Runs`](super::runs::Runs)),
 //! one not yet due by the store's clock is held again for the difference,
 //! a stale one (cancelled, moved, claimed again elsewhere) is dropped. A
@@ -124,7 +129,10 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
     // due first.
     batch.sort_unstable_by(|a, b| (a.due, &a.key).cmp(&(b.due, &b.key)));
     let fenced: Vec<Fenced<'_>> = batch.iter().map(Claimed::fenced).collect();
-    let answers = match shared.store.start(&fenced, shared.lease_ms) {
+    // The chain steps of schedules' pending runs go with their start.
+    let answers = crate::schedule_store::advances(&*shared.store, &batch)
+        .and_then(|plans| shared.store.start_runs(&fenced, &plans, shared.lease_ms));
+    let answers = match answers {
         Ok(answers) => answers,
         Err(e) => {
             shared.store_error();

@@ -155,6 +155,9 @@ pub enum SpecError {
     /// A schedule id is empty or longer than
     /// [`MAX_SCHEDULE_ID_LEN`](super::MAX_SCHEDULE_ID_LEN) bytes.
     InvalidId,
+    /// A stored definition does not decode: written by a newer version of
+    /// this crate, or damaged.
+    Undecodable,
 }
 
 impl fmt::Display for SpecError {
@@ -195,6 +198,7 @@ impl fmt::Display for SpecError {
                 "schedule id: must be 1 to {} bytes long",
                 super::MAX_SCHEDULE_ID_LEN
             ),
+            SpecError::Undecodable => f.write_str("stored definition: does not decode"),
         }
     }
 }

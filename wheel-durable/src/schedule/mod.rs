@@ -54,8 +54,8 @@
 //! A schedule's chain holds one pending run. When it is claimed, the node
 //! calls [`Schedule::plan`] with it as the last run; slots between it and
 //! now were *missed* and go through the [`CatchUp`] policy ([`Skip`]
-//! drops them, [`Latest`] runs the most recent once, [`All`] — the
-//! default, within one hour — runs each, at most [`MAX_CATCH_UP_RUNS`]);
+//! drops them, [`Latest`] — the default — runs the most recent once,
+//! [`All`] runs each within a window, at most [`MAX_CATCH_UP_RUNS`]);
 //! the first slot at or after now becomes the next pending run. The
 //! [`Overlap`] policy ([`Skip`](Overlap::Skip) by default) says what a run
 //! that comes due while the previous one still runs does; the store
@@ -83,6 +83,8 @@
 //! Node state: none (pure values and functions; the store side keeps each
 //! schedule's last run and count).
 
+pub(crate) mod chain;
+mod codec;
 #[cfg(feature = "cron")]
 mod cron;
 #[cfg(feature = "cron")]

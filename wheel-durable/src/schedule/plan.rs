@@ -92,15 +92,17 @@ impl Schedule {
     ///
     /// ```
     /// use std::time::{Duration, UNIX_EPOCH};
-    /// use wheel_durable::schedule::{Schedule, Spec};
+    /// use wheel_durable::schedule::{CatchUp, Schedule, Spec};
     ///
     /// let min = |m: u64| UNIX_EPOCH + Duration::from_secs(60 * m);
-    /// let s = Schedule::builder(Spec::every(Duration::from_secs(60))?).build()?;
+    /// let s = Schedule::builder(Spec::every(Duration::from_secs(60))?)
+    ///     .catch_up(CatchUp::All { window: Duration::from_secs(3_600) })
+    ///     .build()?;
     /// // A new schedule, planned at 5:30: nothing missed, the first run at 6:00.
     /// let plan = s.plan(None, 0, min(5) + Duration::from_secs(30));
     /// assert!(plan.create.is_empty() && plan.skipped.is_none());
     /// assert_eq!(plan.pending, Some(min(6)));
-    /// // Runs missed from 7 to 9 within the default one-hour window: all run.
+    /// // Runs missed from 7 to 9 within the one-hour window: all run.
     /// let plan = s.plan(Some(min(6)), 1, min(9) + Duration::from_secs(1));
     /// assert_eq!(plan.create, [min(7), min(8), min(9)]);
     /// assert_eq!(plan.pending, Some(min(10)));
@@ -207,7 +209,13 @@ mod tests {
 
     #[test]
     fn on_time_advances_create_nothing_and_hold_the_next_slot() {
-        for policy in [CatchUp::Skip, CatchUp::Latest, CatchUp::default()] {
+        for policy in [
+            CatchUp::Skip,
+            CatchUp::Latest,
+            CatchUp::All {
+                window: crate::schedule::DEFAULT_CATCH_UP_WINDOW,
+            },
+        ] {
             let s = every_minute(policy);
             // Claimed exactly at its due time, or a little after.
             for now in [min(5), min(5) + Duration::from_millis(999)] {

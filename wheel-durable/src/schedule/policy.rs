@@ -18,7 +18,7 @@ use std::time::Duration;
 /// ```
 pub const MAX_CATCH_UP_RUNS: usize = 1_000;
 
-/// The default [`CatchUp::All`] window: one hour.
+/// A suggested [`CatchUp::All`] window: one hour.
 ///
 /// # Examples
 ///
@@ -27,7 +27,8 @@ pub const MAX_CATCH_UP_RUNS: usize = 1_000;
 /// use wheel_durable::schedule::{CatchUp, DEFAULT_CATCH_UP_WINDOW};
 ///
 /// assert_eq!(DEFAULT_CATCH_UP_WINDOW, Duration::from_secs(3_600));
-/// assert_eq!(CatchUp::default(), CatchUp::All { window: DEFAULT_CATCH_UP_WINDOW });
+/// let billing = CatchUp::All { window: DEFAULT_CATCH_UP_WINDOW };
+/// assert_ne!(CatchUp::default(), billing);
 /// ```
 pub const DEFAULT_CATCH_UP_WINDOW: Duration = Duration::from_secs(60 * 60);
 
@@ -38,10 +39,13 @@ pub const DEFAULT_CATCH_UP_WINDOW: Duration = Duration::from_secs(60 * 60);
 /// the schedule is advanced; the slot at "now" or later is the next
 /// pending run, whatever the policy.
 ///
-/// The default is [`All`](CatchUp::All) within [`DEFAULT_CATCH_UP_WINDOW`]:
-/// runs missed in a short outage (a deploy, a failover) all happen, as
-/// Temporal and Kubernetes both run missed work within a bound, while a
-/// long outage does not replay days of work at once.
+/// The default is [`Latest`](CatchUp::Latest): after an outage the
+/// most recent missed slot runs once, as a Kubernetes CronJob, Quartz's
+/// default cron misfire rule and anacron do; a long outage never replays
+/// a backlog. [`All`](CatchUp::All) within a window is opt-in. The
+/// [`Overlap`] policy applies to catch-up runs too: with `All` and
+/// [`Overlap::Skip`], a missed run that comes due while an earlier one
+/// still runs is skipped; use [`Overlap::Allow`] to run each missed slot.
 ///
 /// # Examples
 ///
@@ -52,13 +56,15 @@ pub const DEFAULT_CATCH_UP_WINDOW: Duration = Duration::from_secs(60 * 60);
 /// let daily_report = CatchUp::Latest; // one report, however long the outage
 /// let billing = CatchUp::All { window: Duration::from_secs(24 * 3_600) };
 /// assert_ne!(daily_report, billing);
+/// assert_eq!(CatchUp::default(), CatchUp::Latest);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum CatchUp {
     /// Missed runs are dropped; the schedule resumes at its next slot.
     Skip,
     /// The most recent missed run happens once, now; the others are
-    /// dropped.
+    /// dropped. The default.
+    #[default]
     Latest,
     /// Each missed run whose nominal time is within `window` before now
     /// happens, now, in nominal order; at most [`MAX_CATCH_UP_RUNS`] of
@@ -69,19 +75,15 @@ pub enum CatchUp {
     },
 }
 
-impl Default for CatchUp {
-    fn default() -> CatchUp {
-        CatchUp::All {
-            window: DEFAULT_CATCH_UP_WINDOW,
-        }
-    }
-}
-
 /// What to do with a run that comes due while the schedule's previous run
 /// is still running or waiting to retry.
 ///
-/// The store enforces it when a run is claimed; a skipped run counts as
-/// run for the chain and the run limit (its nominal time is used up).
+/// The store enforces it when a run starts, for every run of the
+/// schedule (catch-up and triggered runs included); a skipped run counts
+/// as run for the chain and the run limit (its nominal time is used up).
+/// A run parked by [`BufferOne`](Overlap::BufferOne) waits as a pending
+/// timer due when the running run's lease ends, and is made due at once
+/// when that run finishes.
 ///
 /// The default is [`Skip`](Overlap::Skip), as in Temporal: a job slower
 /// than its period never piles up, and two runs of one job never run at

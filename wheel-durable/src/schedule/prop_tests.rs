@@ -194,7 +194,7 @@ proptest! {
             0 => CatchUp::Skip,
             1 => CatchUp::Latest,
             2 => CatchUp::All { window: Duration::from_secs(600) },
-            _ => CatchUp::default(),
+            _ => CatchUp::All { window: crate::schedule::DEFAULT_CATCH_UP_WINDOW },
         };
         let spec = Spec::every(Duration::from_secs(period_s)).unwrap();
         let schedule = Schedule::builder(spec.clone()).catch_up(catch_up).build().unwrap();

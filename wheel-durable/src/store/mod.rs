@@ -62,9 +62,11 @@ use std::sync::Arc;
 #[cfg(any(test, fuzzing))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use self::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::time::system_now;
 pub(crate) use super::time::{Millis, later};
 use super::{AddMode, DeadLetter, DurableError, Listing, TimerInfo};
+use crate::schedule::chain::Advance;
 
 #[cfg(feature = "embedded")]
 pub(crate) mod embedded;
@@ -77,6 +79,9 @@ pub(crate) mod model;
 pub(crate) mod record;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
+#[cfg(any(feature = "embedded", test, fuzzing))]
+pub(crate) mod schedule_steps;
+pub(crate) mod schedules;
 #[cfg(all(test, feature = "embedded"))]
 mod tests;
 
@@ -272,7 +277,32 @@ pub(crate) trait Store: Send + Sync + 'static {
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch>;
     /// Starts each claimed timer still claimed with its fence and due; one
     /// answer per timer, in order.
-    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>>;
+    #[cfg(any(test, fuzzing))]
+    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
+        self.start_runs(claims, &[], lease)
+    }
+    /// `start`, with the chain step planned for each claim that is a
+    /// schedule's pending run (`advances` is empty or one per claim); a
+    /// schedule's run is started only as the schedule rules allow
+    /// ([`schedule_steps`] says which; a refused one answers `Stale`).
+    fn start_runs(
+        &self,
+        claims: &[Fenced<'_>],
+        advances: &[Option<Advance>],
+        lease: Millis,
+    ) -> StoreResult<Vec<Start>>;
+    /// The store's clock, and the record of each schedule id.
+    fn schedules(&self, ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)>;
+    /// One atomic change of schedule `id`.
+    fn schedule_write(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer>;
+    /// Up to `limit` schedules in id order (bytes), strictly after `after`.
+    fn list_schedules(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, SchedRecord)>>;
+    /// Up to `limit` ids of schedules marked unplanned.
+    fn unplanned(&self, limit: usize) -> StoreResult<Vec<String>>;
     /// Extends the lease of each claimed or running timer held with its
     /// fence; true for each one extended.
     fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>>;

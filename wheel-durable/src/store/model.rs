@@ -9,11 +9,14 @@ use std::ops::Bound;
 use std::sync::Mutex;
 
 use super::record::{DeadRecord, Record};
+use super::schedule_steps::{self, Gate, RunTable};
+use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
     ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Millis,
     NewTimer, Start, Store, StoreClock, StoreResult, Wake, claim_lease_end, later,
     lease_lost_reason,
 };
+use crate::schedule::chain::Advance;
 use crate::sync::lock;
 use crate::time::system_time_of;
 use crate::{AddMode, DeadLetter, Listing, TimerInfo, TimerState};
@@ -46,6 +49,62 @@ struct State {
     timers: HashMap<String, Timer>,
     dead: HashMap<String, Dead>,
     fence: u64,
+    schedules: BTreeMap<String, SchedRecord>,
+}
+
+/// The model's state during one operation, for the schedule rules.
+struct Step<'a> {
+    s: &'a mut State,
+    now: Millis,
+}
+
+impl RunTable for Step<'_> {
+    fn clock(&self) -> Millis {
+        self.now
+    }
+
+    fn schedule(&self, id: &str) -> StoreResult<Option<SchedRecord>> {
+        Ok(self.s.schedules.get(id).cloned())
+    }
+
+    fn put_schedule(&mut self, id: &str, r: &SchedRecord) -> StoreResult<()> {
+        self.s.schedules.insert(id.to_owned(), r.clone());
+        Ok(())
+    }
+
+    fn drop_schedule(&mut self, id: &str) -> StoreResult<()> {
+        self.s.schedules.remove(id);
+        Ok(())
+    }
+
+    fn run_state(&self, key: &str) -> StoreResult<Option<(TimerState, Millis, Millis)>> {
+        Ok(self
+            .s
+            .timers
+            .get(key)
+            .map(|t| (t.state, t.due, t.lease_until)))
+    }
+
+    fn add_run(&mut self, key: &str, due: Millis, payload: &[u8]) -> StoreResult<bool> {
+        if self.s.timers.contains_key(key) || self.s.dead.contains_key(key) {
+            return Ok(false);
+        }
+        self.s.pending(key, due, payload.to_vec(), 0);
+        Ok(true)
+    }
+
+    fn remove_run(&mut self, key: &str) -> StoreResult<()> {
+        self.s.timers.remove(key);
+        Ok(())
+    }
+
+    fn set_due(&mut self, key: &str, due: Millis) -> StoreResult<()> {
+        if let Some(t) = self.s.timers.get_mut(key) {
+            t.state = TimerState::Pending;
+            t.due = due;
+        }
+        Ok(())
+    }
 }
 
 /// The model store; its clock is manual.
@@ -205,15 +264,16 @@ impl Store for Model {
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
-        Ok(self.with(|s, _| {
+        self.with(|s, now| {
             if s.dead.remove(key).is_some() {
-                return false;
+                return Ok(false);
             }
-            match s.timers.remove(key) {
-                Some(t) => t.state != TimerState::Running,
-                None => false,
-            }
-        }))
+            let Some(t) = s.timers.remove(key) else {
+                return Ok(false);
+            };
+            schedule_steps::on_cancel(&mut Step { s, now }, key)?;
+            Ok(t.state != TimerState::Running)
+        })
     }
 
     fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool> {
@@ -276,24 +336,44 @@ impl Store for Model {
         }))
     }
 
-    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
-        Ok(self.with(|s, now| {
-            let start =
-                |s: &mut State, c: &Fenced<'_>| match s.held(c.key, c.fence, TimerState::Claimed) {
-                    None => Start::Stale,
-                    Some(t) if t.due > now => Start::NotYet { now, due: t.due },
-                    Some(t) => {
-                        t.state = TimerState::Running;
-                        t.attempts += 1;
-                        t.lease_until = later(now, lease);
-                        Start::Started {
-                            now,
-                            attempt: t.attempts,
-                        }
+    fn start_runs(
+        &self,
+        claims: &[Fenced<'_>],
+        advances: &[Option<Advance>],
+        lease: Millis,
+    ) -> StoreResult<Vec<Start>> {
+        self.with(|s, now| {
+            let mut answers = Vec::with_capacity(claims.len());
+            for (i, c) in claims.iter().enumerate() {
+                let due = match s.held(c.key, c.fence, TimerState::Claimed) {
+                    None => {
+                        answers.push(Start::Stale);
+                        continue;
                     }
+                    Some(t) => t.due,
                 };
-            claims.iter().map(|c| start(s, c)).collect()
-        }))
+                if due > now {
+                    answers.push(Start::NotYet { now, due });
+                    continue;
+                }
+                let advance = advances.get(i).and_then(Option::as_ref);
+                if schedule_steps::start_gate(&mut Step { s, now }, c.key, advance)?
+                    == Gate::Refused
+                {
+                    answers.push(Start::Stale);
+                    continue;
+                }
+                let t = s.timers.get_mut(c.key).expect("held above");
+                t.state = TimerState::Running;
+                t.attempts += 1;
+                t.lease_until = later(now, lease);
+                answers.push(Start::Started {
+                    now,
+                    attempt: t.attempts,
+                });
+            }
+            Ok(answers)
+        })
     }
 
     fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
@@ -310,10 +390,10 @@ impl Store for Model {
     }
 
     fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
-        Ok(self.with(|s, now| {
+        self.with(|s, now| {
             let finish = |s: &mut State, r: &Fenced<'_>, how: &Finish| {
                 let Some(t) = s.held(r.key, r.fence, TimerState::Running) else {
-                    return false;
+                    return Ok(false);
                 };
                 match how {
                     Finish::Done => {
@@ -325,10 +405,11 @@ impl Store for Model {
                     }
                     Finish::Dead { reason } => s.make_dead(r.key, reason.clone(), now),
                 }
-                true
+                schedule_steps::on_finish(&mut Step { s, now }, r.key, how)?;
+                Ok(true)
             };
             runs.iter().map(|(r, how)| finish(s, r, how)).collect()
-        }))
+        })
     }
 
     fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>> {
@@ -408,6 +489,43 @@ impl Store for Model {
                 dead: s.dead.len() as u64,
                 next_due: pending.first().map(|(d, _)| *d),
             }
+        }))
+    }
+
+    fn schedules(&self, ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
+        Ok(self.with(|s, now| {
+            let found = ids.iter().map(|id| s.schedules.get(*id).cloned());
+            (now, found.collect())
+        }))
+    }
+
+    fn schedule_write(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer> {
+        self.with(|s, now| schedule_steps::write(&mut Step { s, now }, id, op))
+    }
+
+    fn list_schedules(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, SchedRecord)>> {
+        Ok(self.with(|s, _| {
+            let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+            s.schedules
+                .range::<str, _>((from, Bound::Unbounded))
+                .take(limit)
+                .map(|(id, r)| (id.clone(), r.clone()))
+                .collect()
+        }))
+    }
+
+    fn unplanned(&self, limit: usize) -> StoreResult<Vec<String>> {
+        Ok(self.with(|s, _| {
+            s.schedules
+                .iter()
+                .filter(|(_, r)| r.unplanned)
+                .take(limit)
+                .map(|(id, _)| id.clone())
+                .collect()
         }))
     }
 

@@ -22,6 +22,7 @@
 
 mod dir;
 mod read;
+mod schedules;
 mod tables;
 mod writer;
 
@@ -37,10 +38,13 @@ use self::read::first_keys;
 use self::tables::{Cursor, Space, Spaces, Tables};
 use self::writer::{Job, Reply, Step, Writer, call};
 use super::record::DeadRecord;
+use super::schedule_steps;
+use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
     ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
     StoreClock, StoreResult, Wake,
 };
+use crate::schedule::chain::Advance;
 use crate::sync::lock;
 use crate::time::system_time_of;
 use crate::{AddMode, DeadLetter, DurableError, ErrorDetail, Listing, TimerInfo};
@@ -95,6 +99,8 @@ pub(crate) struct Embedded {
     wakers: Arc<Mutex<Vec<Wake>>>,
     /// Set by the writer when a write failed (see `reachable`).
     broken: Arc<AtomicBool>,
+    /// The store's clock, for reads that answer it.
+    clock: StoreClock,
 }
 
 impl Embedded {
@@ -119,7 +125,7 @@ impl Embedded {
             db: db.clone(),
             spaces: spaces.clone(),
             cursor,
-            clock,
+            clock: clock.clone(),
             window,
             wakers: wakers.clone(),
             broken: broken.clone(),
@@ -138,6 +144,7 @@ impl Embedded {
             writer: Mutex::new(Some(thread)),
             wakers,
             broken,
+            clock,
         })
     }
 
@@ -277,12 +284,22 @@ impl Store for Embedded {
         }
     }
 
-    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
+    fn start_runs(
+        &self,
+        claims: &[Fenced<'_>],
+        advances: &[Option<Advance>],
+        lease: Millis,
+    ) -> StoreResult<Vec<Start>> {
         let claims = owned(claims);
+        let advances = advances.to_vec();
         let step: Step = Box::new(move |t| {
             let started: StoreResult<Vec<Start>> = claims
                 .iter()
-                .map(|(key, fence)| t.start(key, *fence, lease))
+                .enumerate()
+                .map(|(i, (key, fence))| {
+                    let advance = advances.get(i).and_then(Option::as_ref);
+                    t.start(key, *fence, lease, advance)
+                })
                 .collect();
             started.map(Reply::Starts)
         });
@@ -351,6 +368,36 @@ impl Store for Embedded {
             Reply::Counts(c) => Ok(c),
             other => Err(unexpected(other)),
         }
+    }
+
+    fn schedules(&self, ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
+        let (snap, spaces) = self.read()?;
+        let now = self.clock.local_now();
+        let found = schedules::read(&snap, &spaces, ids).map_err(|e| e.in_store(&self.path))?;
+        Ok((now, found))
+    }
+
+    fn schedule_write(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer> {
+        let (id, op) = (id.to_owned(), op.clone());
+        let step: Step = Box::new(move |t| schedule_steps::write(t, &id, &op).map(Reply::Schedule));
+        match self.call(true, step)? {
+            Reply::Schedule(a) => Ok(a),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    fn list_schedules(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, SchedRecord)>> {
+        let (snap, spaces) = self.read()?;
+        schedules::list(&snap, &spaces, after, limit).map_err(|e| e.in_store(&self.path))
+    }
+
+    fn unplanned(&self, limit: usize) -> StoreResult<Vec<String>> {
+        let (snap, spaces) = self.read()?;
+        schedules::unplanned(&snap, &spaces, limit).map_err(|e| e.in_store(&self.path))
     }
 
     fn watch(&self, wake: Wake) -> StoreResult<()> {

@@ -4,8 +4,10 @@
 //! Keyspaces: `timers` (key → [`Record`]), `due` ((due, key) → empty) for
 //! pending timers, `leases` ((lease_until, key) → empty) for claimed and
 //! running ones, `dead` (key → [`DeadRecord`]), `dead_order` ((failed_at,
-//! key) → empty), and `meta` (name → u64 little-endian: the fence
-//! counter). An index key is the time as a big-endian u64 followed by the
+//! key) → empty), `meta` (name → u64 little-endian: the fence
+//! counter), `schedules` (id → [`SchedRecord`](crate::store::schedules::SchedRecord))
+//! and `unplanned` (id → empty, for the records marked unplanned; see
+//! `schedules.rs`). An index key is the time as a big-endian u64 followed by the
 //! timer's key, so an index is ordered by time, then by key, and the
 //! tombstones that deletes leave behind cluster at its head. A timer's
 //! record and its one index entry always change in the same step.
@@ -23,7 +25,9 @@ use std::ops::Bound;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable};
 
 use super::db_err;
+use crate::schedule::chain::Advance;
 use crate::store::record::{DeadRecord, Record};
+use crate::store::schedule_steps::{self, Gate};
 use crate::store::{
     ClaimBatch, ClaimRequest, Claimed, Counts, EXPIRED_KEYS, Finish, Millis, Start, StoreResult,
     claim_lease_end, later, lease_lost_reason,
@@ -42,7 +46,7 @@ pub(super) fn corrupt(what: &str) -> DurableError {
 
 /// The keyspaces, in the order of [`Space`].
 pub(super) struct Spaces {
-    all: [Keyspace; 6],
+    all: [Keyspace; 8],
 }
 
 /// One keyspace.
@@ -54,9 +58,20 @@ pub(super) enum Space {
     Dead = 3,
     DeadOrder = 4,
     Meta = 5,
+    Schedules = 6,
+    Unplanned = 7,
 }
 
-pub(super) const NAMES: [&str; 6] = ["timers", "due", "leases", "dead", "dead_order", "meta"];
+pub(super) const NAMES: [&str; 8] = [
+    "timers",
+    "due",
+    "leases",
+    "dead",
+    "dead_order",
+    "meta",
+    "schedules",
+    "unplanned",
+];
 
 impl Spaces {
     /// Opens (or creates) every keyspace.
@@ -73,6 +88,8 @@ impl Spaces {
                 open(NAMES[3])?,
                 open(NAMES[4])?,
                 open(NAMES[5])?,
+                open(NAMES[6])?,
+                open(NAMES[7])?,
             ],
         })
     }
@@ -146,7 +163,7 @@ impl Cursor {
 pub(super) struct Tables<'s> {
     spaces: &'s Spaces,
     /// The group's writes per keyspace: a value, or `None` for a delete.
-    writes: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 6],
+    writes: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 8],
     pub(super) cursor: Cursor,
     /// The store's clock for every step of this group.
     pub(super) now: Millis,
@@ -187,7 +204,7 @@ impl<'s> Tables<'s> {
         batch
     }
 
-    fn read(&self, space: Space, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+    pub(super) fn read(&self, space: Space, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         if let Some(v) = self.writes[space as usize].get(key) {
             return Ok(v.clone());
         }
@@ -199,7 +216,7 @@ impl<'s> Tables<'s> {
             .map(|v| v.to_vec()))
     }
 
-    fn write(&mut self, space: Space, key: Vec<u8>, value: Option<Vec<u8>>) {
+    pub(super) fn write(&mut self, space: Space, key: Vec<u8>, value: Option<Vec<u8>>) {
         self.writes[space as usize].insert(key, value);
     }
 
@@ -263,7 +280,7 @@ impl<'s> Tables<'s> {
         Ok(out)
     }
 
-    fn record(&self, key: &str) -> StoreResult<Option<Record>> {
+    pub(super) fn record(&self, key: &str) -> StoreResult<Option<Record>> {
         match self.read(Space::Timers, key.as_bytes())? {
             None => Ok(None),
             Some(v) => Record::decode(&v).map(Some).ok_or_else(|| corrupt("timer")),
@@ -288,7 +305,7 @@ impl<'s> Tables<'s> {
     }
 
     /// Writes `r` and its index entry (the old entry must be gone already).
-    fn put(&mut self, key: &str, r: &Record) -> StoreResult<()> {
+    pub(super) fn put(&mut self, key: &str, r: &Record) -> StoreResult<()> {
         self.write(Space::Timers, key.as_bytes().to_vec(), Some(r.encode()));
         match r.state {
             TimerState::Pending => {
@@ -315,7 +332,7 @@ impl<'s> Tables<'s> {
     }
 
     /// Removes `r`'s index entry and, with `forget`, the record itself.
-    fn unindex(&mut self, key: &str, r: &Record, forget: bool) -> StoreResult<()> {
+    pub(super) fn unindex(&mut self, key: &str, r: &Record, forget: bool) -> StoreResult<()> {
         match r.state {
             TimerState::Pending => {
                 self.write(Space::Due, index_key(r.due, key), None);
@@ -345,7 +362,12 @@ impl<'s> Tables<'s> {
     }
 
     /// The record held by `fence` in `state`, if it still is.
-    fn held(&self, key: &str, fence: u64, state: TimerState) -> StoreResult<Option<Record>> {
+    pub(super) fn held(
+        &self,
+        key: &str,
+        fence: u64,
+        state: TimerState,
+    ) -> StoreResult<Option<Record>> {
         Ok(self
             .record(key)?
             .filter(|r| r.fence == fence && r.state == state))
@@ -388,6 +410,7 @@ impl<'s> Tables<'s> {
             return Ok(false);
         };
         self.unindex(key, &r, true)?;
+        schedule_steps::on_cancel(self, key)?;
         Ok(r.state != TimerState::Running)
     }
 
@@ -501,8 +524,14 @@ impl<'s> Tables<'s> {
         Ok(())
     }
 
-    pub(super) fn start(&mut self, key: &str, fence: u64, lease: Millis) -> StoreResult<Start> {
-        let Some(mut r) = self.held(key, fence, TimerState::Claimed)? else {
+    pub(super) fn start(
+        &mut self,
+        key: &str,
+        fence: u64,
+        lease: Millis,
+        advance: Option<&Advance>,
+    ) -> StoreResult<Start> {
+        let Some(r) = self.held(key, fence, TimerState::Claimed)? else {
             return Ok(Start::Stale);
         };
         if r.due > self.now {
@@ -511,6 +540,11 @@ impl<'s> Tables<'s> {
                 due: r.due,
             });
         }
+        if schedule_steps::start_gate(self, key, advance)? == Gate::Refused {
+            return Ok(Start::Stale);
+        }
+        // The rules may have written the timer's schedule, never the timer.
+        let mut r = self.record(key)?.ok_or_else(|| corrupt("timer"))?;
         self.unindex(key, &r, false)?;
         r.state = TimerState::Running;
         r.attempts = r.attempts.saturating_add(1);
@@ -549,6 +583,7 @@ impl<'s> Tables<'s> {
             }
             Finish::Dead { reason } => self.make_dead(key, r, reason.clone())?,
         }
+        schedule_steps::on_finish(self, key, how)?;
         Ok(true)
     }
 

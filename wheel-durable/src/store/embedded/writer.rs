@@ -7,7 +7,7 @@
 //! then it commits the group's writes as one atomic write batch into the
 //! journal and the memtables, and, if the group holds a change callers were
 //! promised as durable (`add`, `cancel`, `reschedule`, `release`,
-//! `retry_dead`, `finish`), makes the journal durable with one
+//! `retry_dead`, `finish`, a schedule's change), makes the journal durable with one
 //! `fdatasync` before answering: concurrent callers share one fsync. A
 //! group of claims, starts and renewals alone is answered without an
 //! fsync, and is made durable by the next durable group or, when none
@@ -30,6 +30,7 @@ use fjall::{Database, PersistMode};
 use super::db_err;
 use super::tables::{Cursor, Spaces, Tables};
 use crate::DurableError;
+use crate::store::schedules::SchedAnswer;
 use crate::store::{ClaimBatch, Counts, Millis, Start, StoreClock, StoreResult, Wake};
 use crate::sync::lock;
 
@@ -47,6 +48,7 @@ pub(super) enum Reply {
     Starts(Vec<Start>),
     Claim(ClaimBatch),
     Counts(Counts),
+    Schedule(SchedAnswer),
 }
 
 /// One step: runs on the writer thread over the group's tables.

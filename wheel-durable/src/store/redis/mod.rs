@@ -34,12 +34,21 @@ use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvo
 
 use super::health::Health;
 use super::record::{DeadRecord, Record};
+use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
     ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Millis,
     NewTimer, Start, Store, StoreClock, StoreResult, Wake,
 };
+use crate::schedule::chain::Advance;
 use crate::sync::lock;
 use crate::time::{Backoff, system_time_of};
+
+/// The error of a schedule operation on this store.
+fn no_schedules() -> DurableError {
+    DurableError::Store(ErrorDetail::new(
+        "schedules are not supported by the Redis store yet",
+    ))
+}
 use crate::{AddMode, DeadLetter, DurableError, ErrorDetail, Listing, TimerInfo, TimerState};
 
 /// Expired leases taken back by one claim at most.
@@ -408,7 +417,15 @@ impl Store for RedisStore {
         claim_batch(&reply).ok_or_else(|| bad_reply("claim"))
     }
 
-    fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
+    /// Schedules are not on this store yet (their operations answer an
+    /// error, so no schedule's run exists here): every claim starts by the
+    /// timer rules alone.
+    fn start_runs(
+        &self,
+        claims: &[Fenced<'_>],
+        _advances: &[Option<Advance>],
+        lease: Millis,
+    ) -> StoreResult<Vec<Start>> {
         if claims.is_empty() {
             return Ok(Vec::new());
         }
@@ -543,6 +560,26 @@ impl Store for RedisStore {
             _ => None,
         }
         .ok_or_else(|| bad_reply("counts"))
+    }
+
+    fn schedules(&self, _ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
+        Err(no_schedules())
+    }
+
+    fn schedule_write(&self, _id: &str, _op: &SchedOp) -> StoreResult<SchedAnswer> {
+        Err(no_schedules())
+    }
+
+    fn list_schedules(
+        &self,
+        _after: Option<&str>,
+        _limit: usize,
+    ) -> StoreResult<Vec<(String, SchedRecord)>> {
+        Err(no_schedules())
+    }
+
+    fn unplanned(&self, _limit: usize) -> StoreResult<Vec<String>> {
+        Ok(Vec::new())
     }
 
     fn watch(&self, wake: Wake) -> StoreResult<()> {

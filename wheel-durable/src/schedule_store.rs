@@ -1,0 +1,158 @@
+//! The node's side of a schedule's chain: reading records, planning each
+//! step with [`chain`] on the store's clock, and sending it to the store,
+//! which applies it only if the record is still the one planned from
+//! (its generation). Used by the starter (the step that goes with a
+//! chain run's start), the claimer (re-planning unplanned chains) and the
+//! library calls that plan (upsert, resume).
+//!
+//! A conflict means another caller changed the record in between: the
+//! caller reads it again and plans again, a bounded number of times.
+//!
+//! Node state: none (functions over the store).
+
+use crate::schedule::chain::{self, Advance};
+use crate::schedule::{Schedule, SpecError};
+use crate::store::schedules::{SchedAnswer, SchedOp, SchedRecord, overlap_byte, owner};
+use crate::store::{Claimed, Store, StoreResult};
+use crate::{DurableError, ErrorDetail};
+
+/// How many times a planned change is planned again after a conflict.
+const MAX_CONFLICTS: usize = 64;
+
+/// The definition of a stored record, or the store's corruption error.
+pub(crate) fn definition(id: &str, r: &SchedRecord) -> Result<Schedule, DurableError> {
+    Schedule::decode(&r.definition).map_err(|e| undecodable(id, &e))
+}
+
+fn undecodable(id: &str, e: &SpecError) -> DurableError {
+    DurableError::Corrupt(ErrorDetail::new(format!(
+        "schedule {id:?}: the stored definition does not decode: {e}"
+    )))
+}
+
+/// The chain step for each claim that is its schedule's pending run (one
+/// entry per claim, `None` for the others). A definition that does not
+/// decode plans nothing: the run starts and its record is marked
+/// unplanned, and the error is logged.
+pub(crate) fn advances(store: &dyn Store, claims: &[Claimed]) -> StoreResult<Vec<Option<Advance>>> {
+    let ids: Vec<&str> = claims
+        .iter()
+        .filter_map(|c| owner(&c.key).filter(|o| o.1).map(|o| o.0))
+        .collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (now, records) = store.schedules(&ids)?;
+    let mut records = ids.iter().zip(records);
+    let mut out = Vec::with_capacity(claims.len());
+    for c in claims {
+        let Some((id, true, nominal)) = owner(&c.key) else {
+            out.push(None);
+            continue;
+        };
+        let record = records.next().and_then(|(_, r)| r);
+        let step = record
+            .filter(|r| r.next.as_deref() == Some(c.key.as_str()) && !r.paused)
+            .and_then(|r| match definition(id, &r) {
+                Ok(s) => Some(chain::advance(
+                    id,
+                    &s,
+                    r.generation,
+                    nominal,
+                    r.runs_created,
+                    now,
+                )),
+                Err(e) => {
+                    tracing::error!(schedule = ?id, error = %e, "schedule not advanced");
+                    None
+                }
+            });
+        out.push(step);
+    }
+    Ok(out)
+}
+
+/// Re-plans up to `limit` unplanned chains; how many it re-planned.
+pub(crate) fn replan_unplanned(store: &dyn Store, limit: usize) -> StoreResult<usize> {
+    let mut done = 0;
+    for id in store.unplanned(limit)? {
+        let changed = planned(store, &id, |r, now| {
+            let s = definition(&id, r)?;
+            let a = chain::replan(&id, &s, r.generation, r.last_nominal, r.runs_created, now);
+            Ok(SchedOp::Replan(a))
+        });
+        match changed {
+            Ok(SchedAnswer::Changed) => done += 1,
+            Ok(_) => {}
+            Err(e) => tracing::error!(schedule = ?id, error = %e, "schedule not re-planned"),
+        }
+    }
+    Ok(done)
+}
+
+/// Reads the record of `id`, plans `op` from it and the store's clock,
+/// and writes it; again on a conflict. `NotFound` when there is no record.
+pub(crate) fn planned(
+    store: &dyn Store,
+    id: &str,
+    mut op: impl FnMut(&SchedRecord, u64) -> Result<SchedOp, DurableError>,
+) -> Result<SchedAnswer, DurableError> {
+    for _ in 0..MAX_CONFLICTS {
+        let (now, records) = store.schedules(&[id])?;
+        let Some(r) = records.into_iter().next().flatten() else {
+            return Ok(SchedAnswer::NotFound);
+        };
+        let answer = store.schedule_write(id, &op(&r, now)?)?;
+        if answer != SchedAnswer::Conflict {
+            return Ok(answer);
+        }
+    }
+    Err(conflicts(id))
+}
+
+fn conflicts(id: &str) -> DurableError {
+    DurableError::Store(ErrorDetail::new(format!(
+        "schedule {id:?}: changed by others {MAX_CONFLICTS} times while this change was planned"
+    )))
+}
+
+/// Creates or updates schedule `id` (see [`SchedOp::Upsert`]).
+pub(crate) fn upsert(
+    store: &dyn Store,
+    id: &str,
+    s: &Schedule,
+    payload: &[u8],
+) -> Result<SchedAnswer, DurableError> {
+    let definition = s.encode();
+    for _ in 0..MAX_CONFLICTS {
+        let (now, records) = store.schedules(&[id])?;
+        let current = records.into_iter().next().flatten();
+        if let Some(r) = &current
+            && r.definition == definition
+            && r.payload == payload
+        {
+            return Ok(SchedAnswer::Unchanged);
+        }
+        let op = SchedOp::Upsert {
+            expect: current.map(|r| r.generation),
+            definition: definition.clone(),
+            overlap: overlap_byte(s.overlap()),
+            payload: payload.to_vec(),
+            first: chain::first_run(id, s, now),
+        };
+        let answer = store.schedule_write(id, &op)?;
+        if answer != SchedAnswer::Conflict {
+            return Ok(answer);
+        }
+    }
+    Err(conflicts(id))
+}
+
+/// Resumes schedule `id` from the store's clock.
+pub(crate) fn resume(store: &dyn Store, id: &str) -> Result<SchedAnswer, DurableError> {
+    planned(store, id, |r, now| {
+        let s = definition(id, r)?;
+        let a = chain::resume(id, &s, r.generation, r.last_nominal, r.runs_created, now);
+        Ok(SchedOp::Resume(a))
+    })
+}

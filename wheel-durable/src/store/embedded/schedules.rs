@@ -1,0 +1,131 @@
+//! The embedded store's schedules: the `schedules` keyspace (id → record)
+//! and the `unplanned` index (id → empty, exactly the records marked
+//! unplanned), written only by the writer thread inside a group's
+//! [`Tables`], through [`RunTable`]; read from snapshots on the caller's
+//! thread. A record and its index entry always change in the same step.
+//!
+//! Node state: none: the keyspaces belong to the store.
+
+use fjall::Readable;
+
+use super::db_err;
+use super::tables::{Space, Spaces, Tables, corrupt};
+use crate::TimerState;
+use crate::store::record::Record;
+use crate::store::schedule_steps::RunTable;
+use crate::store::schedules::SchedRecord;
+use crate::store::{Millis, StoreResult};
+
+impl RunTable for Tables<'_> {
+    fn clock(&self) -> Millis {
+        self.now
+    }
+
+    fn schedule(&self, id: &str) -> StoreResult<Option<SchedRecord>> {
+        match self.read(Space::Schedules, id.as_bytes())? {
+            None => Ok(None),
+            Some(v) => SchedRecord::decode(&v)
+                .map(Some)
+                .ok_or_else(|| corrupt("schedule")),
+        }
+    }
+
+    fn put_schedule(&mut self, id: &str, r: &SchedRecord) -> StoreResult<()> {
+        let k = id.as_bytes().to_vec();
+        self.write(Space::Schedules, k.clone(), Some(r.encode()));
+        self.write(Space::Unplanned, k, r.unplanned.then(Vec::new));
+        Ok(())
+    }
+
+    fn drop_schedule(&mut self, id: &str) -> StoreResult<()> {
+        let k = id.as_bytes().to_vec();
+        self.write(Space::Schedules, k.clone(), None);
+        self.write(Space::Unplanned, k, None);
+        Ok(())
+    }
+
+    fn run_state(&self, key: &str) -> StoreResult<Option<(TimerState, Millis, Millis)>> {
+        Ok(self.record(key)?.map(|r| (r.state, r.due, r.lease_until)))
+    }
+
+    fn add_run(&mut self, key: &str, due: Millis, payload: &[u8]) -> StoreResult<bool> {
+        if self.record(key)?.is_some() || self.read(Space::Dead, key.as_bytes())?.is_some() {
+            return Ok(false);
+        }
+        self.put(key, &Record::new(due, payload))?;
+        Ok(true)
+    }
+
+    fn remove_run(&mut self, key: &str) -> StoreResult<()> {
+        if let Some(r) = self.record(key)? {
+            self.unindex(key, &r, true)?;
+        }
+        Ok(())
+    }
+
+    fn set_due(&mut self, key: &str, due: Millis) -> StoreResult<()> {
+        if let Some(mut r) = self.record(key)? {
+            self.unindex(key, &r, false)?;
+            r.state = TimerState::Pending;
+            r.due = due;
+            self.put(key, &r)?;
+        }
+        Ok(())
+    }
+}
+
+/// The records of `ids`, from a snapshot.
+pub(super) fn read(
+    snap: &fjall::Snapshot,
+    spaces: &Spaces,
+    ids: &[&str],
+) -> StoreResult<Vec<Option<SchedRecord>>> {
+    let space = spaces.get(Space::Schedules);
+    ids.iter()
+        .map(|id| match snap.get(space, id.as_bytes()).map_err(db_err)? {
+            None => Ok(None),
+            Some(v) => SchedRecord::decode(&v)
+                .map(Some)
+                .ok_or_else(|| corrupt("schedule")),
+        })
+        .collect()
+}
+
+/// Up to `limit` records in id order, strictly after `after`.
+pub(super) fn list(
+    snap: &fjall::Snapshot,
+    spaces: &Spaces,
+    after: Option<&str>,
+    limit: usize,
+) -> StoreResult<Vec<(String, SchedRecord)>> {
+    let space = spaces.get(Space::Schedules);
+    let from: Vec<u8> = after.map(|a| a.as_bytes().to_vec()).unwrap_or_default();
+    let mut out = Vec::new();
+    for entry in snap.range(space, from.clone()..) {
+        if out.len() >= limit {
+            break;
+        }
+        let (k, v) = entry.into_inner().map_err(db_err)?;
+        if after.is_some() && *k == *from {
+            continue;
+        }
+        let id = String::from_utf8(k.to_vec()).map_err(|_| corrupt("schedule id"))?;
+        let r = SchedRecord::decode(&v).ok_or_else(|| corrupt("schedule"))?;
+        out.push((id, r));
+    }
+    Ok(out)
+}
+
+/// Up to `limit` ids of the unplanned index.
+pub(super) fn unplanned(
+    snap: &fjall::Snapshot,
+    spaces: &Spaces,
+    limit: usize,
+) -> StoreResult<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in snap.iter(spaces.get(Space::Unplanned)).take(limit) {
+        let k = entry.key().map_err(db_err)?;
+        out.push(String::from_utf8(k.to_vec()).map_err(|_| corrupt("schedule id"))?);
+    }
+    Ok(out)
+}
