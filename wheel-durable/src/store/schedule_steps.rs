@@ -52,15 +52,16 @@ pub(crate) trait RunTable {
     fn set_due(&mut self, key: &str, due: Millis) -> StoreResult<()>;
 }
 
-/// Removes a run unless it started.
-fn cancel_unstarted(t: &mut impl RunTable, key: Option<&str>) -> StoreResult<()> {
+/// Removes a run unless it started; true if it removed one.
+fn cancel_unstarted(t: &mut impl RunTable, key: Option<&str>) -> StoreResult<bool> {
     if let Some(k) = key
         && let Some((state, _, _)) = t.run_state(k)?
         && state != TimerState::Running
     {
         t.remove_run(k)?;
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Applies a planned step to the record: its runs added if absent.
@@ -223,7 +224,10 @@ pub(crate) fn write(t: &mut impl RunTable, id: &str, op: &SchedOp) -> StoreResul
         SchedOp::Upsert { .. } => upsert(t, id, Some(r), op),
         SchedOp::Pause if r.paused => Ok(SchedAnswer::Unchanged),
         SchedOp::Pause => {
-            cancel_unstarted(t, r.next.as_deref())?;
+            // The cancelled pending run is the first slot the pause skips.
+            if cancel_unstarted(t, r.next.as_deref())? {
+                r.skipped_paused = r.skipped_paused.saturating_add(1);
+            }
             r.next = None;
             r.paused = true;
             r.unplanned = false;

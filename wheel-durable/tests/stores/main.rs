@@ -13,3 +13,4 @@ mod durable_embedded;
 mod durable_logs;
 mod durable_processes;
 mod durable_redis;
+mod durable_schedules;

@@ -1,0 +1,422 @@
+//! Durable schedules on the embedded store, end to end: each period runs
+//! once and never early, upserts are idempotent and replace the next run,
+//! concurrent upserts make one chain, catch-up after the nodes were down,
+//! pause and resume, delete, trigger, and the overlap policies with a slow
+//! handler.
+
+use crate::durable_common::eventually;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use wheel_durable::schedule::{CatchUp, Overlap, Schedule, Spec, run_key};
+use wheel_durable::{DurableTimers, Fired, Listing, Outcome, Upserted};
+
+/// One run as the handler saw it: the schedule's id, the nominal time,
+/// when it started and ended (machine clock), and whether it was triggered.
+#[derive(Debug, Clone)]
+struct Run {
+    id: String,
+    key: String,
+    nominal: SystemTime,
+    due: SystemTime,
+    started: SystemTime,
+    ended: SystemTime,
+    triggered: bool,
+}
+
+#[derive(Clone, Default)]
+struct Runs(Arc<Mutex<Vec<Run>>>);
+
+impl Runs {
+    /// A handler that records each run, taking `busy(id)` to do its work.
+    fn handler(
+        &self,
+        busy: impl Fn(&str) -> Duration + Send + Sync + 'static,
+    ) -> impl Fn(&Fired) -> Outcome + Send + Sync + 'static {
+        let runs = self.0.clone();
+        move |f: &Fired| {
+            let started = SystemTime::now();
+            let s = f.schedule.clone().expect("only schedules' runs here");
+            std::thread::sleep(busy(&s.id));
+            runs.lock().unwrap().push(Run {
+                id: s.id,
+                key: f.key.clone(),
+                nominal: s.nominal,
+                due: f.due,
+                started,
+                ended: SystemTime::now(),
+                triggered: s.triggered,
+            });
+            Outcome::Done
+        }
+    }
+
+    fn of(&self, id: &str) -> Vec<Run> {
+        let mut r: Vec<Run> = self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.id == id)
+            .cloned()
+            .collect();
+        r.sort_by_key(|r| r.nominal);
+        r
+    }
+
+    fn wait(&self, id: &str, n: usize) -> Vec<Run> {
+        eventually(&format!("{n} runs of {id}"), || self.of(id).len() >= n);
+        self.of(id)
+    }
+}
+
+fn every_second(catch_up: CatchUp, overlap: Overlap) -> Schedule {
+    Schedule::builder(Spec::every(Duration::from_secs(1)).unwrap())
+        .catch_up(catch_up)
+        .overlap(overlap)
+        .build()
+        .unwrap()
+}
+
+fn node(path: &std::path::Path, runs: &Runs, busy: fn(&str) -> Duration) -> DurableTimers {
+    DurableTimers::builder()
+        .embedded(path)
+        .workers(8)
+        .handler(runs.handler(busy))
+        .build()
+        .unwrap()
+}
+
+fn quick(_: &str) -> Duration {
+    Duration::ZERO
+}
+
+/// The pending timers whose key starts with `prefix`.
+fn pending_with(timers: &DurableTimers, prefix: &str) -> Vec<String> {
+    let page = timers.list(Listing::Pending, 1_000).unwrap();
+    let claimed = timers.list(Listing::Claimed, 1_000).unwrap();
+    page.timers
+        .into_iter()
+        .chain(claimed.timers)
+        .map(|t| t.key)
+        .filter(|k| k.starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn a_schedule_every_second_runs_each_period_once_never_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Runs::default();
+    let timers = node(&dir.path().join("t"), &runs, quick);
+    let created = SystemTime::now();
+    let s = every_second(CatchUp::Latest, Overlap::Skip);
+    assert_eq!(
+        timers.upsert_schedule("tick", &s, b"p").unwrap(),
+        Upserted::Created
+    );
+    let got = runs.wait("tick", 3);
+    // The first slot at or after the creation, then every second, each once.
+    assert!(got[0].nominal >= created - Duration::from_millis(1));
+    for (a, b) in got.iter().zip(&got[1..]) {
+        assert_eq!(
+            b.nominal.duration_since(a.nominal).unwrap(),
+            Duration::from_secs(1)
+        );
+    }
+    for r in &got {
+        assert!(r.started >= r.due && r.due >= r.nominal, "{r:?} ran early");
+        assert_eq!(r.key, run_key("tick", r.nominal).unwrap());
+        assert!(!r.triggered);
+    }
+    let info = timers.schedule("tick").unwrap().unwrap();
+    assert!(info.runs_created >= 3);
+    assert!(info.next_nominal.unwrap() > got[2].nominal);
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn an_unchanged_upsert_changes_nothing_and_a_changed_one_replaces_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let timers = DurableTimers::builder()
+        .embedded(dir.path().join("t"))
+        .build()
+        .unwrap();
+    let hourly = Schedule::builder(Spec::every(Duration::from_secs(3_600)).unwrap())
+        .build()
+        .unwrap();
+    assert_eq!(
+        timers.upsert_schedule("job", &hourly, b"a").unwrap(),
+        Upserted::Created
+    );
+    let first = timers.schedule("job").unwrap().unwrap();
+    assert_eq!(
+        timers.upsert_schedule("job", &hourly, b"a").unwrap(),
+        Upserted::Unchanged
+    );
+    assert_eq!(timers.schedule("job").unwrap().unwrap(), first);
+    let pending = pending_with(&timers, "sched:job:");
+    assert_eq!(
+        pending,
+        [run_key("job", first.next_nominal.unwrap()).unwrap()]
+    );
+    // A new period: the old next run is gone, the new one pending.
+    let two_hours = Schedule::builder(Spec::every(Duration::from_secs(7_200)).unwrap())
+        .build()
+        .unwrap();
+    assert_eq!(
+        timers.upsert_schedule("job", &two_hours, b"a").unwrap(),
+        Upserted::Updated
+    );
+    let info = timers.schedule("job").unwrap().unwrap();
+    assert_eq!(info.schedule, two_hours);
+    let pending = pending_with(&timers, "sched:job:");
+    assert_eq!(
+        pending,
+        [run_key("job", info.next_nominal.unwrap()).unwrap()]
+    );
+    // A new payload alone is a change too; the run carries it.
+    assert_eq!(
+        timers.upsert_schedule("job", &two_hours, b"b").unwrap(),
+        Upserted::Updated
+    );
+    let next = timers.get(&pending[0]).unwrap().unwrap();
+    assert_eq!(next.payload, b"b");
+    // Bad ids are input errors; the stores' run keys cannot be added.
+    let e = timers.upsert_schedule("", &hourly, b"").unwrap_err();
+    assert!(e.is_input(), "{e}");
+    let e = timers
+        .add("sched:job:5", Duration::from_secs(1), b"")
+        .unwrap_err();
+    assert!(e.is_input(), "{e}");
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn eight_clients_upserting_one_id_make_one_schedule_and_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let timers = Arc::new(
+        DurableTimers::builder()
+            .embedded(dir.path().join("t"))
+            .build()
+            .unwrap(),
+    );
+    let hourly = Schedule::builder(Spec::every(Duration::from_secs(3_600)).unwrap())
+        .build()
+        .unwrap();
+    for round in 0..2u8 {
+        let answers: Vec<Upserted> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8u8)
+                .map(|i| {
+                    let (timers, s) = (timers.clone(), hourly.clone());
+                    // The first round all the same; the second, each its own payload.
+                    let payload = if round == 0 { vec![0] } else { vec![i + 1] };
+                    scope.spawn(move || timers.upsert_schedule("one", &s, &payload).unwrap())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        if round == 0 {
+            assert_eq!(
+                answers.iter().filter(|a| **a == Upserted::Created).count(),
+                1
+            );
+            assert_eq!(
+                answers
+                    .iter()
+                    .filter(|a| **a == Upserted::Unchanged)
+                    .count(),
+                7
+            );
+        }
+        assert_eq!(timers.schedules(10).unwrap().schedules.len(), 1);
+        assert_eq!(
+            pending_with(&timers, "sched:one:").len(),
+            1,
+            "round {round}"
+        );
+    }
+}
+
+#[test]
+fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let runs = Runs::default();
+    let timers = node(&path, &runs, quick);
+    let wide = CatchUp::All {
+        window: Duration::from_secs(60),
+    };
+    for (id, c) in [
+        ("skip", CatchUp::Skip),
+        ("latest", CatchUp::Latest),
+        ("all", wide),
+    ] {
+        timers
+            .upsert_schedule(id, &every_second(c, Overlap::Allow), b"")
+            .unwrap();
+    }
+    for id in ["skip", "latest", "all"] {
+        runs.wait(id, 1);
+    }
+    timers.shutdown().unwrap();
+    drop(timers);
+    let last = |id: &str| runs.of(id).last().unwrap().nominal;
+    let before: Vec<SystemTime> = ["skip", "latest", "all"]
+        .iter()
+        .map(|id| last(id))
+        .collect();
+    std::thread::sleep(Duration::from_millis(3_500));
+    let reopened = SystemTime::now();
+    let timers = node(&path, &runs, quick);
+    let after = |id: &str, i: usize| -> Vec<Run> {
+        let n = runs
+            .of(id)
+            .iter()
+            .filter(|r| r.nominal <= before[i])
+            .count();
+        runs.wait(id, n + 2)
+            .into_iter()
+            .filter(|r| r.nominal > before[i])
+            .collect()
+    };
+    let sec = Duration::from_secs(1);
+    // Skip: none of the missed slots; the next slot after the restart.
+    let skip = after("skip", 0);
+    assert!(
+        skip[0].nominal >= reopened - Duration::from_millis(1),
+        "{skip:?}"
+    );
+    assert!(timers.schedule("skip").unwrap().unwrap().skipped.missed >= 3);
+    // Latest: the most recent missed slot once, none older.
+    let latest = after("latest", 1);
+    assert!(latest[0].nominal > before[1] + sec, "{latest:?}");
+    assert!(
+        latest[0].nominal + sec >= reopened - Duration::from_millis(1),
+        "{latest:?}"
+    );
+    assert_eq!(latest[1].nominal, latest[0].nominal + sec);
+    assert!(timers.schedule("latest").unwrap().unwrap().skipped.missed >= 2);
+    // All: every missed slot, from the one after the last run on.
+    let all = after("all", 2);
+    eventually("the missed slots of all to run", || {
+        runs.of("all").iter().any(|r| r.nominal >= reopened)
+    });
+    let all_after: Vec<SystemTime> = runs
+        .of("all")
+        .iter()
+        .map(|r| r.nominal)
+        .filter(|t| *t > before[2])
+        .collect();
+    assert_eq!(all[0].nominal, before[2] + sec);
+    for (a, b) in all_after.iter().zip(&all_after[1..]) {
+        assert_eq!(*b, *a + sec, "{all_after:?}");
+    }
+    assert_eq!(timers.schedule("all").unwrap().unwrap().skipped.missed, 0);
+    for id in ["skip", "latest", "all"] {
+        let nominals: BTreeSet<SystemTime> = runs.of(id).iter().map(|r| r.nominal).collect();
+        assert_eq!(nominals.len(), runs.of(id).len(), "{id}: a slot ran twice");
+    }
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn a_paused_schedule_runs_nothing_and_resumes_from_the_resume_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Runs::default();
+    let timers = node(&dir.path().join("t"), &runs, quick);
+    let s = every_second(CatchUp::Latest, Overlap::Skip);
+    timers.upsert_schedule("p", &s, b"").unwrap();
+    runs.wait("p", 1);
+    assert!(timers.pause_schedule("p").unwrap());
+    assert!(!timers.pause_schedule("p").unwrap());
+    let paused_at = SystemTime::now();
+    let info = timers.schedule("p").unwrap().unwrap();
+    assert!(info.paused && info.next_nominal.is_none());
+    assert!(pending_with(&timers, "sched:p:").is_empty());
+    std::thread::sleep(Duration::from_millis(2_500));
+    let resumed = SystemTime::now();
+    assert!(timers.resume_schedule("p").unwrap());
+    assert!(!timers.resume_schedule("p").unwrap());
+    let n = runs.of("p").len();
+    let got = runs.wait("p", n + 1);
+    // Nothing ran for a slot of the pause, nothing was caught up.
+    assert!(
+        got.iter()
+            .all(|r| r.nominal < paused_at || r.nominal >= resumed),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .all(|r| r.started < paused_at || r.started >= resumed),
+        "{got:?}"
+    );
+    assert!(timers.schedule("p").unwrap().unwrap().skipped.paused >= 2);
+    timers.shutdown().unwrap();
+}
+
+#[test]
+fn delete_cancels_the_pending_run_and_trigger_runs_once_beside_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Runs::default();
+    let timers = node(&dir.path().join("t"), &runs, quick);
+    let hourly = Schedule::builder(Spec::every(Duration::from_secs(3_600)).unwrap())
+        .build()
+        .unwrap();
+    timers.upsert_schedule("h", &hourly, b"x").unwrap();
+    let before = timers.schedule("h").unwrap().unwrap();
+    let key = timers.trigger_schedule("h").unwrap().unwrap();
+    let got = runs.wait("h", 1);
+    assert!(got[0].triggered && got[0].key == key);
+    let after = timers.schedule("h").unwrap().unwrap();
+    assert_eq!(
+        (after.next_nominal, after.runs_created),
+        (before.next_nominal, before.runs_created)
+    );
+    assert_eq!(timers.trigger_schedule("nobody").unwrap(), None);
+    assert!(timers.delete_schedule("h").unwrap());
+    assert!(!timers.delete_schedule("h").unwrap());
+    assert_eq!(timers.schedule("h").unwrap(), None);
+    assert!(pending_with(&timers, "sched:h:").is_empty());
+    timers.shutdown().unwrap();
+}
+
+/// Each schedule's handler takes 2.5 s, its period 1 s.
+fn slow(_: &str) -> Duration {
+    Duration::from_millis(2_500)
+}
+
+#[test]
+fn overlap_policies_with_a_slow_handler() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Runs::default();
+    let timers = node(&dir.path().join("t"), &runs, slow);
+    for (id, o) in [
+        ("skip", Overlap::Skip),
+        ("buffer", Overlap::BufferOne),
+        ("allow", Overlap::Allow),
+    ] {
+        timers
+            .upsert_schedule(id, &every_second(CatchUp::Latest, o), b"")
+            .unwrap();
+    }
+    let overlapping = |r: &[Run]| r.iter().zip(&r[1..]).any(|(a, b)| b.started < a.ended);
+    // Allow: a run starts every second while earlier ones still run.
+    let allow = runs.wait("allow", 3);
+    assert!(overlapping(&allow), "{allow:?}");
+    // Skip: never two at once; the slots in between are dropped, counted.
+    let skip = runs.wait("skip", 2);
+    assert!(!overlapping(&skip), "{skip:?}");
+    assert!(skip[1].nominal.duration_since(skip[0].nominal).unwrap() >= Duration::from_secs(2));
+    assert!(timers.schedule("skip").unwrap().unwrap().skipped.overlap >= 1);
+    // BufferOne: the next slot waits and starts when the run ends.
+    let buffer = runs.wait("buffer", 2);
+    assert!(!overlapping(&buffer), "{buffer:?}");
+    assert_eq!(
+        buffer[1].nominal,
+        buffer[0].nominal + Duration::from_secs(1)
+    );
+    assert!(buffer[1].started >= buffer[0].ended);
+    timers.shutdown().unwrap();
+}
