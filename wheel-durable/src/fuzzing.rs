@@ -9,3 +9,4 @@
 pub use crate::store::fuzz::{
     DurableBench, DurableOp, KEYS as DURABLE_KEYS, MAX_DURABLE_OPS, run_durable_ops,
 };
+pub use crate::store::fuzz_schedules::{IDS as SCHEDULE_IDS, ScheduleOp};

@@ -13,7 +13,7 @@
 use crate::schedule::chain::{self, Advance};
 use crate::schedule::{Schedule, SpecError};
 use crate::store::schedules::{SchedAnswer, SchedOp, SchedRecord, overlap_byte, owner};
-use crate::store::{Claimed, Store, StoreResult};
+use crate::store::{Store, StoreResult};
 use crate::{DurableError, ErrorDetail};
 
 /// How many times a planned change is planned again after a conflict.
@@ -30,29 +30,29 @@ fn undecodable(id: &str, e: &SpecError) -> DurableError {
     )))
 }
 
-/// The chain step for each claim that is its schedule's pending run (one
-/// entry per claim, `None` for the others). A definition that does not
+/// The chain step for each claimed key that is its schedule's pending run
+/// (one entry per key, `None` for the others). A definition that does not
 /// decode plans nothing: the run starts and its record is marked
 /// unplanned, and the error is logged.
-pub(crate) fn advances(store: &dyn Store, claims: &[Claimed]) -> StoreResult<Vec<Option<Advance>>> {
-    let ids: Vec<&str> = claims
+pub(crate) fn advances(store: &dyn Store, keys: &[&str]) -> StoreResult<Vec<Option<Advance>>> {
+    let ids: Vec<&str> = keys
         .iter()
-        .filter_map(|c| owner(&c.key).filter(|o| o.1).map(|o| o.0))
+        .filter_map(|k| owner(k).filter(|o| o.1).map(|o| o.0))
         .collect();
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let (now, records) = store.schedules(&ids)?;
     let mut records = ids.iter().zip(records);
-    let mut out = Vec::with_capacity(claims.len());
-    for c in claims {
-        let Some((id, true, nominal)) = owner(&c.key) else {
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        let Some((id, true, nominal)) = owner(key) else {
             out.push(None);
             continue;
         };
         let record = records.next().and_then(|(_, r)| r);
         let step = record
-            .filter(|r| r.next.as_deref() == Some(c.key.as_str()) && !r.paused)
+            .filter(|r| r.next.as_deref() == Some(*key) && !r.paused)
             .and_then(|r| match definition(id, &r) {
                 Ok(s) => Some(chain::advance(
                     id,

@@ -130,7 +130,8 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
     batch.sort_unstable_by(|a, b| (a.due, &a.key).cmp(&(b.due, &b.key)));
     let fenced: Vec<Fenced<'_>> = batch.iter().map(Claimed::fenced).collect();
     // The chain steps of schedules' pending runs go with their start.
-    let answers = crate::schedule_store::advances(&*shared.store, &batch)
+    let keys: Vec<&str> = batch.iter().map(|c| c.key.as_str()).collect();
+    let answers = crate::schedule_store::advances(&*shared.store, &keys)
         .and_then(|plans| shared.store.start_runs(&fenced, &plans, shared.lease_ms));
     let answers = match answers {
         Ok(answers) => answers,

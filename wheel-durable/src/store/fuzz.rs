@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arbitrary::Arbitrary;
 
+use super::fuzz_schedules::{RunClaims, ScheduleAnswer, ScheduleOp};
 use super::model::Model;
 use super::{
     ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
@@ -135,6 +136,8 @@ pub enum DurableOp {
     },
     /// Moves the store clock forward by this many ms.
     Advance(u16),
+    /// A schedule operation.
+    Schedule(ScheduleOp),
 }
 
 /// Every answer a store gives, in one comparable form.
@@ -149,6 +152,7 @@ enum Answer {
     Dead(Vec<DeadLetter>),
     Counts(Counts),
     Listed(Vec<Listed>),
+    Schedule(ScheduleAnswer),
 }
 
 fn key(k: u8) -> &'static str {
@@ -181,6 +185,8 @@ pub struct DurableBench {
     /// The first fence the last claim of each key answered (by the model).
     #[cfg_attr(not(test), allow(dead_code))]
     first_fences: [u64; KEYS.len()],
+    /// The claims of schedules' runs (keys outside [`KEYS`]).
+    runs: RunClaims,
     _dir: tempfile::TempDir,
     #[cfg(all(test, feature = "redis"))]
     _server: Option<wheel_testkit::RedisServer>,
@@ -214,6 +220,7 @@ impl DurableBench {
             stores,
             fences: [0; KEYS.len()],
             first_fences: [0; KEYS.len()],
+            runs: RunClaims::default(),
             _dir: dir,
             #[cfg(all(test, feature = "redis"))]
             _server: server,
@@ -362,6 +369,7 @@ impl DurableBench {
                 Answer::Listed(self.list_all(store, listing(*which), page)?)
             }
             O::Advance(_) => Answer::Unit,
+            O::Schedule(op) => Answer::Schedule(self.runs.ask(store, op)?),
         })
     }
 
@@ -384,9 +392,15 @@ impl DurableBench {
         }
         if let Answer::Claim(batch) = &want {
             for c in &batch.timers {
-                let k = KEYS.iter().position(|k| *k == c.key).expect("a known key");
-                self.fences[k] = c.fence;
-                self.first_fences[k] = c.first_fence;
+                match KEYS.iter().position(|k| *k == c.key) {
+                    Some(k) => {
+                        self.fences[k] = c.fence;
+                        self.first_fences[k] = c.first_fence;
+                    }
+                    None => {
+                        self.runs.0.insert(c.key.clone(), c.fence);
+                    }
+                }
             }
         }
     }
@@ -399,6 +413,7 @@ impl DurableBench {
         for which in 0..3 {
             self.step(&DurableOp::ListAll { which, page: 3 });
         }
+        self.step(&DurableOp::Schedule(ScheduleOp::Read));
     }
 }
 

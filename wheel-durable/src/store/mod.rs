@@ -72,6 +72,8 @@ use crate::schedule::chain::Advance;
 pub(crate) mod embedded;
 #[cfg(all(feature = "embedded", any(test, fuzzing)))]
 pub(crate) mod fuzz;
+#[cfg(all(feature = "embedded", any(test, fuzzing)))]
+pub(crate) mod fuzz_schedules;
 #[cfg(feature = "redis")]
 pub(crate) mod health;
 #[cfg(any(test, fuzzing))]

@@ -35,6 +35,7 @@ pub(crate) const TRIGGER_PREFIX: &str = "sched-trigger:";
 pub(crate) const RESERVED_PREFIXES: [&str; 2] = ["sched:", TRIGGER_PREFIX];
 
 /// The key of a run triggered at store time `now`.
+#[cfg_attr(not(feature = "embedded"), allow(dead_code))] // the embedded store's and the model's
 pub(crate) fn trigger_key(id: &str, now: Millis) -> String {
     format!("{TRIGGER_PREFIX}{id}:{now}")
 }
@@ -86,6 +87,7 @@ pub(crate) fn overlap_byte(o: Overlap) -> u8 {
 }
 
 /// The overlap policy of a record byte (an unknown byte is the safe one).
+#[cfg_attr(not(feature = "embedded"), allow(dead_code))] // the embedded store's and the model's
 pub(crate) fn overlap_of(b: u8) -> Overlap {
     match b {
         1 => Overlap::BufferOne,
@@ -210,6 +212,7 @@ pub(crate) enum SchedOp {
 }
 
 /// What a [`SchedOp`] did.
+#[cfg_attr(not(feature = "embedded"), allow(dead_code))] // the embedded store's and the model's
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum SchedAnswer {
     /// Created (an upsert of a new id).

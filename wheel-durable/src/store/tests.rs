@@ -7,7 +7,9 @@
 
 use proptest::prelude::*;
 
+use super::Store;
 use super::fuzz::{DurableBench, DurableOp as Op, KEYS};
+use super::fuzz_schedules::{IDS, ScheduleOp};
 
 /// A key index.
 fn key() -> impl Strategy<Value = u8> {
@@ -49,6 +51,27 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(which, after, limit)| Op::List { which, after, limit }),
         1 => (0u8..3, 0u8..3).prop_map(|(which, page)| Op::ListAll { which, page }),
         3 => (0u16..60).prop_map(Op::Advance),
+        1 => (500u16..8_000).prop_map(Op::Advance),
+        6 => schedule_op().prop_map(Op::Schedule),
+    ]
+}
+
+/// A schedule operation: the runs' starts and finishes most often, so
+/// that chains advance.
+fn schedule_op() -> impl Strategy<Value = ScheduleOp> {
+    let id = 0..IDS.len() as u8;
+    prop_oneof![
+        2 => (id.clone(), any::<u8>(), 0u8..3)
+            .prop_map(|(id, def, payload)| ScheduleOp::Upsert { id, def, payload }),
+        1 => id.clone().prop_map(ScheduleOp::Pause),
+        1 => id.clone().prop_map(ScheduleOp::Resume),
+        1 => id.clone().prop_map(ScheduleOp::Delete),
+        1 => id.prop_map(ScheduleOp::Trigger),
+        1 => Just(ScheduleOp::Replan),
+        4 => (1u8..100, prop::bool::weighted(0.1))
+            .prop_map(|(lease, stale)| ScheduleOp::StartRuns { lease, stale }),
+        3 => (0u8..3, 0u8..50).prop_map(|(how, delay)| ScheduleOp::FinishRuns { how, delay }),
+        1 => Just(ScheduleOp::Read),
     ]
 }
 
@@ -369,4 +392,98 @@ fn listings_page_by_position_and_agree_with_the_model() {
         }
     }
     walk(&script);
+}
+
+/// A chain on time, then late after a clock jump (the catch-up policy
+/// decides about the late run), then paused, resumed, triggered, with
+/// overlapping runs parked, and deleted: every store agrees with the
+/// model, and the model's record says what the rules say.
+#[test]
+fn schedule_chains_agree_with_the_model() {
+    use Op::*;
+    use ScheduleOp as S;
+    let claim = Claim {
+        window: 0,
+        lease: 100,
+        max: 7,
+        max_attempts: 3,
+    };
+    let start = Schedule(S::StartRuns {
+        lease: 90,
+        stale: false,
+    });
+    let done = Schedule(S::FinishRuns { how: 0, delay: 0 });
+    // Every second, catch-up Latest (2), overlap BufferOne (8).
+    let upsert = Schedule(S::Upsert {
+        id: 0,
+        def: 2 | 8,
+        payload: 1,
+    });
+    let mut bench = DurableBench::new();
+    let record = |bench: &DurableBench| {
+        let (_, r) = bench.model().schedules(&[IDS[0]]).unwrap();
+        r.into_iter().next().flatten()
+    };
+    for op in [
+        &upsert,
+        &upsert,
+        &claim,
+        &start,
+        &done,
+        &Advance(1_000),
+        &claim,
+        &start,
+    ] {
+        bench.step(op);
+    }
+    let r = record(&bench).unwrap();
+    assert_eq!((r.generation, r.runs_created), (1, 3));
+    assert_eq!(r.next.as_deref(), Some("sched:s:1700000002000"));
+    // A trigger while the run at 1 s runs is parked behind it.
+    for op in [&Schedule(S::Trigger(0)), &claim, &start] {
+        bench.step(op);
+    }
+    assert_eq!(
+        record(&bench).unwrap().buffered.as_deref(),
+        Some("sched-trigger:s:1700000001000")
+    );
+    // Its finish makes the parked run due: it starts next.
+    for op in [&done, &claim, &start, &done] {
+        bench.step(op);
+    }
+    assert_eq!(record(&bench).unwrap().buffered, None);
+    // At 5.5 s the pending run at 2 s is late: dropped with 3 and 4, the
+    // latest slot (5) runs, 6 is pending.
+    for op in [
+        &Advance(4_500),
+        &claim,
+        &start,
+        &done,
+        &claim,
+        &start,
+        &done,
+    ] {
+        bench.step(op);
+    }
+    let r = record(&bench).unwrap();
+    assert_eq!(r.next.as_deref(), Some("sched:s:1700000006000"));
+    assert_eq!((r.skipped_missed, r.runs_created), (3, 4));
+    // Paused at 5.5 s (6 cancelled), resumed at 8.5 s: 7 and 8 skipped.
+    for op in [
+        &Schedule(S::Pause(0)),
+        &Advance(3_000),
+        &claim,
+        &start,
+        &Schedule(S::Resume(0)),
+        &Schedule(S::Read),
+    ] {
+        bench.step(op);
+    }
+    let r = record(&bench).unwrap();
+    assert!(!r.paused);
+    assert_eq!(r.next.as_deref(), Some("sched:s:1700000009000"));
+    assert_eq!(r.skipped_paused, 3);
+    bench.step(&Schedule(S::Delete(0)));
+    assert_eq!(record(&bench), None);
+    bench.check_all();
 }
