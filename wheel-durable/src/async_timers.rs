@@ -101,7 +101,7 @@ impl AsyncTimers {
     }
 
     /// Runs `f` on the runtime's blocking pool and awaits its answer.
-    async fn call<T, F>(&self, f: F) -> Result<T, DurableError>
+    pub(crate) async fn call<T, F>(&self, f: F) -> Result<T, DurableError>
     where
         F: FnOnce(&DurableTimers) -> Result<T, DurableError> + Send + 'static,
         T: Send + 'static,

@@ -82,6 +82,8 @@ compile_error!(
 
 mod add;
 #[cfg(feature = "tokio")]
+mod async_schedules;
+#[cfg(feature = "tokio")]
 mod async_timers;
 mod builder;
 #[cfg(feature = "tokio")]
