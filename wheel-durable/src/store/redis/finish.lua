@@ -18,6 +18,7 @@ for i = 4, #ARGV, 4 do
     else
       make_dead(key, x, ARGV[i + 3])
     end
+    sched_on_finish(key, how)
     out[#out + 1] = 1
   end
 end

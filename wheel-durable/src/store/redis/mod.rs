@@ -23,6 +23,7 @@
 //! Node state: none: the store is below the node. It owns its connection pool
 //! and the subscriber thread (`watch.rs`).
 
+mod schedules;
 mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvocation, Value};
 
+use self::schedules::encode_advance;
 use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
@@ -42,13 +44,6 @@ use super::{
 use crate::schedule::chain::Advance;
 use crate::sync::lock;
 use crate::time::{Backoff, system_time_of};
-
-/// The error of a schedule operation on this store.
-fn no_schedules() -> DurableError {
-    DurableError::Store(ErrorDetail::new(
-        "schedules are not supported by the Redis store yet",
-    ))
-}
 use crate::{AddMode, DeadLetter, DurableError, ErrorDetail, Listing, TimerInfo, TimerState};
 
 /// Expired leases taken back by one claim at most.
@@ -61,10 +56,18 @@ macro_rules! script {
     ($file:literal) => {
         Script::new(concat!(include_str!("prelude.lua"), include_str!($file)))
     };
+    // With the schedule rules, for the scripts that touch schedules.
+    (schedules, $file:literal) => {
+        Script::new(concat!(
+            include_str!("prelude.lua"),
+            include_str!("schedule.lua"),
+            include_str!($file)
+        ))
+    };
 }
 
 /// The scripts, each compiled once into its SHA.
-struct Scripts {
+pub(super) struct Scripts {
     add: Script,
     cancel: Script,
     reschedule: Script,
@@ -78,24 +81,28 @@ struct Scripts {
     retry_dead: Script,
     counts: Script,
     list: Script,
+    pub(super) schedule_write: Script,
+    pub(super) schedules: Script,
 }
 
 impl Scripts {
     fn new() -> Scripts {
         Scripts {
             add: script!("add.lua"),
-            cancel: script!("cancel.lua"),
+            cancel: script!(schedules, "cancel.lua"),
             reschedule: script!("reschedule.lua"),
             get: script!("get.lua"),
             claim: script!("claim.lua"),
-            start: script!("start.lua"),
+            start: script!(schedules, "start.lua"),
             renew: script!("renew.lua"),
-            finish: script!("finish.lua"),
+            finish: script!(schedules, "finish.lua"),
             release: script!("release.lua"),
             dead_letters: script!("dead_letters.lua"),
             retry_dead: script!("retry_dead.lua"),
             counts: script!("counts.lua"),
             list: script!("list.lua"),
+            schedule_write: script!(schedules, "schedule_write.lua"),
+            schedules: script!(schedules, "schedules.lua"),
         }
     }
 }
@@ -114,9 +121,9 @@ pub(crate) struct Options {
 pub(crate) struct RedisStore {
     client: redis::Client,
     pool: Mutex<Vec<Connection>>,
-    keys: [String; 6],
+    keys: [String; 9],
     channel: String,
-    scripts: Scripts,
+    pub(super) scripts: Scripts,
     options: Options,
     closed: Arc<AtomicBool>,
     watcher: Mutex<Option<JoinHandle<()>>>,
@@ -133,7 +140,7 @@ fn transient(e: &RedisError) -> bool {
         )
 }
 
-fn bad_reply(what: &str) -> DurableError {
+pub(super) fn bad_reply(what: &str) -> DurableError {
     DurableError::Store(format!("unexpected reply to {what}").into())
 }
 
@@ -144,7 +151,10 @@ impl RedisStore {
         let client = redis::Client::open(options.url.as_str())
             .map_err(|e| DurableError::Config(format!("redis url: {e}")))?;
         let ns = &options.namespace;
-        let keys = ["t", "due", "lease", "dead", "deadq", "fence"].map(|k| format!("{{{ns}}}:{k}"));
+        let keys = [
+            "t", "due", "lease", "dead", "deadq", "fence", "s", "sids", "splan",
+        ]
+        .map(|k| format!("{{{ns}}}:{k}"));
         let health = Health::new(ns);
         let store = RedisStore {
             client,
@@ -236,7 +246,7 @@ impl RedisStore {
         inv
     }
 
-    fn run<T: redis::FromRedisValue>(
+    pub(super) fn run<T: redis::FromRedisValue>(
         &self,
         script: &Script,
         args: impl Fn(&mut ScriptInvocation<'_>),
@@ -417,21 +427,28 @@ impl Store for RedisStore {
         claim_batch(&reply).ok_or_else(|| bad_reply("claim"))
     }
 
-    /// Schedules are not on this store yet (their operations answer an
-    /// error, so no schedule's run exists here): every claim starts by the
-    /// timer rules alone.
     fn start_runs(
         &self,
         claims: &[Fenced<'_>],
-        _advances: &[Option<Advance>],
+        advances: &[Option<Advance>],
         lease: Millis,
     ) -> StoreResult<Vec<Start>> {
         if claims.is_empty() {
             return Ok(Vec::new());
         }
+        let steps: Vec<Vec<u8>> = (0..claims.len())
+            .map(|i| {
+                advances
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .map_or_else(Vec::new, encode_advance)
+            })
+            .collect();
         let reply: Vec<i64> = self.run(&self.scripts.start, |inv| {
             inv.arg(lease);
-            fenced_args(inv, claims);
+            for (f, step) in claims.iter().zip(&steps) {
+                inv.arg(f.key).arg(f.fence).arg(step.as_slice());
+            }
         })?;
         let ms = |n: i64| u64::try_from(n).ok();
         let start = |t: &[i64]| match *t {
@@ -562,24 +579,24 @@ impl Store for RedisStore {
         .ok_or_else(|| bad_reply("counts"))
     }
 
-    fn schedules(&self, _ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
-        Err(no_schedules())
+    fn schedules(&self, ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
+        self.read_schedules(ids)
     }
 
-    fn schedule_write(&self, _id: &str, _op: &SchedOp) -> StoreResult<SchedAnswer> {
-        Err(no_schedules())
+    fn schedule_write(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer> {
+        self.write_schedule(id, op)
     }
 
     fn list_schedules(
         &self,
-        _after: Option<&str>,
-        _limit: usize,
+        after: Option<&str>,
+        limit: usize,
     ) -> StoreResult<Vec<(String, SchedRecord)>> {
-        Err(no_schedules())
+        self.list_schedule_records(after, limit)
     }
 
-    fn unplanned(&self, _limit: usize) -> StoreResult<Vec<String>> {
-        Ok(Vec::new())
+    fn unplanned(&self, limit: usize) -> StoreResult<Vec<String>> {
+        self.unplanned_ids(limit)
     }
 
     fn watch(&self, wake: Wake) -> StoreResult<()> {

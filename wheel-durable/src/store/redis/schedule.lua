@@ -1,0 +1,244 @@
+-- The schedule rules (store/schedule_steps.rs, the same rules in Lua),
+-- appended to the prelude for the scripts that touch schedules.
+-- KEYS: 7 schedules hash (id -> record), 8 ids zset (score 0, by bytes),
+--       9 unplanned zset (score 0: the ids of records marked unplanned).
+-- A schedule record (store/schedules.rs): generation, last nominal time,
+-- runs created, skipped missed, overlap and paused (8 bytes each), flags
+-- (1: paused, 2: unplanned, 4: a last nominal time is set), the overlap
+-- byte (0 skip, 1 buffer one, 2 allow), then the definition, the payload,
+-- the next, running and buffered keys, each a u32 length (0xFFFFFFFF: none)
+-- and its bytes. Every integer little-endian.
+local SCHED, SIDS, UNPLANNED = KEYS[7], KEYS[8], KEYS[9]
+local NONE = 4294967295
+
+local function canonical(ms)
+  if ms == '' or not string.match(ms, '^%d+$') then return nil end
+  if #ms > 1 and string.sub(ms, 1, 1) == '0' then return nil end
+  local n = tonumber(ms)
+  if #ms > 16 or n > MAX_MS then return nil end
+  return n
+end
+
+-- The schedule id of a run key, and whether it is a chain run.
+local function owner(key)
+  local rest, chain
+  if string.sub(key, 1, 6) == 'sched:' then
+    rest, chain = string.sub(key, 7), true
+  elseif string.sub(key, 1, 14) == 'sched-trigger:' then
+    rest, chain = string.sub(key, 15), false
+  else
+    return nil
+  end
+  local id, ms = string.match(rest, '^(.*):([^:]*)$')
+  if not id or id == '' or not canonical(ms) then return nil end
+  if chain and #id > 512 then return nil end
+  return id, chain
+end
+
+local function decode_sched(r)
+  if not r then return nil end
+  local gen, last, runs, sm, so, sp, flags, overlap, at =
+    struct.unpack('<I8I8I8I8I8I8BB', r)
+  local function bytes()
+    local len
+    len, at = struct.unpack('<I4', r, at)
+    if len == NONE then return false end
+    local v = string.sub(r, at, at + len - 1)
+    at = at + len
+    return v
+  end
+  local s = { gen = gen, runs = runs, sm = sm, so = so, sp = sp, overlap = overlap,
+              paused = flags % 2 == 1, unplanned = math.floor(flags / 2) % 2 == 1 }
+  if math.floor(flags / 4) % 2 == 1 then s.last = last else s.last = false end
+  s.def, s.payload = bytes(), bytes()
+  s.next, s.running, s.buffered = bytes(), bytes(), bytes()
+  return s
+end
+
+local function encode_sched(s)
+  local flags = 0
+  if s.paused then flags = flags + 1 end
+  if s.unplanned then flags = flags + 2 end
+  if s.last then flags = flags + 4 end
+  local out = { struct.pack('<I8I8I8I8I8I8BB', s.gen, s.last or 0, s.runs, s.sm, s.so, s.sp,
+                            flags, s.overlap) }
+  for _, v in ipairs({ s.def, s.payload, s.next, s.running, s.buffered }) do
+    if v then
+      out[#out + 1] = struct.pack('<I4', #v) .. v
+    else
+      out[#out + 1] = struct.pack('<I4', NONE)
+    end
+  end
+  return table.concat(out)
+end
+
+local function load_sched(id)
+  return decode_sched(redis.call('HGET', SCHED, id))
+end
+
+local function put_sched(id, s)
+  redis.call('HSET', SCHED, id, encode_sched(s))
+  redis.call('ZADD', SIDS, 0, id)
+  if s.unplanned then
+    redis.call('ZADD', UNPLANNED, 0, id)
+  else
+    redis.call('ZREM', UNPLANNED, id)
+  end
+end
+
+local function drop_sched(id)
+  redis.call('HDEL', SCHED, id)
+  redis.call('ZREM', SIDS, id)
+  redis.call('ZREM', UNPLANNED, id)
+end
+
+local function add_run(key, due, payload)
+  if load(key) or get(deads, key) then return false end
+  pending(key, due, payload, 0)
+  return true
+end
+
+local function remove_run(key)
+  local x = load(key)
+  if x then unindex(key, x, true) end
+end
+
+local function set_due(key, due)
+  local x = load(key)
+  if not x then return end
+  unindex(key, x, false)
+  x.state = PENDING
+  x.due = due
+  put(key, x)
+end
+
+-- Removes a run unless it started; true if it removed one.
+local function cancel_unstarted(key)
+  if not key then return false end
+  local x = load(key)
+  if x and x.state ~= RUNNING then
+    unindex(key, x, true)
+    return true
+  end
+  return false
+end
+
+-- A chain step as the node encodes it (store/redis/schedules.rs): nil for ''.
+local function decode_advance(b)
+  if b == '' then return nil end
+  local gen, run_this, has_last, last, runs, skipped, n, at =
+    struct.unpack('<I8BBI8I8I8I4', b)
+  local a = { gen = gen, run_this = run_this == 1, runs = runs, skipped = skipped,
+              create = {} }
+  if has_last == 1 then a.last = last else a.last = false end
+  local function run()
+    local len, due
+    len, at = struct.unpack('<I4', b, at)
+    local key = string.sub(b, at, at + len - 1)
+    due, at = struct.unpack('<I8', b, at + len)
+    return { key = key, due = due }
+  end
+  for _ = 1, n do a.create[#a.create + 1] = run() end
+  local has_pending
+  has_pending, at = struct.unpack('B', b, at)
+  if has_pending == 1 then a.pending = run() end
+  return a
+end
+
+local function apply(s, a)
+  for _, r in ipairs(a.create) do add_run(r.key, r.due, s.payload) end
+  if a.pending then
+    add_run(a.pending.key, a.pending.due, s.payload)
+    s.next = a.pending.key
+  else
+    s.next = false
+  end
+  s.last, s.runs = a.last, a.runs
+  s.sm = s.sm + a.skipped
+  s.unplanned = false
+end
+
+-- The overlap rule for `key` about to start: true to start it.
+local function overlap_gate(s, key)
+  local busy = nil
+  if s.running and s.running ~= key then busy = load(s.running) end
+  if busy then
+    local parked = s.buffered and s.buffered ~= key and load(s.buffered)
+    if s.overlap == 2 then
+      -- Allow: starts.
+    elseif s.overlap == 1 and not parked then
+      local until_ = busy.lease
+      if busy.state == PENDING then until_ = busy.due end
+      set_due(key, math.max(until_, NOW + 1))
+      s.buffered = key
+      return false
+    else
+      remove_run(key)
+      s.so = s.so + 1
+      return false
+    end
+  end
+  s.running = key
+  if s.buffered == key then s.buffered = false end
+  return true
+end
+
+-- The schedule rules of `start` for `key`, claimed with its fence and due.
+local function start_gate(key, advance)
+  local id, chain = owner(key)
+  if not id then return true end
+  local s = load_sched(id)
+  if not s then
+    remove_run(key)
+    return false
+  end
+  if chain and s.paused then
+    remove_run(key)
+    s.sp = s.sp + 1
+    put_sched(id, s)
+    return false
+  end
+  if chain and s.next == key then
+    if advance and advance.gen == s.gen then
+      apply(s, advance)
+      if not advance.run_this then
+        remove_run(key)
+        put_sched(id, s)
+        return false
+      end
+    else
+      s.next = false
+      s.unplanned = true
+    end
+  end
+  local go = overlap_gate(s, key)
+  put_sched(id, s)
+  return go
+end
+
+-- The schedule rules of a recorded finish ('done', 'retry' or 'dead').
+local function sched_on_finish(key, how)
+  if how == 'retry' then return end
+  local id = owner(key)
+  if not id then return end
+  local s = load_sched(id)
+  if not s or s.running ~= key then return end
+  s.running = false
+  if s.buffered then
+    local b = load(s.buffered)
+    if b and b.state == PENDING then set_due(s.buffered, NOW) end
+  end
+  put_sched(id, s)
+end
+
+-- The schedule rules of a cancel that removed `key`.
+local function sched_on_cancel(key)
+  local id, chain = owner(key)
+  if not id or not chain then return end
+  local s = load_sched(id)
+  if s and s.next == key then
+    s.next = false
+    s.unplanned = true
+    put_sched(id, s)
+  end
+end
