@@ -1,8 +1,11 @@
-//! Durable schedules on the embedded store, end to end: each period runs
-//! once and never early, upserts are idempotent and replace the next run,
-//! concurrent upserts make one chain, catch-up after the nodes were down,
-//! pause and resume, delete, trigger, and the overlap policies with a slow
-//! handler.
+//! Durable schedules on both stores, end to end: each period runs once
+//! and never early (on three nodes too, with Redis), upserts are
+//! idempotent and replace the next run, concurrent upserts make one chain,
+//! catch-up after the nodes were down, pause and resume, delete, trigger,
+//! and the overlap policies with a slow handler. Each test body takes the
+//! store ([`Where`]) and is two tests, `::embedded` and `::redis` (the
+//! latter passes without running where no `redis-server` starts, as the
+//! other Redis tests do).
 
 use crate::durable_common::eventually;
 
@@ -11,7 +14,62 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use wheel_durable::schedule::{CatchUp, Overlap, Schedule, Spec, run_key};
-use wheel_durable::{DurableTimers, Fired, Listing, Outcome, Upserted};
+use wheel_durable::{DurableTimers, DurableTimersBuilder, Fired, Listing, Outcome, Upserted};
+use wheel_testkit::{RedisServer, ServerOptions};
+
+/// Where a test's schedules live.
+enum Where {
+    Embedded(tempfile::TempDir),
+    Redis(RedisServer),
+}
+
+impl Where {
+    fn builder(&self) -> DurableTimersBuilder {
+        match self {
+            Where::Embedded(dir) => DurableTimers::builder().embedded(dir.path().join("t")),
+            Where::Redis(server) => DurableTimers::builder()
+                .redis(&server.url())
+                .namespace("sched"),
+        }
+    }
+
+    fn client(&self) -> DurableTimers {
+        self.builder().build().unwrap()
+    }
+
+    /// `n` clients: one shared handle on the embedded store (a directory
+    /// has one owner), `n` of their own on Redis.
+    fn clients(&self, n: usize) -> Vec<Arc<DurableTimers>> {
+        match self {
+            Where::Embedded(_) => {
+                let shared = Arc::new(self.client());
+                (0..n).map(|_| shared.clone()).collect()
+            }
+            Where::Redis(_) => (0..n).map(|_| Arc::new(self.client())).collect(),
+        }
+    }
+}
+
+/// A test `$name::embedded` and a test `$name::redis` (which passes
+/// without running where no server starts), each running `$body`.
+macro_rules! both {
+    ($name:ident, $body:ident) => {
+        mod $name {
+            #[test]
+            fn embedded() {
+                super::$body(&super::Where::Embedded(tempfile::tempdir().unwrap()));
+            }
+
+            #[test]
+            fn redis() {
+                let options = super::ServerOptions::default();
+                if let Some(server) = super::RedisServer::for_test(options) {
+                    super::$body(&super::Where::Redis(server));
+                }
+            }
+        }
+    };
+}
 
 /// One run as the handler saw it: the schedule's id, the nominal time,
 /// when it started and ended (machine clock), and whether it was triggered.
@@ -80,9 +138,8 @@ fn every_second(catch_up: CatchUp, overlap: Overlap) -> Schedule {
         .unwrap()
 }
 
-fn node(path: &std::path::Path, runs: &Runs, busy: fn(&str) -> Duration) -> DurableTimers {
-    DurableTimers::builder()
-        .embedded(path)
+fn node(at: &Where, runs: &Runs, busy: fn(&str) -> Duration) -> DurableTimers {
+    at.builder()
         .workers(8)
         .handler(runs.handler(busy))
         .build()
@@ -105,11 +162,14 @@ fn pending_with(timers: &DurableTimers, prefix: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_schedule_every_second_runs_each_period_once_never_early() {
-    let dir = tempfile::tempdir().unwrap();
+both!(
+    a_schedule_every_second_runs_each_period_once_never_early,
+    a_schedule_every_second_runs_each_period_once_never_early_on
+);
+
+fn a_schedule_every_second_runs_each_period_once_never_early_on(at: &Where) {
     let runs = Runs::default();
-    let timers = node(&dir.path().join("t"), &runs, quick);
+    let timers = node(at, &runs, quick);
     let created = SystemTime::now();
     let s = every_second(CatchUp::Latest, Overlap::Skip);
     assert_eq!(
@@ -136,13 +196,13 @@ fn a_schedule_every_second_runs_each_period_once_never_early() {
     timers.shutdown().unwrap();
 }
 
-#[test]
-fn an_unchanged_upsert_changes_nothing_and_a_changed_one_replaces_the_next_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let timers = DurableTimers::builder()
-        .embedded(dir.path().join("t"))
-        .build()
-        .unwrap();
+both!(
+    an_unchanged_upsert_changes_nothing_and_a_changed_one_replaces_the_next_run,
+    an_unchanged_upsert_changes_nothing_and_a_changed_one_replaces_the_next_run_on
+);
+
+fn an_unchanged_upsert_changes_nothing_and_a_changed_one_replaces_the_next_run_on(at: &Where) {
+    let timers = at.client();
     let hourly = Schedule::builder(Spec::every(Duration::from_secs(3_600)).unwrap())
         .build()
         .unwrap();
@@ -193,15 +253,13 @@ fn an_unchanged_upsert_changes_nothing_and_a_changed_one_replaces_the_next_run()
     timers.shutdown().unwrap();
 }
 
-#[test]
-fn eight_clients_upserting_one_id_make_one_schedule_and_one_chain() {
-    let dir = tempfile::tempdir().unwrap();
-    let timers = Arc::new(
-        DurableTimers::builder()
-            .embedded(dir.path().join("t"))
-            .build()
-            .unwrap(),
-    );
+both!(
+    eight_clients_upserting_one_id_make_one_schedule_and_one_chain,
+    eight_clients_upserting_one_id_make_one_schedule_and_one_chain_on
+);
+
+fn eight_clients_upserting_one_id_make_one_schedule_and_one_chain_on(at: &Where) {
+    let clients = at.clients(8);
     let hourly = Schedule::builder(Spec::every(Duration::from_secs(3_600)).unwrap())
         .build()
         .unwrap();
@@ -209,7 +267,7 @@ fn eight_clients_upserting_one_id_make_one_schedule_and_one_chain() {
         let answers: Vec<Upserted> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..8u8)
                 .map(|i| {
-                    let (timers, s) = (timers.clone(), hourly.clone());
+                    let (timers, s) = (clients[usize::from(i)].clone(), hourly.clone());
                     // The first round all the same; the second, each its own payload.
                     let payload = if round == 0 { vec![0] } else { vec![i + 1] };
                     scope.spawn(move || timers.upsert_schedule("one", &s, &payload).unwrap())
@@ -230,21 +288,23 @@ fn eight_clients_upserting_one_id_make_one_schedule_and_one_chain() {
                 7
             );
         }
-        assert_eq!(timers.schedules(10).unwrap().schedules.len(), 1);
+        assert_eq!(clients[0].schedules(10).unwrap().schedules.len(), 1);
         assert_eq!(
-            pending_with(&timers, "sched:one:").len(),
+            pending_with(&clients[0], "sched:one:").len(),
             1,
             "round {round}"
         );
     }
 }
 
-#[test]
-fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t");
+both!(
+    after_the_nodes_were_down_each_catch_up_policy_makes_its_runs,
+    after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on
+);
+
+fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on(at: &Where) {
     let runs = Runs::default();
-    let timers = node(&path, &runs, quick);
+    let timers = node(at, &runs, quick);
     let wide = CatchUp::All {
         window: Duration::from_secs(60),
     };
@@ -269,7 +329,7 @@ fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs() {
         .collect();
     std::thread::sleep(Duration::from_millis(3_500));
     let reopened = SystemTime::now();
-    let timers = node(&path, &runs, quick);
+    let timers = node(at, &runs, quick);
     let after = |id: &str, i: usize| -> Vec<Run> {
         let n = runs
             .of(id)
@@ -321,11 +381,14 @@ fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs() {
     timers.shutdown().unwrap();
 }
 
-#[test]
-fn a_paused_schedule_runs_nothing_and_resumes_from_the_resume_time() {
-    let dir = tempfile::tempdir().unwrap();
+both!(
+    a_paused_schedule_runs_nothing_and_resumes_from_the_resume_time,
+    a_paused_schedule_runs_nothing_and_resumes_from_the_resume_time_on
+);
+
+fn a_paused_schedule_runs_nothing_and_resumes_from_the_resume_time_on(at: &Where) {
     let runs = Runs::default();
-    let timers = node(&dir.path().join("t"), &runs, quick);
+    let timers = node(at, &runs, quick);
     let s = every_second(CatchUp::Latest, Overlap::Skip);
     timers.upsert_schedule("p", &s, b"").unwrap();
     runs.wait("p", 1);
@@ -356,11 +419,14 @@ fn a_paused_schedule_runs_nothing_and_resumes_from_the_resume_time() {
     timers.shutdown().unwrap();
 }
 
-#[test]
-fn delete_cancels_the_pending_run_and_trigger_runs_once_beside_the_chain() {
-    let dir = tempfile::tempdir().unwrap();
+both!(
+    delete_cancels_the_pending_run_and_trigger_runs_once_beside_the_chain,
+    delete_cancels_the_pending_run_and_trigger_runs_once_beside_the_chain_on
+);
+
+fn delete_cancels_the_pending_run_and_trigger_runs_once_beside_the_chain_on(at: &Where) {
     let runs = Runs::default();
-    let timers = node(&dir.path().join("t"), &runs, quick);
+    let timers = node(at, &runs, quick);
     let hourly = Schedule::builder(Spec::every(Duration::from_secs(3_600)).unwrap())
         .build()
         .unwrap();
@@ -387,11 +453,14 @@ fn slow(_: &str) -> Duration {
     Duration::from_millis(2_500)
 }
 
-#[test]
-fn overlap_policies_with_a_slow_handler() {
-    let dir = tempfile::tempdir().unwrap();
+both!(
+    overlap_policies_with_a_slow_handler,
+    overlap_policies_with_a_slow_handler_on
+);
+
+fn overlap_policies_with_a_slow_handler_on(at: &Where) {
     let runs = Runs::default();
-    let timers = node(&dir.path().join("t"), &runs, slow);
+    let timers = node(at, &runs, slow);
     for (id, o) in [
         ("skip", Overlap::Skip),
         ("buffer", Overlap::BufferOne),
@@ -419,4 +488,28 @@ fn overlap_policies_with_a_slow_handler() {
     );
     assert!(buffer[1].started >= buffer[0].ended);
     timers.shutdown().unwrap();
+}
+
+/// Three nodes on one Redis namespace, a schedule every second upserted by
+/// each: each slot runs once, on whichever node, never early.
+#[test]
+fn three_redis_nodes_run_each_slot_of_one_schedule_once() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let at = Where::Redis(server);
+    let runs = Runs::default();
+    let nodes: Vec<DurableTimers> = (0..3).map(|_| node(&at, &runs, quick)).collect();
+    let s = every_second(CatchUp::Latest, Overlap::Skip);
+    for n in &nodes {
+        n.upsert_schedule("shared", &s, b"").unwrap();
+    }
+    let got = runs.wait("shared", 4);
+    for (a, b) in got.iter().zip(&got[1..]) {
+        assert_eq!(b.nominal, a.nominal + Duration::from_secs(1), "{got:?}");
+    }
+    assert!(got.iter().all(|r| r.started >= r.due), "{got:?}");
+    for n in nodes {
+        n.shutdown().unwrap();
+    }
 }
