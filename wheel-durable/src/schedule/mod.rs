@@ -51,15 +51,18 @@
 //!
 //! # Catch-up and overlap
 //!
-//! A schedule's chain holds one pending run. When it is claimed, the node
-//! calls [`Schedule::plan`] with it as the last run; slots between it and
-//! now were *missed* and go through the [`CatchUp`] policy ([`Skip`]
-//! drops them, [`Latest`] — the default — runs the most recent once,
-//! [`All`] runs each within a window, at most [`MAX_CATCH_UP_RUNS`]);
-//! the first slot at or after now becomes the next pending run. The
+//! A schedule's chain holds one pending run. When it starts, the node
+//! plans the next step with it as the last run; slots between it and now
+//! were *missed* (and so is the pending run itself when the slot after it
+//! has passed too) and go through the [`CatchUp`] policy ([`Skip`] drops
+//! them, [`Latest`] — the default — runs the most recent once, [`All`]
+//! runs each within a window, at most [`MAX_CATCH_UP_RUNS`]); the first
+//! slot at or after now becomes the next pending run. A new schedule
+//! starts at its first slot at or after `max(start, now)`. The
 //! [`Overlap`] policy ([`Skip`](Overlap::Skip) by default) says what a run
 //! that comes due while the previous one still runs does; the store
-//! enforces it.
+//! enforces it, for every run of the schedule. The stores keep the chain
+//! (`docs/durable.md`, "Schedules").
 //!
 //! [`Skip`]: CatchUp::Skip
 //! [`Latest`]: CatchUp::Latest
