@@ -10,8 +10,12 @@
 //! timers that the next planned claim takes in time), instead of one claim
 //! per add on every node.
 //!
-//! Owns no state besides its thread's locals (the plan, the back-off): it
-//! enters claims through `hold.rs` and `starter.rs`, renews through
+//! It also re-plans schedules whose chain lost its pending run, at most
+//! once per [`REPLAN_EVERY`] (the recovery step, `docs/durable.md`,
+//! "Schedules").
+//!
+//! Owns no state besides its thread's locals (the plan, the back-off,
+//! when it last re-planned schedules): it enters claims through `hold.rs` and `starter.rs`, renews through
 //! [`Runs`](super::runs::Runs), plans by [`StoreTime`](super::clock::StoreTime)
 //! and sleeps on [`Signal`](super::signal::Signal), the one thread that
 //! waits on it.
@@ -64,6 +68,7 @@ pub(crate) fn notify_window(config: &NodeConfig) -> Duration {
 /// The claimer thread's loop, until the node stops.
 pub(super) fn run(shared: &Arc<NodeShared>) {
     let mut backoff = Backoff::new(FIRST_BACKOFF, shared.config.poll);
+    let mut replanned: Option<Instant> = None;
     while !shared.stopping() {
         let claimed_at = Instant::now();
         let room = shared.config.max_held.saturating_sub(shared.held_count());
@@ -106,7 +111,10 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
             }
         };
         renew(shared);
-        replan_schedules(shared);
+        if replanned.is_none_or(|at| at.elapsed() >= REPLAN_EVERY) {
+            replan_schedules(shared);
+            replanned = Some(Instant::now());
+        }
         // A safety net: runs taken for handlers resume the starts that
         // waited for room, but a wake-up lost in a race waits no longer
         // than this.
@@ -126,8 +134,13 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
     }
 }
 
-/// Schedules re-planned per claim loop at most.
+/// Schedules re-planned per look at most.
 const REPLAN_BATCH: usize = 16;
+
+/// How often the claimer looks for unplanned schedules at most: a store
+/// call, which a claim loop at full speed would otherwise add to every
+/// claim.
+const REPLAN_EVERY: Duration = Duration::from_secs(1);
 
 /// Gives chains left without a pending run (a run started without its
 /// step) their next run: the recovery step of the schedule rules.

@@ -448,6 +448,37 @@ fn delete_cancels_the_pending_run_and_trigger_runs_once_beside_the_chain_on(at: 
     timers.shutdown().unwrap();
 }
 
+both!(
+    a_chain_whose_pending_run_was_cancelled_is_planned_again,
+    a_chain_whose_pending_run_was_cancelled_is_planned_again_on
+);
+
+/// The recovery step: a caller cancels the pending run's timer, a node
+/// gives the chain its next run again.
+fn a_chain_whose_pending_run_was_cancelled_is_planned_again_on(at: &Where) {
+    let runs = Runs::default();
+    let timers = node(at, &runs, quick);
+    let s = Schedule::builder(Spec::every(Duration::from_secs(3_600)).unwrap())
+        .build()
+        .unwrap();
+    timers.upsert_schedule("r", &s, b"").unwrap();
+    let next = timers.schedule("r").unwrap().unwrap().next_nominal.unwrap();
+    assert!(timers.cancel(&run_key("r", next).unwrap()).unwrap());
+    assert_eq!(timers.schedule("r").unwrap().unwrap().next_nominal, None);
+    eventually("the chain to be planned again", || {
+        timers
+            .schedule("r")
+            .unwrap()
+            .unwrap()
+            .next_nominal
+            .is_some()
+    });
+    let info = timers.schedule("r").unwrap().unwrap();
+    assert_eq!(info.next_nominal, Some(next + Duration::from_secs(3_600)));
+    assert_eq!(pending_with(&timers, "sched:r:").len(), 1);
+    timers.shutdown().unwrap();
+}
+
 /// Each schedule's handler takes 2.5 s, its period 1 s.
 fn slow(_: &str) -> Duration {
     Duration::from_millis(2_500)
