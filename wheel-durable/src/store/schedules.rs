@@ -24,9 +24,9 @@
 //!
 //! Node state: none (plain values and encodings).
 
-use super::Millis;
 use crate::schedule::chain::{Advance, ChainRun};
 use crate::schedule::{Overlap, parse_run_key};
+use crate::time::Millis;
 
 /// The prefix of a triggered run's key.
 pub(crate) const TRIGGER_PREFIX: &str = "sched-trigger:";

@@ -23,6 +23,7 @@
 mod dir;
 mod read;
 mod schedules;
+mod spaces;
 mod tables;
 mod writer;
 
@@ -35,10 +36,10 @@ use std::thread::JoinHandle;
 use fjall::{Database, PersistMode};
 
 use self::read::first_keys;
-use self::tables::{Cursor, Space, Spaces, Tables};
+use self::spaces::{Space, Spaces};
+use self::tables::{Cursor, Tables};
 use self::writer::{Job, Reply, Step, Writer, call};
 use super::record::DeadRecord;
-use super::schedule_steps;
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
     ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
@@ -198,8 +199,8 @@ impl Embedded {
             let v = snap
                 .get(dead, key.as_str())
                 .map_err(db_err)?
-                .ok_or_else(|| tables::corrupt("dead order"))?;
-            let d = DeadRecord::decode(&v).ok_or_else(|| tables::corrupt("dead letter"))?;
+                .ok_or_else(|| spaces::corrupt("dead order"))?;
+            let d = DeadRecord::decode(&v).ok_or_else(|| spaces::corrupt("dead letter"))?;
             out.push(DeadLetter {
                 key,
                 payload: d.payload,
@@ -224,13 +225,13 @@ fn unexpected(r: Reply) -> DurableError {
 /// Refuses a fjall database that holds keyspaces but not ours: another
 /// program's database, which opening would write our keyspaces into.
 fn check_ours(db: &Database, path: &Path) -> StoreResult<()> {
-    if db.list_keyspace_names().is_empty() || db.keyspace_exists(tables::NAMES[0]) {
+    if db.list_keyspace_names().is_empty() || db.keyspace_exists(spaces::NAMES[0]) {
         return Ok(());
     }
     let detail = ErrorDetail::new(format!(
         "{} is not a wheel store: a fjall database without a `{}` keyspace",
         path.display(),
-        tables::NAMES[0]
+        spaces::NAMES[0]
     ));
     Err(DurableError::Corrupt(detail.with_path(path)))
 }
@@ -371,19 +372,11 @@ impl Store for Embedded {
     }
 
     fn schedules(&self, ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
-        let (snap, spaces) = self.read()?;
-        let now = self.clock.local_now();
-        let found = schedules::read(&snap, &spaces, ids).map_err(|e| e.in_store(&self.path))?;
-        Ok((now, found))
+        self.read_schedules(ids)
     }
 
     fn schedule_write(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer> {
-        let (id, op) = (id.to_owned(), op.clone());
-        let step: Step = Box::new(move |t| schedule_steps::write(t, &id, &op).map(Reply::Schedule));
-        match self.call(true, step)? {
-            Reply::Schedule(a) => Ok(a),
-            other => Err(unexpected(other)),
-        }
+        self.write_schedule(id, op)
     }
 
     fn list_schedules(
@@ -391,13 +384,11 @@ impl Store for Embedded {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<(String, SchedRecord)>> {
-        let (snap, spaces) = self.read()?;
-        schedules::list(&snap, &spaces, after, limit).map_err(|e| e.in_store(&self.path))
+        self.list_schedule_records(after, limit)
     }
 
     fn unplanned(&self, limit: usize) -> StoreResult<Vec<String>> {
-        let (snap, spaces) = self.read()?;
-        schedules::unplanned(&snap, &spaces, limit).map_err(|e| e.in_store(&self.path))
+        self.unplanned_ids(limit)
     }
 
     fn watch(&self, wake: Wake) -> StoreResult<()> {
@@ -491,7 +482,7 @@ mod tests {
         assert!(e.to_string().contains("not a wheel store"), "{e}");
         let db = Database::builder(&path).open().unwrap();
         assert!(
-            !db.keyspace_exists(tables::NAMES[0]),
+            !db.keyspace_exists(spaces::NAMES[0]),
             "nothing of ours added"
         );
         // A fresh fjall database with no keyspace yet is taken.

@@ -12,7 +12,7 @@ use std::ops::Bound;
 use fjall::{Keyspace, Readable, Snapshot};
 
 use super::db_err;
-use super::tables::{Space, Spaces, corrupt, index_key, parse_index_key};
+use super::spaces::{Space, Spaces, corrupt, index_key, parse_index_key};
 use crate::store::record::{DeadRecord, Record};
 use crate::store::{Listed, Millis, StoreResult};
 use crate::{Listing, TimerInfo};

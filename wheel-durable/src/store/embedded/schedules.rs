@@ -8,12 +8,14 @@
 
 use fjall::Readable;
 
-use super::db_err;
-use super::tables::{Space, Spaces, Tables, corrupt};
+use super::spaces::{Space, Spaces, corrupt};
+use super::tables::Tables;
+use super::writer::{Reply, Step};
+use super::{Embedded, db_err, unexpected};
 use crate::TimerState;
 use crate::store::record::Record;
-use crate::store::schedule_steps::RunTable;
-use crate::store::schedules::SchedRecord;
+use crate::store::schedule_steps::{self, RunTable};
+use crate::store::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use crate::store::{Millis, StoreResult};
 
 impl RunTable for Tables<'_> {
@@ -74,8 +76,43 @@ impl RunTable for Tables<'_> {
     }
 }
 
+impl Embedded {
+    pub(super) fn read_schedules(
+        &self,
+        ids: &[&str],
+    ) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
+        let (snap, spaces) = self.read()?;
+        let now = self.clock.local_now();
+        let found = read(&snap, &spaces, ids).map_err(|e| e.in_store(&self.path))?;
+        Ok((now, found))
+    }
+
+    pub(super) fn write_schedule(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer> {
+        let (id, op) = (id.to_owned(), op.clone());
+        let step: Step = Box::new(move |t| schedule_steps::write(t, &id, &op).map(Reply::Schedule));
+        match self.call(true, step)? {
+            Reply::Schedule(a) => Ok(a),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub(super) fn list_schedule_records(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, SchedRecord)>> {
+        let (snap, spaces) = self.read()?;
+        list(&snap, &spaces, after, limit).map_err(|e| e.in_store(&self.path))
+    }
+
+    pub(super) fn unplanned_ids(&self, limit: usize) -> StoreResult<Vec<String>> {
+        let (snap, spaces) = self.read()?;
+        unplanned(&snap, &spaces, limit).map_err(|e| e.in_store(&self.path))
+    }
+}
+
 /// The records of `ids`, from a snapshot.
-pub(super) fn read(
+fn read(
     snap: &fjall::Snapshot,
     spaces: &Spaces,
     ids: &[&str],
@@ -92,7 +129,7 @@ pub(super) fn read(
 }
 
 /// Up to `limit` records in id order, strictly after `after`.
-pub(super) fn list(
+fn list(
     snap: &fjall::Snapshot,
     spaces: &Spaces,
     after: Option<&str>,
@@ -117,11 +154,7 @@ pub(super) fn list(
 }
 
 /// Up to `limit` ids of the unplanned index.
-pub(super) fn unplanned(
-    snap: &fjall::Snapshot,
-    spaces: &Spaces,
-    limit: usize,
-) -> StoreResult<Vec<String>> {
+fn unplanned(snap: &fjall::Snapshot, spaces: &Spaces, limit: usize) -> StoreResult<Vec<String>> {
     let mut out = Vec::new();
     for entry in snap.iter(spaces.get(Space::Unplanned)).take(limit) {
         let k = entry.key().map_err(db_err)?;

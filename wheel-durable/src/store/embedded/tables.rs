@@ -1,16 +1,7 @@
-//! The embedded store's keyspaces and the state machine's steps on them,
-//! run by the writer thread over the current group's [`Tables`].
-//!
-//! Keyspaces: `timers` (key → [`Record`]), `due` ((due, key) → empty) for
-//! pending timers, `leases` ((lease_until, key) → empty) for claimed and
-//! running ones, `dead` (key → [`DeadRecord`]), `dead_order` ((failed_at,
-//! key) → empty), `meta` (name → u64 little-endian: the fence
-//! counter), `schedules` (id → [`SchedRecord`](crate::store::schedules::SchedRecord))
-//! and `unplanned` (id → empty, for the records marked unplanned; see
-//! `schedules.rs`). An index key is the time as a big-endian u64 followed by the
-//! timer's key, so an index is ordered by time, then by key, and the
-//! tombstones that deletes leave behind cluster at its head. A timer's
-//! record and its one index entry always change in the same step.
+//! The state machine's steps on the embedded store's keyspaces
+//! ([`spaces`](super::spaces) names them), run by the writer thread over
+//! the current group's [`Tables`]. A timer's record and its one index
+//! entry always change in the same step.
 //!
 //! A group's writes go into an overlay first, which every later read of
 //! the group sees; the writer then commits the overlay as one atomic write
@@ -22,9 +13,10 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable};
+use fjall::{Database, Readable};
 
 use super::db_err;
+use super::spaces::{Space, Spaces, corrupt, index_key, parse_index_key};
 use crate::schedule::chain::Advance;
 use crate::store::record::{DeadRecord, Record};
 use crate::store::schedule_steps::{self, Gate};
@@ -32,88 +24,13 @@ use crate::store::{
     ClaimBatch, ClaimRequest, Claimed, Counts, EXPIRED_KEYS, Finish, Millis, Start, StoreResult,
     claim_lease_end, later, lease_lost_reason,
 };
-use crate::{AddMode, DurableError, TimerState};
+use crate::{AddMode, TimerState};
 
 /// The name of the fence counter in `meta`.
 const FENCE: &[u8] = b"fence";
 
 /// Expired leases handled by one claim at most (the rest wait for the next).
 const MAX_EXPIRED_PER_CLAIM: usize = 10_000;
-
-pub(super) fn corrupt(what: &str) -> DurableError {
-    DurableError::Corrupt(format!("a {what} record does not parse").into())
-}
-
-/// The keyspaces, in the order of [`Space`].
-pub(super) struct Spaces {
-    all: [Keyspace; 8],
-}
-
-/// One keyspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Space {
-    Timers = 0,
-    Due = 1,
-    Leases = 2,
-    Dead = 3,
-    DeadOrder = 4,
-    Meta = 5,
-    Schedules = 6,
-    Unplanned = 7,
-}
-
-pub(super) const NAMES: [&str; 8] = [
-    "timers",
-    "due",
-    "leases",
-    "dead",
-    "dead_order",
-    "meta",
-    "schedules",
-    "unplanned",
-];
-
-impl Spaces {
-    /// Opens (or creates) every keyspace.
-    pub(super) fn open(db: &Database) -> StoreResult<Spaces> {
-        let open = |name: &str| {
-            db.keyspace(name, KeyspaceCreateOptions::default)
-                .map_err(db_err)
-        };
-        Ok(Spaces {
-            all: [
-                open(NAMES[0])?,
-                open(NAMES[1])?,
-                open(NAMES[2])?,
-                open(NAMES[3])?,
-                open(NAMES[4])?,
-                open(NAMES[5])?,
-                open(NAMES[6])?,
-                open(NAMES[7])?,
-            ],
-        })
-    }
-
-    pub(super) fn get(&self, space: Space) -> &Keyspace {
-        &self.all[space as usize]
-    }
-}
-
-/// The key of an index entry: `at` big-endian, then the timer's key.
-pub(super) fn index_key(at: Millis, key: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(8 + key.len());
-    k.extend_from_slice(&at.to_be_bytes());
-    k.extend_from_slice(key.as_bytes());
-    k
-}
-
-/// The time and the timer's key of an index entry.
-pub(super) fn parse_index_key(k: &[u8]) -> StoreResult<(Millis, String)> {
-    let (at, key) = k.split_at_checked(8).ok_or_else(|| corrupt("index"))?;
-    let at = u64::from_be_bytes(at.try_into().map_err(|_| corrupt("index"))?);
-    let key = std::str::from_utf8(key).map_err(|_| corrupt("index"))?;
-    Ok((at, key.to_owned()))
-}
 
 /// What the writer keeps between groups: the counts of each index, and a
 /// lower bound of the entries of the due and lease indexes (an index key:
@@ -193,7 +110,7 @@ impl<'s> Tables<'s> {
     pub(super) fn into_batch(self, db: &Database) -> fjall::OwnedWriteBatch {
         let n = self.writes.iter().map(BTreeMap::len).sum();
         let mut batch = fjall::OwnedWriteBatch::with_capacity(db.clone(), n);
-        for (space, writes) in self.spaces.all.iter().zip(self.writes) {
+        for (space, writes) in self.spaces.all().iter().zip(self.writes) {
             for (k, v) in writes {
                 match v {
                     Some(v) => batch.insert(space, k, v),

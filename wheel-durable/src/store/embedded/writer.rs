@@ -28,7 +28,8 @@ use std::time::Duration;
 use fjall::{Database, PersistMode};
 
 use super::db_err;
-use super::tables::{Cursor, Spaces, Tables};
+use super::spaces::Spaces;
+use super::tables::{Cursor, Tables};
 use crate::DurableError;
 use crate::store::schedules::SchedAnswer;
 use crate::store::{ClaimBatch, Counts, Millis, Start, StoreClock, StoreResult, Wake};

@@ -1,0 +1,93 @@
+//! The embedded store's keyspaces and the layout of their index keys.
+//!
+//! Keyspaces: `timers` (key → [`Record`](crate::store::record::Record)),
+//! `due` ((due, key) → empty) for pending timers, `leases` ((lease_until,
+//! key) → empty) for claimed and running ones, `dead` (key →
+//! [`DeadRecord`](crate::store::record::DeadRecord)), `dead_order`
+//! ((failed_at, key) → empty), `meta` (name → u64 little-endian: the fence
+//! counter), `schedules` (id →
+//! [`SchedRecord`](crate::store::schedules::SchedRecord)) and `unplanned`
+//! (id → empty, for the records marked unplanned; see `schedules.rs`). An
+//! index key is the time as a big-endian u64 followed by the timer's key,
+//! so an index is ordered by time, then by key, and the tombstones that
+//! deletes leave behind cluster at its head.
+//!
+//! Node state: none: the keyspaces belong to the store; only the writer
+//! thread changes them (`tables.rs`).
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions};
+
+use super::db_err;
+use crate::DurableError;
+use crate::store::{Millis, StoreResult};
+
+pub(super) fn corrupt(what: &str) -> DurableError {
+    DurableError::Corrupt(format!("a {what} record does not parse").into())
+}
+
+/// The keyspaces, in the order of [`Space`].
+pub(super) struct Spaces {
+    all: [Keyspace; 8],
+}
+
+/// One keyspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Space {
+    Timers = 0,
+    Due = 1,
+    Leases = 2,
+    Dead = 3,
+    DeadOrder = 4,
+    Meta = 5,
+    Schedules = 6,
+    Unplanned = 7,
+}
+
+pub(super) const NAMES: [&str; 8] = [
+    "timers",
+    "due",
+    "leases",
+    "dead",
+    "dead_order",
+    "meta",
+    "schedules",
+    "unplanned",
+];
+
+impl Spaces {
+    /// Opens (or creates) every keyspace.
+    pub(super) fn open(db: &Database) -> StoreResult<Spaces> {
+        let open = |name: &&str| {
+            db.keyspace(name, KeyspaceCreateOptions::default)
+                .map_err(db_err)
+        };
+        let all: Vec<Keyspace> = NAMES.iter().map(open).collect::<StoreResult<_>>()?;
+        let all = all.try_into().map_err(|_| corrupt("keyspace list"))?;
+        Ok(Spaces { all })
+    }
+
+    pub(super) fn get(&self, space: Space) -> &Keyspace {
+        &self.all[space as usize]
+    }
+
+    /// Every keyspace, in the order of [`Space`].
+    pub(super) fn all(&self) -> &[Keyspace; 8] {
+        &self.all
+    }
+}
+
+/// The key of an index entry: `at` big-endian, then the timer's key.
+pub(super) fn index_key(at: Millis, key: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + key.len());
+    k.extend_from_slice(&at.to_be_bytes());
+    k.extend_from_slice(key.as_bytes());
+    k
+}
+
+/// The time and the timer's key of an index entry.
+pub(super) fn parse_index_key(k: &[u8]) -> StoreResult<(Millis, String)> {
+    let (at, key) = k.split_at_checked(8).ok_or_else(|| corrupt("index"))?;
+    let at = u64::from_be_bytes(at.try_into().map_err(|_| corrupt("index"))?);
+    let key = std::str::from_utf8(key).map_err(|_| corrupt("index"))?;
+    Ok((at, key.to_owned()))
+}
