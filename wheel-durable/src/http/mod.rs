@@ -26,7 +26,8 @@
 //! the same key) and `webhook-timestamp`; with signing secrets, also
 //! `webhook-signature`, which receivers check with their Standard Webhooks
 //! library (see [`HttpConfig::signing_secret`]), or in Rust with
-//! [`verify_signature`].
+//! [`verify_signature`]. A schedule's run adds `Wheel-Schedule-Id` and
+//! `Wheel-Schedule-Time` (its nominal time, Unix milliseconds).
 //!
 //! [Standard Webhooks]: https://www.standardwebhooks.com
 //!

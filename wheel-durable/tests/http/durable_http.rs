@@ -529,3 +529,38 @@ fn a_slow_host_at_its_limit_does_not_hold_up_another_host() {
     assert!(slow.max_in_flight() <= 2);
     timers.shutdown().unwrap();
 }
+
+/// A schedule's callback runs carry the schedule id and the nominal time
+/// of their slot, besides the usual headers; a plain callback does not.
+#[test]
+fn a_schedule_s_callbacks_carry_its_id_and_nominal_time() {
+    use wheel_durable::schedule::{Schedule, Spec, run_key};
+    let rx = Receiver::ok();
+    let dir = tempfile::tempdir().unwrap();
+    let timers = node(&dir, HttpConfig::new(), RetryPolicy::new());
+    let every = Schedule::builder(Spec::every(Duration::from_secs(1)).unwrap())
+        .build()
+        .unwrap();
+    let cb = HttpCallback::new(Method::Post, rx.url("/tick"));
+    timers
+        .upsert_callback_schedule("tick tock", &every, &cb)
+        .unwrap();
+    timers
+        .add_callback_at("plain", SystemTime::now(), &cb)
+        .unwrap();
+    eventually("two runs and the plain callback", || {
+        rx.requests().len() >= 3
+    });
+    let requests = rx.requests();
+    let plain = requests.iter().find(|r| r.key() == "plain").unwrap();
+    assert_eq!(plain.header("Wheel-Schedule-Id"), None);
+    let runs: Vec<_> = requests.iter().filter(|r| r.key() != "plain").collect();
+    for r in &runs {
+        assert_eq!(r.header("Wheel-Schedule-Id"), Some("tick%20tock"));
+        let at: u64 = r.header("Wheel-Schedule-Time").unwrap().parse().unwrap();
+        let nominal = UNIX_EPOCH + ms(at);
+        assert_eq!(r.key(), run_key("tick tock", nominal).unwrap());
+        assert_eq!(at % 1_000, 0, "on the second");
+    }
+    timers.shutdown().unwrap();
+}
