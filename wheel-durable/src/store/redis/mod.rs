@@ -24,6 +24,7 @@
 //! and the subscriber thread (`watch.rs`).
 
 mod schedules;
+mod scripts;
 mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvocation, Value};
 
 use self::schedules::encode_advance;
+use self::scripts::Scripts;
 use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
@@ -52,61 +54,6 @@ const EXPIRED_PER_CLAIM: usize = 10_000;
 /// The longest a reply may take before the connection counts as broken.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
-macro_rules! script {
-    ($file:literal) => {
-        Script::new(concat!(include_str!("prelude.lua"), include_str!($file)))
-    };
-    // With the schedule rules, for the scripts that touch schedules.
-    (schedules, $file:literal) => {
-        Script::new(concat!(
-            include_str!("prelude.lua"),
-            include_str!("schedule.lua"),
-            include_str!($file)
-        ))
-    };
-}
-
-/// The scripts, each compiled once into its SHA.
-pub(super) struct Scripts {
-    add: Script,
-    cancel: Script,
-    reschedule: Script,
-    get: Script,
-    claim: Script,
-    start: Script,
-    renew: Script,
-    finish: Script,
-    release: Script,
-    dead_letters: Script,
-    retry_dead: Script,
-    counts: Script,
-    list: Script,
-    pub(super) schedule_write: Script,
-    pub(super) schedules: Script,
-}
-
-impl Scripts {
-    fn new() -> Scripts {
-        Scripts {
-            add: script!("add.lua"),
-            cancel: script!(schedules, "cancel.lua"),
-            reschedule: script!("reschedule.lua"),
-            get: script!("get.lua"),
-            claim: script!("claim.lua"),
-            start: script!(schedules, "start.lua"),
-            renew: script!("renew.lua"),
-            finish: script!(schedules, "finish.lua"),
-            release: script!("release.lua"),
-            dead_letters: script!("dead_letters.lua"),
-            retry_dead: script!("retry_dead.lua"),
-            counts: script!("counts.lua"),
-            list: script!("list.lua"),
-            schedule_write: script!(schedules, "schedule_write.lua"),
-            schedules: script!(schedules, "schedules.lua"),
-        }
-    }
-}
-
 /// How to reach the server and run there.
 pub(crate) struct Options {
     pub(crate) url: String,
@@ -123,7 +70,7 @@ pub(crate) struct RedisStore {
     pool: Mutex<Vec<Connection>>,
     keys: [String; 9],
     channel: String,
-    pub(super) scripts: Scripts,
+    scripts: Scripts,
     options: Options,
     closed: Arc<AtomicBool>,
     watcher: Mutex<Option<JoinHandle<()>>>,
@@ -140,7 +87,7 @@ fn transient(e: &RedisError) -> bool {
         )
 }
 
-pub(super) fn bad_reply(what: &str) -> DurableError {
+fn bad_reply(what: &str) -> DurableError {
     DurableError::Store(format!("unexpected reply to {what}").into())
 }
 
@@ -246,7 +193,7 @@ impl RedisStore {
         inv
     }
 
-    pub(super) fn run<T: redis::FromRedisValue>(
+    fn run<T: redis::FromRedisValue>(
         &self,
         script: &Script,
         args: impl Fn(&mut ScriptInvocation<'_>),
