@@ -468,12 +468,24 @@ fn schedule_chains_agree_with_the_model() {
     let r = record(&bench).unwrap();
     assert_eq!(r.next.as_deref(), Some("sched:s:1700000006000"));
     assert_eq!((r.skipped_missed, r.runs_created), (3, 4));
+    pause_resume_and_delete(bench, &claim, &start);
+}
+
+/// The rest of [`schedule_chains_agree_with_the_model`], at 5.5 s with the
+/// run at 6 s pending.
+fn pause_resume_and_delete(mut bench: DurableBench, claim: &Op, start: &Op) {
+    use Op::*;
+    use ScheduleOp as S;
+    let record = |bench: &DurableBench| {
+        let (_, r) = bench.model().schedules(&[IDS[0]]).unwrap();
+        r.into_iter().next().flatten()
+    };
     // Paused at 5.5 s (6 cancelled), resumed at 8.5 s: 7 and 8 skipped.
     for op in [
         &Schedule(S::Pause(0)),
         &Advance(3_000),
-        &claim,
-        &start,
+        claim,
+        start,
         &Schedule(S::Resume(0)),
         &Schedule(S::Read),
     ] {

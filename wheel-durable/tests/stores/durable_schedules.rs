@@ -302,9 +302,12 @@ both!(
     after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on
 );
 
-fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on(at: &Where) {
-    let runs = Runs::default();
-    let timers = node(at, &runs, quick);
+/// Three schedules every second (one per catch-up policy, overlap
+/// `Allow`) run once, then the node stops for 3.5 s and a new one starts:
+/// the nominal time of each one's last run before, the restart time, the
+/// new node.
+fn down_and_up(at: &Where, runs: &Runs) -> (Vec<SystemTime>, SystemTime, DurableTimers) {
+    let timers = node(at, runs, quick);
     let wide = CatchUp::All {
         window: Duration::from_secs(60),
     };
@@ -322,14 +325,18 @@ fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on(at: &Where) 
     }
     timers.shutdown().unwrap();
     drop(timers);
-    let last = |id: &str| runs.of(id).last().unwrap().nominal;
-    let before: Vec<SystemTime> = ["skip", "latest", "all"]
+    let before = ["skip", "latest", "all"]
         .iter()
-        .map(|id| last(id))
+        .map(|id| runs.of(id).last().unwrap().nominal)
         .collect();
     std::thread::sleep(Duration::from_millis(3_500));
     let reopened = SystemTime::now();
-    let timers = node(at, &runs, quick);
+    (before, reopened, node(at, runs, quick))
+}
+
+fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on(at: &Where) {
+    let runs = Runs::default();
+    let (before, reopened, timers) = down_and_up(at, &runs);
     let after = |id: &str, i: usize| -> Vec<Run> {
         let n = runs
             .of(id)
