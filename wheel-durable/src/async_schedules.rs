@@ -1,8 +1,10 @@
-//! [`AsyncTimers`]' schedule calls: [`DurableTimers`](crate::DurableTimers)' own, each run on
+//! [`AsyncTimers`]' schedule calls: [`DurableTimers`]' own, each run on
 //! tokio's blocking pool and awaited (feature `tokio`).
 //!
 //! Node state: none (thin wrappers).
 
+#[cfg(doc)]
+use crate::DurableTimers;
 use crate::schedule::Schedule;
 use crate::{AsyncTimers, DurableError, ScheduleInfo, SchedulePage, Upserted};
 
