@@ -24,6 +24,7 @@
 //! | [`DurableError`], [`ErrorDetail`] | every failure, typed, with its cause |
 //! | [`http`] (feature `http`) | callback timers: "call this URL at that time" |
 //! | [`schedule`] | recurring schedules (cron in a time zone, fixed period): specs, run planning, run keys |
+//! | [`DurableTimers::upsert_schedule`] and the calls beside it, [`ScheduleInfo`], [`SchedulePage`], [`Upserted`], [`ScheduleRun`] | durable schedules: each run a timer, the chain kept by the store |
 //!
 //! Features:
 //!
