@@ -156,3 +156,154 @@ pub(crate) fn resume(store: &dyn Store, id: &str) -> Result<SchedAnswer, Durable
         Ok(SchedOp::Resume(a))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::schedule::Spec;
+    use crate::store::model::Model;
+    use crate::store::schedules::SchedAnswer as A;
+    use crate::store::{StoreClock, StoreResult};
+
+    fn model() -> Model {
+        Model::new(StoreClock::Manual(Arc::new(AtomicU64::new(
+            1_700_000_000_500,
+        ))))
+    }
+
+    fn every_second() -> Schedule {
+        Schedule::builder(Spec::every(Duration::from_secs(1)).unwrap())
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn upserts_create_keep_and_change_and_plan_from_the_store_s_clock() {
+        let m = model();
+        let s = every_second();
+        assert_eq!(upsert(&m, "a", &s, b"p").unwrap(), A::Created);
+        assert_eq!(upsert(&m, "a", &s, b"p").unwrap(), A::Unchanged);
+        let (_, r) = m.schedules(&["a"]).unwrap();
+        let r = r[0].clone().unwrap();
+        // The first slot at or after the store's 0.5 s past the second.
+        assert_eq!(r.next.as_deref(), Some("sched:a:1700000001000"));
+        assert_eq!(upsert(&m, "a", &s, b"q").unwrap(), A::Changed);
+        assert_eq!(resume(&m, "a").unwrap(), A::Unchanged, "not paused");
+        assert_eq!(resume(&m, "b").unwrap(), A::NotFound);
+    }
+
+    #[test]
+    fn only_a_schedule_s_pending_run_gets_a_step() {
+        let m = model();
+        upsert(&m, "a", &every_second(), b"").unwrap();
+        let keys = ["sched:a:1700000001000", "sched:a:1700000002000", "order:1"];
+        let steps = advances(&m, &keys).unwrap();
+        assert_eq!(steps.len(), 3);
+        let step = steps[0].as_ref().unwrap();
+        assert_eq!(step.pending.as_ref().unwrap().key, "sched:a:1700000002000");
+        assert_eq!((&steps[1], &steps[2]), (&None, &None));
+        assert_eq!(advances(&m, &["order:1"]).unwrap(), Vec::new());
+    }
+
+    /// A store whose every planned write conflicts.
+    struct Busy(Model);
+
+    impl Store for Busy {
+        fn schedule_write(&self, _: &str, _: &SchedOp) -> StoreResult<SchedAnswer> {
+            Ok(SchedAnswer::Conflict)
+        }
+        fn schedules(
+            &self,
+            ids: &[&str],
+        ) -> StoreResult<(crate::store::Millis, Vec<Option<SchedRecord>>)> {
+            self.0.schedules(ids)
+        }
+        fn add(
+            &self,
+            t: &[crate::store::NewTimer<'_>],
+            m: crate::AddMode,
+        ) -> StoreResult<Vec<bool>> {
+            self.0.add(t, m)
+        }
+        fn cancel(&self, k: &str) -> StoreResult<bool> {
+            self.0.cancel(k)
+        }
+        fn reschedule(&self, k: &str, d: crate::store::Due) -> StoreResult<bool> {
+            self.0.reschedule(k, d)
+        }
+        fn get(&self, k: &str) -> StoreResult<Option<crate::TimerInfo>> {
+            self.0.get(k)
+        }
+        fn claim(&self, r: &crate::store::ClaimRequest) -> StoreResult<crate::store::ClaimBatch> {
+            self.0.claim(r)
+        }
+        fn start_runs(
+            &self,
+            c: &[crate::store::Fenced<'_>],
+            a: &[Option<Advance>],
+            l: crate::store::Millis,
+        ) -> StoreResult<Vec<crate::store::Start>> {
+            self.0.start_runs(c, a, l)
+        }
+        fn renew(&self, h: &[crate::store::Fenced<'_>], l: u64) -> StoreResult<Vec<bool>> {
+            self.0.renew(h, l)
+        }
+        fn finish(
+            &self,
+            r: &[(crate::store::Fenced<'_>, crate::store::Finish)],
+        ) -> StoreResult<Vec<bool>> {
+            self.0.finish(r)
+        }
+        fn release(&self, c: &[crate::store::Fenced<'_>]) -> StoreResult<Vec<bool>> {
+            self.0.release(c)
+        }
+        fn dead_letters(&self, l: usize) -> StoreResult<Vec<crate::DeadLetter>> {
+            self.0.dead_letters(l)
+        }
+        fn retry_dead(&self, k: &str, d: crate::store::Due) -> StoreResult<bool> {
+            self.0.retry_dead(k, d)
+        }
+        fn list(
+            &self,
+            w: crate::Listing,
+            a: Option<(u64, &str)>,
+            l: usize,
+        ) -> StoreResult<Vec<crate::store::Listed>> {
+            self.0.list(w, a, l)
+        }
+        fn list_schedules(
+            &self,
+            a: Option<&str>,
+            l: usize,
+        ) -> StoreResult<Vec<(String, SchedRecord)>> {
+            self.0.list_schedules(a, l)
+        }
+        fn unplanned(&self, l: usize) -> StoreResult<Vec<String>> {
+            self.0.unplanned(l)
+        }
+        fn counts(&self) -> StoreResult<crate::store::Counts> {
+            self.0.counts()
+        }
+        fn watch(&self, w: crate::store::Wake) -> StoreResult<()> {
+            self.0.watch(w)
+        }
+        fn close(&self) -> StoreResult<()> {
+            self.0.close()
+        }
+    }
+
+    #[test]
+    fn a_write_that_keeps_conflicting_gives_up_with_a_store_error() {
+        let m = model();
+        upsert(&m, "a", &every_second(), b"").unwrap();
+        let busy = Busy(m);
+        let e = upsert(&busy, "a", &every_second(), b"changed").unwrap_err();
+        assert!(matches!(e, DurableError::Store(_)), "{e:?}");
+        assert!(!e.is_input());
+        assert!(matches!(resume(&busy, "a"), Err(DurableError::Store(_))));
+    }
+}
