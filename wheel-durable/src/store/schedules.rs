@@ -52,7 +52,7 @@ pub(crate) fn owner(key: &str) -> Option<(&str, bool, Millis)> {
         && ms.bytes().all(|b| b.is_ascii_digit())
         && (ms == "0" || !ms.starts_with('0'));
     let ms: Millis = ms.parse().ok().filter(|_| canonical)?;
-    (!id.is_empty()).then_some((id, false, ms))
+    (!id.is_empty() && ms <= crate::time::MAX_MILLIS).then_some((id, false, ms))
 }
 
 /// A schedule as a store holds it.
