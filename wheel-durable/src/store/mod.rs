@@ -81,7 +81,7 @@ pub(crate) mod model;
 pub(crate) mod record;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
-#[cfg(any(feature = "embedded", test, fuzzing))]
+#[cfg(feature = "embedded")]
 pub(crate) mod schedule_steps;
 pub(crate) mod schedules;
 #[cfg(all(test, feature = "embedded"))]

@@ -9,7 +9,6 @@ use std::ops::Bound;
 use std::sync::Mutex;
 
 use super::record::{DeadRecord, Record};
-use super::schedule_steps::{self, Gate, RunTable};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
     ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Millis,
@@ -20,6 +19,9 @@ use crate::schedule::chain::Advance;
 use crate::sync::lock;
 use crate::time::system_time_of;
 use crate::{AddMode, DeadLetter, Listing, TimerInfo, TimerState};
+
+#[path = "model_schedules.rs"]
+mod schedules;
 
 #[derive(Debug, Clone)]
 struct Timer {
@@ -50,61 +52,6 @@ struct State {
     dead: HashMap<String, Dead>,
     fence: u64,
     schedules: BTreeMap<String, SchedRecord>,
-}
-
-/// The model's state during one operation, for the schedule rules.
-struct Step<'a> {
-    s: &'a mut State,
-    now: Millis,
-}
-
-impl RunTable for Step<'_> {
-    fn clock(&self) -> Millis {
-        self.now
-    }
-
-    fn schedule(&self, id: &str) -> StoreResult<Option<SchedRecord>> {
-        Ok(self.s.schedules.get(id).cloned())
-    }
-
-    fn put_schedule(&mut self, id: &str, r: &SchedRecord) -> StoreResult<()> {
-        self.s.schedules.insert(id.to_owned(), r.clone());
-        Ok(())
-    }
-
-    fn drop_schedule(&mut self, id: &str) -> StoreResult<()> {
-        self.s.schedules.remove(id);
-        Ok(())
-    }
-
-    fn run_state(&self, key: &str) -> StoreResult<Option<(TimerState, Millis, Millis)>> {
-        Ok(self
-            .s
-            .timers
-            .get(key)
-            .map(|t| (t.state, t.due, t.lease_until)))
-    }
-
-    fn add_run(&mut self, key: &str, due: Millis, payload: &[u8]) -> StoreResult<bool> {
-        if self.s.timers.contains_key(key) || self.s.dead.contains_key(key) {
-            return Ok(false);
-        }
-        self.s.pending(key, due, payload.to_vec(), 0);
-        Ok(true)
-    }
-
-    fn remove_run(&mut self, key: &str) -> StoreResult<()> {
-        self.s.timers.remove(key);
-        Ok(())
-    }
-
-    fn set_due(&mut self, key: &str, due: Millis) -> StoreResult<()> {
-        if let Some(t) = self.s.timers.get_mut(key) {
-            t.state = TimerState::Pending;
-            t.due = due;
-        }
-        Ok(())
-    }
 }
 
 /// The model store; its clock is manual.
@@ -264,16 +211,16 @@ impl Store for Model {
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
-        self.with(|s, now| {
+        Ok(self.with(|s, _| {
             if s.dead.remove(key).is_some() {
-                return Ok(false);
+                return false;
             }
             let Some(t) = s.timers.remove(key) else {
-                return Ok(false);
+                return false;
             };
-            schedule_steps::on_cancel(&mut Step { s, now }, key)?;
-            Ok(t.state != TimerState::Running)
-        })
+            s.schedule_cancelled(key);
+            t.state != TimerState::Running
+        }))
     }
 
     fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool> {
@@ -357,9 +304,7 @@ impl Store for Model {
                     continue;
                 }
                 let advance = advances.get(i).and_then(Option::as_ref);
-                if schedule_steps::start_gate(&mut Step { s, now }, c.key, advance)?
-                    == Gate::Refused
-                {
+                if !s.schedule_allows(c.key, advance, now) {
                     answers.push(Start::Stale);
                     continue;
                 }
@@ -405,7 +350,7 @@ impl Store for Model {
                     }
                     Finish::Dead { reason } => s.make_dead(r.key, reason.clone(), now),
                 }
-                schedule_steps::on_finish(&mut Step { s, now }, r.key, how)?;
+                s.schedule_finished(r.key, how, now);
                 Ok(true)
             };
             runs.iter().map(|(r, how)| finish(s, r, how)).collect()
@@ -500,7 +445,7 @@ impl Store for Model {
     }
 
     fn schedule_write(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer> {
-        self.with(|s, now| schedule_steps::write(&mut Step { s, now }, id, op))
+        Ok(self.with(|s, now| s.schedule_write(id, op, now)))
     }
 
     fn list_schedules(

@@ -1,9 +1,11 @@
-//! The schedule rules of the store state machine, written once over
+//! The schedule rules of the store state machine, written over
 //! [`RunTable`]: what a store does to a schedule record and its runs in
 //! `start`, `finish`, `cancel` and each [`SchedOp`], inside that
-//! operation's atomic step. The model and the embedded store implement
-//! [`RunTable`] over their own tables; the Redis store's scripts state the
-//! same rules in Lua.
+//! operation's atomic step. The embedded store implements [`RunTable`]
+//! over its tables; the Redis store's scripts state the same rules in Lua,
+//! and the model states them once more on its plain maps
+//! (`model_schedules.rs`), so that the differential tests compare three
+//! statements of them.
 //!
 //! Rules:
 //! - A run whose schedule is gone does not start: its timer is removed
