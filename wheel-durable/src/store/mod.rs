@@ -279,7 +279,7 @@ pub(crate) trait Store: Send + Sync + 'static {
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch>;
     /// Starts each claimed timer still claimed with its fence and due; one
     /// answer per timer, in order.
-    #[cfg(any(test, fuzzing))]
+    #[cfg(all(feature = "embedded", any(test, fuzzing)))]
     fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
         self.start_runs(claims, &[], lease)
     }
