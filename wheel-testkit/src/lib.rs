@@ -11,7 +11,8 @@
 //!   loopback that records every request (headers, body, time of arrival)
 //!   and answers each from the test's script (status, headers, body, a
 //!   delay, a `Gate` to wait at); one request per connection, or with
-//!   `ReceiverOptions::keep_alive` as many as a client sends on one.
+//!   `ReceiverOptions::keep_alive` as many as a client sends on one, and
+//!   with `ReceiverOptions::only_headers` only the headers named kept.
 //!
 //! `wheel`, `wheel-durable` and `wheel-server` take this crate as a
 //! dev-dependency, `wheel-bench` as a normal one (the durable section's

@@ -1,6 +1,6 @@
 //! How a receiver serves its connections ([`ReceiverOptions`]): one
-//! request each, the default, or keep-alive. Plain data, read once when
-//! the receiver starts.
+//! request each, the default, or keep-alive; and which headers it keeps.
+//! Plain data, read once when the receiver starts.
 
 /// How a [`Receiver`](crate::Receiver) serves its connections, given to
 /// [`Receiver::start_with`](crate::Receiver::start_with).
@@ -23,6 +23,8 @@
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReceiverOptions {
     pub(crate) keep_alive: bool,
+    /// The headers recorded, lower case; every header when `None`.
+    pub(crate) headers: Option<Vec<String>>,
 }
 
 impl ReceiverOptions {
@@ -49,6 +51,24 @@ impl ReceiverOptions {
     /// ```
     pub fn keep_alive(mut self) -> ReceiverOptions {
         self.keep_alive = true;
+        self
+    }
+
+    /// Records only the headers named (in any case) of each request, for a
+    /// receiver that keeps many requests and reads a few headers of each.
+    /// The others are still read, just not kept in
+    /// [`Received::headers`](crate::Received::headers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_testkit::ReceiverOptions;
+    ///
+    /// let opts = ReceiverOptions::new().only_headers(&["Wheel-Timer-Key"]);
+    /// assert_ne!(opts, ReceiverOptions::new());
+    /// ```
+    pub fn only_headers(mut self, names: &[&str]) -> ReceiverOptions {
+        self.headers = Some(names.iter().map(|n| n.to_ascii_lowercase()).collect());
         self
     }
 }

@@ -1,5 +1,6 @@
-//! The keep-alive option: many requests on one connection, each timed
-//! when its head was read.
+//! The options: keep-alive (many requests on one connection, each timed
+//! when its head was read), the default's one request per connection,
+//! and keeping only the headers named.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -76,4 +77,22 @@ fn by_default_the_connection_closes_after_its_one_request() {
     replies.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty());
     assert_eq!(rx.count(), 1);
+}
+
+#[test]
+fn only_the_headers_named_are_kept() {
+    let rx = Receiver::start_with(ReceiverOptions::new().only_headers(&["X-B"]), |r, _| {
+        // The script sees what the record keeps.
+        Reply::status(if r.header("x-a").is_none() { 200 } else { 500 })
+    });
+    let mut s = TcpStream::connect(rx.addr()).unwrap();
+    s.set_read_timeout(Some(LIVENESS)).unwrap();
+    s.write_all(b"POST /h HTTP/1.1\r\nhost: x\r\nx-a: 1\r\nX-B: 2\r\ncontent-length: 2\r\n\r\nhi")
+        .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let got = rx.finish();
+    assert_eq!(got[0].headers, [("x-b".to_owned(), "2".to_owned())]);
+    assert_eq!(got[0].body, b"hi");
 }
