@@ -281,7 +281,11 @@ fn an_unreachable_server_is_reported_as_unavailable_with_its_cause() {
         .unwrap_err();
     assert!(matches!(e, DurableError::Unavailable(_)), "{e:?}");
     // It retried for the whole bound, not a back-off step less.
-    assert!(called.elapsed() >= ms(500), "gave up after {:?}", called.elapsed());
+    assert!(
+        called.elapsed() >= ms(500),
+        "gave up after {:?}",
+        called.elapsed()
+    );
     // The client's own error is kept as the cause.
     let cause = std::error::Error::source(&e).expect("a cause");
     let redis = cause
@@ -341,10 +345,7 @@ fn stats_keeps_the_last_counts_through_a_redis_outage() {
         assert!(!s.store_available, "available again while killed");
         assert_eq!(s.pending, Some(50), "the last counts read");
     }
-    let ages: Vec<Duration> = down
-        .iter()
-        .filter_map(|s| s.store_counts_age)
-        .collect();
+    let ages: Vec<Duration> = down.iter().filter_map(|s| s.store_counts_age).collect();
     assert!(
         ages.last() > ages.first(),
         "the counts' age grows: {ages:?}"
