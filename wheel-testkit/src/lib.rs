@@ -10,12 +10,14 @@
 //! - with the `receiver` feature, `Receiver`, an HTTP/1.1 server on
 //!   loopback that records every request (headers, body, time of arrival)
 //!   and answers each from the test's script (status, headers, body, a
-//!   delay, a `Gate` to wait at).
+//!   delay, a `Gate` to wait at); one request per connection, or with
+//!   `ReceiverOptions::keep_alive` as many as a client sends on one, and
+//!   with `ReceiverOptions::only_headers` only the headers named kept.
 //!
 //! `wheel`, `wheel-durable` and `wheel-server` take this crate as a
 //! dev-dependency, `wheel-bench` as a normal one (the durable section's
-//! server). It depends on no crate of the workspace, so that none of them
-//! forms a cycle with it.
+//! server, the HTTP and server sections' receiver). It depends on no crate
+//! of the workspace, so that none of them forms a cycle with it.
 //!
 //! # Examples
 //!
@@ -42,5 +44,5 @@ mod redis_server;
 pub use corpus::seed_corpus;
 pub use eventually::{LIVENESS, eventually, eventually_within};
 #[cfg(feature = "receiver")]
-pub use receiver::{Gate, Received, Receiver, Reply, Script};
+pub use receiver::{Gate, Received, Receiver, ReceiverOptions, Reply, Script};
 pub use redis_server::{RedisServer, ServerOptions};

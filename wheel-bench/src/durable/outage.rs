@@ -3,7 +3,7 @@
 //! take to see it back, and how long a node takes to shut down while it
 //! holds claims.
 //!
-//! - [`unreachable`]: building against a Redis port nobody listens on,
+//! - [`unreachable()`](fn@unreachable): building against a Redis port nobody listens on,
 //!   timed until the builder answers `Unavailable`;
 //! - [`redis_outage`]: a node on a private `redis-server` (append-only
 //!   file on, so the timers come back with it) that is killed with

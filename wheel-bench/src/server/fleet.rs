@@ -1,8 +1,8 @@
 //! Two servers on one Redis, sending callbacks to the HTTP section's
-//! loopback receiver ([`Receiver`]): timers due evenly at a rate, added
+//! loopback receiver ([`receiver`]): timers due evenly at a rate, added
 //! through the API ahead of time in batches of [`ADD_BATCH`], every other
 //! batch to the other server, keyed `t` + index (so that the receiver's
-//! log reads as the HTTP section's, [`Tally`]). Lateness is a callback's
+//! record reads as the HTTP section's, [`Tally`]). Lateness is a callback's
 //! arrival minus its requested due time.
 //!
 //! With a kill, the second server gets SIGKILL at `kill_after` past the
@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime};
 
 use super::process::{Backend, ServerProcess};
 use super::{SERVER_LEASE, Workdir, client};
-use crate::durable::http::receiver::Receiver;
 use crate::durable::http::tally::Tally;
+use crate::durable::http::{callback_url, receiver};
 use crate::durable::{key, spread, unix_ns};
 use crate::workloads::Check;
 
@@ -54,7 +54,7 @@ impl FleetParams {
 /// What one run measured.
 #[derive(Debug, Clone)]
 pub struct FleetRun {
-    /// The receiver's log against the due times.
+    /// The receiver's record against the due times.
     pub tally: Tally,
     /// How long the adds took.
     pub adding: Duration,
@@ -114,7 +114,7 @@ fn add_all(addrs: &[SocketAddr], due: &[SystemTime], url: &str) -> Result<(), St
 /// `redis_url`.
 pub fn run(bin: &std::path::Path, redis_url: &str, p: &FleetParams) -> Result<FleetRun, String> {
     let dir = Workdir::new("server-fleet")?;
-    let rx = Receiver::start(Duration::ZERO).map_err(|e| e.to_string())?;
+    let rx = receiver(Duration::ZERO);
     let backend = Backend::Redis {
         url: redis_url.into(),
         namespace: "server-bench".into(),
@@ -127,7 +127,7 @@ pub fn run(bin: &std::path::Path, redis_url: &str, p: &FleetParams) -> Result<Fl
     let addrs: Vec<SocketAddr> = servers.iter().map(ServerProcess::addr).collect();
     let start = SystemTime::now();
     let due = spread(p.timers(), start + p.lead, p.window);
-    add_all(&addrs, &due, &rx.url())?;
+    add_all(&addrs, &due, &callback_url(&rx))?;
     let adding = start.elapsed().unwrap_or_default();
     let first = due.first().copied().unwrap_or(start);
     let last = due.last().copied().unwrap_or(start);
@@ -144,13 +144,13 @@ pub fn run(bin: &std::path::Path, redis_url: &str, p: &FleetParams) -> Result<Fl
     };
     if p.kill_after.is_some() {
         // Every request, duplicates included, until the deadline.
-        rx.wait_for(usize::MAX, deadline);
+        rx.wait_until(usize::MAX, deadline);
     } else {
-        rx.wait_for(due.len(), deadline);
+        rx.wait_until(due.len(), deadline);
         std::thread::sleep(Duration::from_millis(200));
     }
     let due_ns: Vec<i64> = due.iter().map(|d| unix_ns(*d)).collect();
-    let mut tally = Tally::of(&rx.finish(), &due_ns);
+    let mut tally = Tally::of_received(&rx.finish(), &due_ns);
     let not_sent = still_pending(addrs[0], &tally.missing);
     tally.set_not_sent(not_sent);
     for s in servers {

@@ -1,15 +1,14 @@
 //! The example itself: the receiver, the node processes, the report.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use wheel_durable::http::{HttpCallback, HttpConfig, Method, verify_signature};
 use wheel_durable::{DurableError, DurableTimers};
-use wheel_testkit::{RedisServer, ServerOptions};
+use wheel_testkit::{Received, Receiver, RedisServer, Reply, ServerOptions};
 
 /// The signing secret, in the Standard Webhooks form `whsec_<base64>`.
 const SECRET: &str = "whsec_ZGVsYXllZC1jYWxsYmFja3MtZXhhbXBsZS1rZXk=";
@@ -134,74 +133,30 @@ const SLOW_REPLY: Duration = Duration::from_millis(100);
 /// The receiver: answers 200 to every request (the burst's after
 /// [`SLOW_REPLY`]), checks its signature, and prints its lateness (not for
 /// the burst: a few hundred lines at once would say nothing the summary
-/// does not). A minimal HTTP/1.1 server on plain threads, one per
-/// connection, so that it holds as many requests at once as the node
-/// sends; it closes each connection after its reply.
-fn start_receiver() -> (u16, Arrivals) {
-    let listener = listen().expect("bind a loopback port");
-    let port = listener.local_addr().expect("an address").port();
+/// does not). It is the test kit's loopback HTTP/1.1 receiver, which holds
+/// as many requests at once as the node sends; it stops when dropped.
+fn start_receiver() -> (Receiver, Arrivals) {
     let arrivals: Arrivals = Arc::default();
     let log = arrivals.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().map_while(Result::ok) {
-            let log = log.clone();
-            std::thread::spawn(move || receive(stream, &log));
+    let receiver = Receiver::start(move |r, _| {
+        let burst = receive(r, &log);
+        if burst {
+            Reply::status(200).after(SLOW_REPLY)
+        } else {
+            Reply::status(200)
         }
     });
-    (port, arrivals)
+    (receiver, arrivals)
 }
 
-/// A loopback listener with room for a burst's connections: the standard
-/// library's backlog (128) would drop the rest of a burst's connection
-/// attempts, and their clients try again only a second later. tokio's
-/// socket sets the backlog (in tokio through reqwest, as the node uses
-/// it); the listener then goes back to blocking accepts.
-fn listen() -> std::io::Result<TcpListener> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()?;
-    let listener = runtime.block_on(async {
-        let socket = tokio::net::TcpSocket::new_v4()?;
-        socket.bind(([127, 0, 0, 1], 0).into())?;
-        socket.listen(4096)?.into_std()
-    })?;
-    listener.set_nonblocking(false)?;
-    Ok(listener)
-}
-
-/// One request: its head and `Content-Length` body, then the reply.
-fn receive(stream: TcpStream, log: &Arrivals) {
-    let mut reader = BufReader::new(&stream);
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
-        }
-    }
-    let at_ms = unix_ms(SystemTime::now());
-    let header = |name: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    let mut body = vec![0; header("content-length").parse().unwrap_or(0)];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
+/// Logs one request; true if it is one of the burst's.
+fn receive(r: &Received, log: &Arrivals) -> bool {
+    let header = |name: &str| r.header(name).unwrap_or_default().trim().to_owned();
+    let at_ms = unix_ms(r.at);
     let (key, attempt) = (header("wheel-timer-key"), header("wheel-attempt"));
     let webhook = ["webhook-id", "webhook-timestamp", "webhook-signature"].map(header);
     let due_ms: u64 = header("wheel-due").parse().unwrap_or(0);
-    let signed = verify(&webhook, &body);
+    let signed = verify(&webhook, &r.body);
     let late = at_ms.saturating_sub(due_ms);
     let burst = key.starts_with("burst:");
     if !burst {
@@ -213,11 +168,7 @@ fn receive(stream: TcpStream, log: &Arrivals) {
         signed,
     };
     log.lock().unwrap().entry(key).or_default().push(arrival);
-    if burst {
-        std::thread::sleep(SLOW_REPLY);
-    }
-    let reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    let _ = (&stream).write_all(reply.as_bytes());
+    burst
 }
 
 /// Checks the Standard Webhooks signature (`webhook-id`,
@@ -230,9 +181,9 @@ fn verify([id, timestamp, signature]: &[String; 3], body: &[u8]) -> bool {
 
 /// The callbacks to schedule: (key, offset from now, request, paid).
 /// The burst's are all due a quarter of the way through the span.
-fn workload(port: u16, args: &Args) -> Vec<(String, Duration, HttpCallback, bool)> {
+fn workload(receiver: &Receiver, args: &Args) -> Vec<(String, Duration, HttpCallback, bool)> {
     let (count, seconds) = (args.count, args.seconds);
-    let base = format!("http://127.0.0.1:{port}");
+    let base = receiver.url("");
     let span_ms = seconds * 1000;
     let burst_at = Duration::from_millis(1_000 + span_ms / 4);
     let burst = (0..args.burst).map(|i| {
@@ -264,7 +215,7 @@ fn workload(port: u16, args: &Args) -> Vec<(String, Duration, HttpCallback, bool
 
 /// The parent: receiver, nodes, callbacks, and (on Redis) one kill.
 fn run(args: &Args) -> Result<bool, DurableError> {
-    let (port, arrivals) = start_receiver();
+    let (receiver, arrivals) = start_receiver();
     let dir = tempfile::tempdir().map_err(|e| DurableError::Io(e.into()))?;
     let mut children = Vec::new();
     // Dropped (and so stopped) when `run` returns, after the nodes.
@@ -291,7 +242,7 @@ fn run(args: &Args) -> Result<bool, DurableError> {
                 .build()?
         }
     };
-    let work = workload(port, args);
+    let work = workload(&receiver, args);
     let start = SystemTime::now();
     let is_burst = |key: &str| key.starts_with("burst:");
     for (key, offset, cb, _) in work.iter().filter(|w| !is_burst(&w.0)) {

@@ -1,10 +1,16 @@
-//! What the receiver records of a request ([`Received`]) and what a script
-//! answers ([`Reply`]). Both are plain data: the receiver fills a
-//! `Received` before the script runs and reads a `Reply` after it returns.
+//! What the receiver records of a request ([`Received`]), what a script
+//! answers ([`Reply`]), and the script between them ([`Script`]). The two
+//! values are plain data: the receiver fills a `Received` before the
+//! script runs and reads a `Reply` after it returns.
 
 use std::time::{Duration, SystemTime};
 
-use super::Gate;
+use super::gate::Gate;
+
+/// The script: given a request and which request to its path this is (1
+/// for the first), the reply. It runs on the receiver's runtime and must
+/// not block: a reply to hold is a [`Reply::after`] or [`Reply::until`].
+pub type Script = dyn Fn(&Received, usize) -> Reply + Send + Sync;
 
 /// One request as the receiver saw it.
 ///
@@ -31,9 +37,13 @@ pub struct Received {
     pub headers: Vec<(String, String)>,
     /// The whole body.
     pub body: Vec<u8>,
-    /// The machine's clock when the request's connection was accepted:
-    /// each connection carries one request, and the moment of the accept
-    /// varies less under load than when its task gets to read the head.
+    /// The machine's clock when the request arrived. By default, when its
+    /// connection was accepted: each connection carries one request, and
+    /// the moment of the accept varies less under load than when its task
+    /// gets to read the head. With
+    /// [`ReceiverOptions::keep_alive`](crate::ReceiverOptions::keep_alive),
+    /// when its head was read (before its body), since a connection
+    /// carries many.
     pub at: SystemTime,
 }
 

@@ -7,89 +7,37 @@
 //! requests can be open at once and none waits on another: a reply held
 //! by a delay or a [`Gate`] holds up only its own request.
 //!
-//! Invariants: a request's time is its connection's accept, taken on the
-//! accepting task before anything else is done with it. A request is
-//! recorded, numbered among its path's requests and counted in flight once
-//! its head and body are read, before its script runs; it stops counting
-//! in flight when its reply is sent or its client hangs up. Each connection
-//! carries one request (every reply says `connection: close`), so the
-//! accept time is the request's.
+//! Invariants: by default each connection carries one request (every
+//! reply says `connection: close`), and a request's time is its
+//! connection's accept, taken on the accepting task before anything else
+//! is done with it. With [`ReceiverOptions::keep_alive`] a connection
+//! carries many requests, and a request's time is taken first thing in
+//! the service function, when its head has been read and before its body
+//! is. A request is recorded, numbered among its path's requests and
+//! counted in flight once its head and body are read, before its script
+//! runs; it stops counting in flight when its reply is sent or its client
+//! hangs up. The serving tasks only append to the record; the test's
+//! thread reads it.
 
 mod exchange;
 mod gate;
+mod log;
+mod options;
+mod serve;
+#[cfg(test)]
+mod tests;
 
-use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
+use std::time::SystemTime;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderName, HeaderValue};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
-
-pub use exchange::{Received, Reply};
+pub use exchange::{Received, Reply, Script};
 pub use gate::Gate;
+pub use options::ReceiverOptions;
 
 use crate::LIVENESS;
-
-/// The script: given a request and which request to its path this is (1
-/// for the first), the reply. It runs on the receiver's runtime and must
-/// not block: a reply to hold is a [`Reply::after`] or [`Reply::until`].
-pub type Script = dyn Fn(&Received, usize) -> Reply + Send + Sync;
-
-/// The listener's backlog: thousands of senders connect within the same
-/// millisecond, and the standard library's (128) drops the rest, whose
-/// clients try again only a second later. The kernel caps it.
-const BACKLOG: u32 = 65_535;
-
-#[derive(Default)]
-struct Recorded {
-    /// Every request, in order of arrival.
-    requests: Vec<Received>,
-    /// How many requests each path has had.
-    per_path: HashMap<String, usize>,
-}
-
-#[derive(Default)]
-struct Log {
-    recorded: Mutex<Recorded>,
-    arrived: Condvar,
-    in_flight: AtomicUsize,
-    max_in_flight: AtomicUsize,
-}
-
-impl Log {
-    /// Records a request and counts it in flight until the returned guard
-    /// drops; returns which request to its path it is.
-    fn record(&self, received: Received) -> (usize, InFlight<'_>) {
-        let mut rec = self.recorded.lock().unwrap();
-        let n = rec.per_path.entry(received.path.clone()).or_default();
-        *n += 1;
-        let nth = *n;
-        rec.requests.push(received);
-        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        self.arrived.notify_all();
-        (nth, InFlight(self))
-    }
-}
-
-/// A request counted in flight; dropped when its reply is sent or its
-/// client hung up (hyper then drops the request's future).
-struct InFlight<'a>(&'a Log);
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-    }
-}
+use log::Log;
+use serve::Shared;
 
 /// A scripted HTTP/1.1 receiver on a free loopback port; it stops
 /// listening when dropped (requests still held are cut off).
@@ -129,7 +77,8 @@ impl std::fmt::Debug for Receiver {
 }
 
 impl Receiver {
-    /// A receiver that answers each request with `script(request, nth)`.
+    /// A receiver that answers each request with `script(request, nth)`,
+    /// one request per connection.
     ///
     /// # Panics
     ///
@@ -148,17 +97,65 @@ impl Receiver {
     /// assert!(rx.url("/gone").starts_with("http://127.0.0.1:"));
     /// ```
     pub fn start(script: impl Fn(&Received, usize) -> Reply + Send + Sync + 'static) -> Receiver {
+        Receiver::start_with(ReceiverOptions::new(), script)
+    }
+
+    /// A receiver that serves as `options` say and answers each request
+    /// with `script(request, nth)`.
+    ///
+    /// # Panics
+    ///
+    /// When no runtime or loopback listener can be had (out of threads or
+    /// descriptors).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{BufRead, BufReader, Write};
+    /// use std::time::Duration;
+    /// use wheel_testkit::{ReceiverOptions, Receiver, Reply};
+    ///
+    /// // Every reply held 10 ms, on connections kept open.
+    /// let rx = Receiver::start_with(ReceiverOptions::new().keep_alive(), |_, _| {
+    ///     Reply::status(200).after(Duration::from_millis(10))
+    /// });
+    /// let mut s = std::net::TcpStream::connect(rx.addr())?;
+    /// let mut replies = BufReader::new(s.try_clone()?);
+    /// for _ in 0..2 {
+    ///     s.write_all(b"POST /hook HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")?;
+    ///     let mut line = String::new();
+    ///     replies.read_line(&mut line)?;
+    ///     assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+    ///     while line != "\r\n" { // the rest of the head; the body is empty
+    ///         line.clear();
+    ///         replies.read_line(&mut line)?;
+    ///     }
+    /// }
+    /// assert_eq!(rx.wait_for(2).len(), 2); // both on the one connection
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_with(
+        options: ReceiverOptions,
+        script: impl Fn(&Received, usize) -> Reply + Send + Sync + 'static,
+    ) -> Receiver {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("test-receiver")
             .enable_all()
             .build()
             .expect("the receiver's runtime");
-        let listener = runtime.block_on(listen()).expect("a loopback listener");
+        let listener = runtime
+            .block_on(serve::listen())
+            .expect("a loopback listener");
         let addr = listener.local_addr().expect("the listener's address");
         let log = Arc::new(Log::default());
         let script: Arc<Script> = Arc::new(script);
-        runtime.spawn(accept(listener, log.clone(), script));
+        let shared = Shared {
+            log: log.clone(),
+            script,
+            options,
+        };
+        runtime.spawn(serve::accept(listener, Arc::new(shared)));
         Receiver {
             log,
             addr,
@@ -228,7 +225,7 @@ impl Receiver {
     /// assert!(rx.requests().is_empty());
     /// ```
     pub fn requests(&self) -> Vec<Received> {
-        self.log.recorded.lock().unwrap().requests.clone()
+        self.log.recorded().requests.clone()
     }
 
     /// How many requests arrived so far.
@@ -240,7 +237,7 @@ impl Receiver {
     /// assert_eq!(rx.count(), rx.requests().len());
     /// ```
     pub fn count(&self) -> usize {
-        self.log.recorded.lock().unwrap().requests.len()
+        self.log.recorded().requests.len()
     }
 
     /// Waits until at least `n` requests arrived and returns them all.
@@ -257,18 +254,50 @@ impl Receiver {
     /// ```
     #[track_caller]
     pub fn wait_for(&self, n: usize) -> Vec<Received> {
-        let until = Instant::now() + LIVENESS;
-        let mut rec = self.log.recorded.lock().unwrap();
-        while rec.requests.len() < n {
-            let now = Instant::now();
-            assert!(
-                now < until,
-                "only {} of {n} requests after {LIVENESS:?}",
-                rec.requests.len()
-            );
-            rec = self.log.arrived.wait_timeout(rec, until - now).unwrap().0;
-        }
+        let (rec, all) = self.log.wait(n, SystemTime::now() + LIVENESS);
+        assert!(
+            all,
+            "only {} of {n} requests after {LIVENESS:?}",
+            rec.requests.len()
+        );
         rec.requests.clone()
+    }
+
+    /// Waits until at least `n` requests arrived or the machine's clock
+    /// reaches `deadline`; whether they did. With `n` at `usize::MAX` it
+    /// waits out the deadline, for whatever comes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    ///
+    /// let rx = wheel_testkit::Receiver::ok();
+    /// assert!(rx.wait_until(0, SystemTime::now()));
+    /// let soon = SystemTime::now() + Duration::from_millis(20);
+    /// assert!(!rx.wait_until(1, soon)); // nobody sends
+    /// ```
+    pub fn wait_until(&self, n: usize, deadline: SystemTime) -> bool {
+        self.log.wait(n, deadline).1
+    }
+
+    /// Stops serving (requests still held are cut off) and returns every
+    /// request, in order of arrival: the final record, where
+    /// [`requests`](Receiver::requests) is one so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rx = wheel_testkit::Receiver::ok();
+    /// let url = rx.url("/hook");
+    /// assert!(rx.finish().is_empty());
+    /// assert!(std::net::TcpStream::connect(&url["http://".len()..]).is_err());
+    /// ```
+    pub fn finish(mut self) -> Vec<Received> {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+        std::mem::take(&mut self.log.recorded().requests)
     }
 
     /// The most requests that were in flight (recorded, reply not yet
@@ -281,7 +310,7 @@ impl Receiver {
     /// assert_eq!(rx.max_in_flight(), 0);
     /// ```
     pub fn max_in_flight(&self) -> usize {
-        self.log.max_in_flight.load(Ordering::SeqCst)
+        self.log.max_in_flight()
     }
 }
 
@@ -291,105 +320,4 @@ impl Drop for Receiver {
             rt.shutdown_background();
         }
     }
-}
-
-async fn listen() -> std::io::Result<TcpListener> {
-    let socket = TcpSocket::new_v4()?;
-    socket.bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    socket.listen(BACKLOG)
-}
-
-/// Accepts connections until the runtime stops, one task each.
-async fn accept(listener: TcpListener, log: Arc<Log>, script: Arc<Script>) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                let at = SystemTime::now();
-                tokio::spawn(serve(stream, at, log.clone(), script.clone()));
-            }
-            // Out of descriptors, or a connection reset before it was
-            // accepted: the backlog keeps the others until the next try.
-            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(1)).await,
-        }
-    }
-}
-
-/// Serves the connection's one request, accepted at `at`.
-async fn serve(stream: TcpStream, at: SystemTime, log: Arc<Log>, script: Arc<Script>) {
-    let _ = stream.set_nodelay(true);
-    let service = service_fn(move |req: Request<Incoming>| {
-        let (log, script) = (log.clone(), script.clone());
-        async move { Ok::<_, Infallible>(answer(req, at, &log, script.as_ref()).await) }
-    });
-    // The client may hang up at any point (a timeout): nothing to do then.
-    let _ = http1::Builder::new()
-        .keep_alive(false)
-        .serve_connection(TokioIo::new(stream), service)
-        .await;
-}
-
-/// Reads the request, records it, runs the script, holds the reply as
-/// the script says and returns it.
-async fn answer(
-    req: Request<Incoming>,
-    at: SystemTime,
-    log: &Log,
-    script: &Script,
-) -> Response<Full<Bytes>> {
-    let (parts, body) = req.into_parts();
-    let Ok(body) = body.collect().await else {
-        return status_only(StatusCode::BAD_REQUEST); // cut off mid-body
-    };
-    let received = Received {
-        method: parts.method.to_string(),
-        path: parts
-            .uri
-            .path_and_query()
-            .map_or_else(|| parts.uri.to_string(), |p| p.as_str().to_owned()),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(n, v)| {
-                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
-                (n.as_str().to_owned(), value)
-            })
-            .collect(),
-        body: body.to_bytes().to_vec(),
-        at,
-    };
-    let (nth, _in_flight) = log.record(received.clone());
-    let reply = script(&received, nth);
-    if !reply.delay.is_zero() {
-        tokio::time::sleep(reply.delay).await;
-    }
-    if let Some(gate) = &reply.gate {
-        gate.wait().await;
-    }
-    response(reply)
-}
-
-/// The hyper response for a script's reply.
-///
-/// # Panics
-///
-/// On a status or header a script got wrong (a test's bug): outside
-/// 100..=999, or a name or value HTTP cannot carry.
-fn response(reply: Reply) -> Response<Full<Bytes>> {
-    let mut res = Response::new(Full::new(Bytes::from(reply.body)));
-    *res.status_mut() = StatusCode::from_u16(reply.status)
-        .unwrap_or_else(|_| panic!("the script's status {} is not one", reply.status));
-    for (name, value) in &reply.headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .unwrap_or_else(|_| panic!("the script's header name {name:?}"));
-        let value = HeaderValue::from_str(value)
-            .unwrap_or_else(|_| panic!("the script's header value {value:?}"));
-        res.headers_mut().append(name, value);
-    }
-    res
-}
-
-fn status_only(status: StatusCode) -> Response<Full<Bytes>> {
-    let mut res = Response::new(Full::new(Bytes::new()));
-    *res.status_mut() = status;
-    res
 }

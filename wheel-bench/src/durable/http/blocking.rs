@@ -5,7 +5,7 @@
 //! design does with a goroutine and its standard HTTP client.
 //!
 //! The request carries the task's key as `Wheel-Timer-Key` and nothing
-//! else of ours (no fence, no due header): the receiver's log is read the
+//! else of ours (no fence, no due header): the receiver's record is read the
 //! same way for both. A thread that cannot be started, a connection that
 //! fails or times out, is a request that never arrives: the run counts it
 //! as lost (a figure of the peer, not a failure of the run).
@@ -77,6 +77,7 @@ pub fn thread_per_task(addr: SocketAddr) -> Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::durable::http::tally::Arrival;
 
     #[test]
     fn status_lines_parse_and_junk_does_not() {
@@ -100,10 +101,10 @@ mod tests {
 
     #[test]
     fn the_receiver_answers_and_logs_what_the_peer_sends() {
-        let rx = crate::durable::http::receiver::Receiver::start(Duration::ZERO).unwrap();
+        let rx = crate::durable::http::receiver(Duration::ZERO);
         assert_eq!(send(rx.addr(), "t000000000000003").unwrap(), 200);
         assert_eq!(send(rx.addr(), "t000000000000004").unwrap(), 200);
-        let log = rx.finish();
+        let log: Vec<Arrival> = rx.finish().iter().map(Arrival::from).collect();
         let keys: Vec<_> = log.iter().map(|a| a.key.as_deref()).collect();
         assert_eq!(keys, [Some("t000000000000003"), Some("t000000000000004")]);
         assert!(log.iter().all(|a| a.fence.is_none() && a.due_ms.is_none()));

@@ -1,8 +1,9 @@
 //! HTTP callbacks: our durable timers sending each due callback with the
 //! node's async client (`http` feature, defaults: `max_in_flight` 4096,
 //! 1024 per host), against the one-second Redis wheel sending each on a
-//! thread of its own ([`blocking`]), to a loopback [`receiver`] that
-//! answers `200` after a fixed delay and logs every request.
+//! thread of its own ([`blocking`]), to a loopback [`receiver`] (the test
+//! kit's, keep-alive) that answers `200` after a fixed delay and records
+//! every request.
 //!
 //! - a burst: `n` callbacks all due at one moment, added up front;
 //! - a spread: callbacks due evenly at a rate, for the sustained rate and
@@ -11,10 +12,9 @@
 //!
 //! Every timer is keyed as the other durable runs' ([`key`]), and every
 //! callback is the same `POST` to the receiver, so one payload serves all
-//! (see [`callback_payload`]). [`tally`] reads the receiver's log.
+//! (see [`callback_payload`]). [`tally`] reads the receiver's record.
 
 pub mod blocking;
-pub mod receiver;
 pub mod tally;
 
 use std::sync::Arc;
@@ -22,13 +22,51 @@ use std::time::{Duration, SystemTime};
 
 use wheel_durable::http::{HttpCallback, HttpConfig, Method};
 use wheel_durable::{DurableTimers, TimerState};
+use wheel_testkit::{Receiver, ReceiverOptions, Reply};
 
 use super::ours::{self, Store};
 use super::peer::{PeerNode, SecondWheel};
 use super::{key, spread as spread_dues, temp_store, unix_ns, whole_ms};
 use crate::alloc::Counting;
-use receiver::Receiver;
 use tally::Tally;
+
+/// The loopback endpoint of the section (and of the server section's
+/// fleet): keep-alive, so that one client connection carries many
+/// requests, answering every request `200` after `delay`. A request's
+/// time is when its head was read.
+///
+/// # Panics
+///
+/// When no runtime or loopback listener can be had (out of threads or
+/// descriptors).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use wheel_bench::durable::http::{callback_url, receiver};
+///
+/// let rx = receiver(Duration::from_millis(100));
+/// assert_eq!(callback_url(&rx), format!("http://{}/callback", rx.addr()));
+/// assert!(rx.finish().is_empty());
+/// ```
+pub fn receiver(delay: Duration) -> Receiver {
+    // Only the headers the tally reads: the node sends more than the
+    // control's plain threads, and keeping them would count against the
+    // node in the memory figure, which subtracts the control.
+    let options = ReceiverOptions::new().keep_alive().only_headers(&[
+        "wheel-timer-key",
+        "wheel-fence",
+        "wheel-due",
+    ]);
+    Receiver::start_with(options, move |_, _| Reply::status(200).after(delay))
+}
+
+/// The URL callbacks are sent to at `rx` (see [`receiver`] for an
+/// example).
+pub fn callback_url(rx: &Receiver) -> String {
+    rx.url("/callback")
+}
 
 /// Who sends the callbacks.
 #[derive(Debug, Clone)]
@@ -97,7 +135,7 @@ pub struct Shape {
 
 /// Runs `shape` with `sender` (Redis flushed by the caller).
 pub fn run(sender: &Sender, shape: &Shape) -> Result<Tally, String> {
-    let rx = Receiver::start(shape.delay).map_err(|e| e.to_string())?;
+    let rx = receiver(shape.delay);
     let ns = format!("http-{}", shape.n);
     let due_at = |start: SystemTime| {
         if shape.window.is_zero() {
@@ -108,11 +146,11 @@ pub fn run(sender: &Sender, shape: &Shape) -> Result<Tally, String> {
     };
     let tally_of = |rx: Receiver, due: &[SystemTime]| {
         let due_ns: Vec<i64> = due.iter().map(|d| unix_ns(*d)).collect();
-        Tally::of(&rx.finish(), &due_ns)
+        Tally::of_received(&rx.finish(), &due_ns)
     };
     match sender {
         Sender::Ours(store) => {
-            let payload = callback_payload(&rx.url())?;
+            let payload = callback_payload(&callback_url(&rx))?;
             let t = node(store, &ns, HttpConfig::new(), 4_096)?;
             let due = due_at(SystemTime::now());
             let out = add_all(&t, &due, &payload).map(|()| {
@@ -156,7 +194,7 @@ pub fn run(sender: &Sender, shape: &Shape) -> Result<Tally, String> {
 /// then a little longer for duplicates to show.
 fn wait(rx: &Receiver, due: &[SystemTime], bound: Duration) {
     let last = due.iter().max().copied().unwrap_or_else(SystemTime::now);
-    rx.wait_for(due.len(), last + bound);
+    rx.wait_until(due.len(), last + bound);
     std::thread::sleep(Duration::from_millis(200));
 }
 
@@ -179,10 +217,10 @@ fn measure_open(
     n: usize,
     deadline: SystemTime,
 ) -> Result<InFlight, String> {
-    let all = rx.wait_for(n, deadline);
+    let all = rx.wait_until(n, deadline);
     let live = counting.live_bytes();
     drop(counting);
-    let open = rx.received();
+    let open = rx.count();
     if !all || open == 0 {
         return Err(format!("only {open} of {n} requests arrived"));
     }
@@ -197,7 +235,7 @@ fn measure_open(
 /// same way: the receiver's side of a request, plus a thread's few
 /// hundred heap bytes.
 pub fn in_flight_control(n: usize, hold: Duration) -> Result<InFlight, String> {
-    let rx = Receiver::start(hold).map_err(|e| e.to_string())?;
+    let rx = receiver(hold);
     let addr = rx.addr();
     let counting = Counting::start();
     let threads: Vec<_> = (0..n)
@@ -219,8 +257,8 @@ pub fn in_flight_reqwest(n: usize, hold: Duration) -> Result<InFlight, String> {
     // wheel builds reqwest without a TLS provider; plain HTTP needs none,
     // but the builder wants one installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let rx = Receiver::start(hold).map_err(|e| e.to_string())?;
-    let url = rx.url();
+    let rx = receiver(hold);
+    let url = callback_url(&rx);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -246,8 +284,8 @@ pub fn in_flight_reqwest(n: usize, hold: Duration) -> Result<InFlight, String> {
 /// answers after `hold`; the live bytes of the whole process (node and
 /// receiver: an upper bound for the node's share) once all `n` are open.
 pub fn in_flight(n: usize, hold: Duration) -> Result<InFlight, String> {
-    let rx = Receiver::start(hold).map_err(|e| e.to_string())?;
-    let payload = callback_payload(&rx.url())?;
+    let rx = receiver(hold);
+    let payload = callback_payload(&callback_url(&rx))?;
     let path = temp_store("http-in-flight");
     let store = Store::Embedded(path.clone());
     let config = HttpConfig::new().per_host_limit(n);
@@ -261,7 +299,7 @@ pub fn in_flight(n: usize, hold: Duration) -> Result<InFlight, String> {
         }
         let counting = Counting::start();
         let measured = measure_open(&rx, counting, n, due[0] + hold);
-        rx.wait_for(usize::MAX, SystemTime::now() + hold);
+        rx.wait_until(usize::MAX, SystemTime::now() + hold);
         t.shutdown().map_err(|e| e.to_string())?;
         measured
     })();

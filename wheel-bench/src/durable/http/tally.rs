@@ -6,11 +6,39 @@
 //! whose `Wheel-Due` header disagrees with it counts as a wrong due (ours
 //! must send the timer's due time; the peer sends none). A key that is not
 //! the run's (no index, out of range) is counted apart, as foreign.
+//!
+//! The tally reads each request as an [`Arrival`], the little of a
+//! [`Received`] it needs, so that its tests build the log by hand.
 
-use super::receiver::Arrival;
-use crate::durable::index_of;
+use wheel_testkit::Received;
+
+use crate::durable::{index_of, unix_ns};
 use crate::stats::percentile_sorted;
 use crate::workloads::Check;
+
+/// One request as the tally reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrival {
+    /// Arrival, ns since the epoch.
+    pub at_ns: i64,
+    /// `Wheel-Timer-Key`, if sent.
+    pub key: Option<String>,
+    /// `Wheel-Fence`, if sent and a number.
+    pub fence: Option<u64>,
+    /// `Wheel-Due` (Unix ms), if sent and a number.
+    pub due_ms: Option<i64>,
+}
+
+impl From<&Received> for Arrival {
+    fn from(r: &Received) -> Arrival {
+        Arrival {
+            at_ns: unix_ns(r.at),
+            key: r.header("wheel-timer-key").map(str::to_owned),
+            fence: r.header("wheel-fence").and_then(|v| v.trim().parse().ok()),
+            due_ms: r.header("wheel-due").and_then(|v| v.trim().parse().ok()),
+        }
+    }
+}
 
 /// One run's figures.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -51,6 +79,13 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// The tally of the receiver's `log` for keys `0..due_ns.len()` due at
+    /// `due_ns`.
+    pub fn of_received(log: &[Received], due_ns: &[i64]) -> Tally {
+        let arrivals: Vec<Arrival> = log.iter().map(Arrival::from).collect();
+        Tally::of(&arrivals, due_ns)
+    }
+
     /// The tally of `arrivals` for keys `0..due_ns.len()` due at `due_ns`.
     pub fn of(arrivals: &[Arrival], due_ns: &[i64]) -> Tally {
         let mut first: Vec<Option<i64>> = vec![None; due_ns.len()];
@@ -242,5 +277,37 @@ mod tests {
             (none.lost, none.per_sec(), none.lateness_ms(99.0)),
             (2, None, None)
         );
+    }
+
+    #[test]
+    fn an_arrival_reads_the_key_fence_and_due_headers_of_a_request() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_500);
+        let header = |n: &str, v: &str| (n.to_owned(), v.to_owned());
+        let r = Received {
+            method: "POST".into(),
+            path: "/callback".into(),
+            headers: vec![
+                header("wheel-timer-key", "t000000000000003"),
+                header("wheel-fence", " 7"),
+                header("wheel-due", "soon"),
+            ],
+            body: Vec::new(),
+            at,
+        };
+        let a = Arrival::from(&r);
+        assert_eq!(
+            a,
+            Arrival {
+                at_ns: 1_500_000_000,
+                key: Some("t000000000000003".into()),
+                fence: Some(7),
+                due_ms: None, // not a number
+            }
+        );
+        let bare = Received {
+            headers: Vec::new(),
+            ..r
+        };
+        assert_eq!(Arrival::from(&bare).key, None);
     }
 }
