@@ -4,7 +4,11 @@
 //! queue's ticks, checking every item handed out against the clock in
 //! `Instant`s as well. Every other operation goes through
 //! [`DelayQueue::exclusive`] instead of the shared methods, so both paths
-//! are exercised. Compiled only for tests and `cfg(fuzzing)`; the
+//! are exercised. After every operation `peek` is checked against the
+//! model's earliest deadline, and before a remove or reset, `deadline` of
+//! the key; half the single takes are `try_take_expired`, whose key and
+//! deadline are checked, and half the `TakeAll`s and `Drain`s end in
+//! `shrink_to_fit` and are `clear`, respectively. Compiled only for tests and `cfg(fuzzing)`; the
 //! `delay_queue_ops` fuzz target and the proptests below feed it the same
 //! bytes.
 
@@ -124,9 +128,11 @@ pub enum DqOp {
     /// `reset(key, delay)`, or `reset_at(key, now + delay)` on every other
     /// pair of steps when that instant exists (see [`DqHarness`]).
     Reset(Pick, Delay),
-    /// One `try_take()`.
+    /// One `try_take()`, or `try_take_expired()` on every other pair of
+    /// steps.
     TryTake,
-    /// `try_take()` until `None`.
+    /// `try_take()` until `None`, then `shrink_to_fit()` on every other
+    /// pair of steps.
     TakeAll,
     /// `take_timeout(Duration::ZERO)`: must not block, answers like `try_take`.
     TakeTimeoutZero,
@@ -134,7 +140,8 @@ pub enum DqOp {
     Advance(Delay),
     /// `close()`.
     Close,
-    /// `drain()`, compared with the model as a set, in deadline order.
+    /// `drain()`, compared with the model as a set, in deadline order; on
+    /// every other pair of steps `clear()` instead.
     Drain,
 }
 
@@ -380,6 +387,84 @@ impl DqHarness {
         }
     }
 
+    /// `try_take_expired` on this step's path, checked against the model:
+    /// the key the item had and the instant of its effective deadline.
+    fn try_take_expired(&mut self, op: &dyn std::fmt::Debug) {
+        let got = if self.exclusive() {
+            self.queue.exclusive().try_take_expired()
+        } else {
+            self.queue.try_take_expired()
+        };
+        let (key, deadline) = match &got {
+            Some(e) => (Some(e.key()), Some(e.deadline())),
+            None => (None, None),
+        };
+        let Some((id, eff)) = self.took(op, got.map(|e| e.into_inner())) else {
+            return;
+        };
+        if key != Some(self.book.key(id)) || deadline != self.instant_of(eff) {
+            self.fail(
+                op,
+                format_args!(
+                    "try_take_expired gave key {key:?} due {deadline:?}, expected {:?} due {:?}",
+                    self.book.key(id),
+                    self.instant_of(eff)
+                ),
+            );
+        }
+    }
+
+    /// The instant tick `tick` starts at (`None` past the range of
+    /// `Instant`, as for "never").
+    fn instant_of(&self, tick: u64) -> Option<Instant> {
+        let ns = u128::from(tick) * self.tick_ns;
+        self.start.checked_add(duration_from_nanos(ns)).filter(|_| {
+            // `duration_from_nanos` saturates: a saturated sum is not exact.
+            ns <= Duration::MAX.as_nanos()
+        })
+    }
+
+    /// `deadline(key)` on this step's path against the model (`None` for a
+    /// stale key, and for an item that never comes due).
+    fn check_deadline(&mut self, op: &dyn std::fmt::Debug, key: DelayKey, id: Option<u64>) {
+        let got = if self.exclusive() {
+            self.queue.exclusive().deadline(key)
+        } else {
+            self.queue.deadline(key)
+        };
+        let want = id
+            .and_then(|id| self.model.deadline(id))
+            .and_then(|t| self.instant_of(t));
+        if got != want {
+            self.fail(
+                op,
+                format_args!("deadline({key:?}) = {got:?}, expected {want:?}"),
+            );
+        }
+    }
+
+    /// `peek` on this step's path: a live item whose deadline is the
+    /// model's earliest.
+    fn check_peek(&mut self, op: &dyn std::fmt::Debug) {
+        let got = if self.exclusive() {
+            self.queue.exclusive().peek()
+        } else {
+            self.queue.peek()
+        };
+        let want = self.model.earliest();
+        let id = got.and_then(|k| {
+            let live = self.book.live_ids().iter();
+            live.copied().find(|&id| self.book.key(id) == k)
+        });
+        let eff = id.and_then(|id| self.model.deadline(id));
+        if eff != want || got.is_some() != id.is_some() {
+            self.fail(
+                op,
+                format_args!("peek() = {got:?} (due {eff:?}), model's earliest {want:?}"),
+            );
+        }
+    }
+
     /// `len` and `is_empty` on this step's path.
     fn len_and_empty(&mut self) -> (usize, bool) {
         if self.exclusive() {
@@ -390,16 +475,17 @@ impl DqHarness {
         }
     }
 
-    /// One take-like call: `got` is its answer.
-    fn took(&mut self, op: &dyn std::fmt::Debug, got: Option<u64>) -> bool {
+    /// One take-like call: `got` is its answer. Returns the item's id and
+    /// effective deadline when one was rightly taken.
+    fn took(&mut self, op: &dyn std::fmt::Debug, got: Option<u64>) -> Option<(u64, u64)> {
         let want = if self.closed {
             None
         } else {
             self.model.poll(self.now_tick())
         };
         match (got, want) {
-            (None, None) => false,
-            (Some(g), Some((id, _, _))) if g == id => {
+            (None, None) => None,
+            (Some(g), Some((id, eff, _))) if g == id => {
                 let now = self.clock.now();
                 match self.items[id as usize].at {
                     Some(at) if at <= now => {}
@@ -411,7 +497,7 @@ impl DqHarness {
                     ),
                 }
                 self.book.retire(id);
-                true
+                Some((id, eff))
             }
             (got, want) => {
                 let what = match (got, want) {
@@ -434,6 +520,13 @@ impl DqHarness {
     }
 
     fn drain(&mut self, op: &dyn std::fmt::Debug) {
+        if self.step % 4 >= 2 {
+            self.queue.clear();
+            for (id, _, _) in self.model.drain() {
+                self.book.retire(id);
+            }
+            return;
+        }
         let got = self.queue.drain();
         let want = self.model.drain();
         let mut sorted = got.clone();
@@ -482,6 +575,7 @@ impl DqHarness {
             }
             DqOp::Remove(pick) => self.remove_picked(dop, pick),
             DqOp::Reset(pick, d) => self.reset_picked(dop, pick, d),
+            DqOp::TryTake if self.step % 4 >= 2 => self.try_take_expired(dop),
             DqOp::TryTake => {
                 let got = self.try_take();
                 self.took(dop, got);
@@ -499,6 +593,7 @@ impl DqHarness {
             DqOp::Drain => self.drain(dop),
         }
         self.check_len_and_closed(dop);
+        self.check_peek(dop);
     }
 
     /// `remove` of a picked key (live or stale), against the model.
@@ -506,6 +601,7 @@ impl DqHarness {
         let Some((key, id)) = self.book.pick(pick) else {
             return;
         };
+        self.check_deadline(op, key, id);
         let got = self.remove(key);
         let want = id.and_then(|id| self.model.cancel(id));
         if got != want {
@@ -524,6 +620,7 @@ impl DqHarness {
         let Some((key, id)) = self.book.pick(pick) else {
             return;
         };
+        self.check_deadline(op, key, id);
         let delay = self.delay(d);
         let at = self.clock.now().checked_add(delay);
         let tick = self.tick_of(at);
@@ -543,10 +640,21 @@ impl DqHarness {
         let mut n = 0;
         while {
             let got = self.try_take();
-            self.took(op, got)
+            self.took(op, got).is_some()
         } {
             n += 1;
             assert!(n <= bound, "try_take kept returning items");
+        }
+        if self.step % 4 >= 2 {
+            // Keys must keep working afterwards: the next steps check them.
+            self.queue.shrink_to_fit();
+            let (len, cap) = (self.queue.len(), self.queue.capacity());
+            if cap < len {
+                self.fail(
+                    op,
+                    format_args!("capacity {cap} below len {len} after shrink_to_fit"),
+                );
+            }
         }
     }
 
