@@ -15,6 +15,10 @@
 //! | | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`] (on the scheduler: [`Scheduler::sleep`], [`Scheduler::timeout`], [`Scheduler::interval`]) | `.await` on any executor |
 //! | clocks | [`ManualClock`] (for the scheduler and the delay queue; the system clock otherwise) | "48 hours later" in microseconds |
 //!
+//! The cargo feature `stream` (off by default) implements
+//! `futures_core::Stream` for [`DelayQueue`] (see
+//! [`DelayQueue::poll_expired`]).
+//!
 //! Durable timers (kept through crashes, shared by several processes, HTTP
 //! callbacks) are the crate `wheel-durable`, built on this crate.
 //!

@@ -261,7 +261,10 @@ fn insert_wakes_poll_expired_caller() {
             }
         }
         // The close may come before the item is taken: then it stays inside.
-        assert!(got == [3] || (got.is_empty() && q.drain() == [3]), "{got:?}");
+        assert!(
+            got == [3] || (got.is_empty() && q.drain() == [3]),
+            "{got:?}"
+        );
         producer.join().unwrap();
     });
 }

@@ -67,8 +67,9 @@ use self::state::State;
 /// The tick of [`DelayQueue::new`] and of a default builder: 1 ms.
 const DEFAULT_TICK: Duration = Duration::from_millis(1);
 
-/// Identifies an item in a [`DelayQueue`], for [`remove`](DelayQueue::remove)
-/// and [`reset`](DelayQueue::reset).
+/// Identifies an item in a [`DelayQueue`], for [`remove`](DelayQueue::remove),
+/// [`reset`](DelayQueue::reset) and [`deadline`](DelayQueue::deadline); the
+/// key of a taken item is in its [`DelayExpired`].
 ///
 /// Keys are generational: once the item was taken, removed or drained, its
 /// key answers `None`/`false` and never touches another item, even after
