@@ -78,6 +78,7 @@
 //! assert_eq!(scheduler.shutdown(), 0);
 //! ```
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod clock;
