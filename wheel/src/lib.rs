@@ -11,9 +11,13 @@
 //! | --- | --- | --- |
 //! | core | [`Wheel`], [`WheelConfig`], [`TimerKey`], [`Expired`], [`ConfigError`] | a single-threaded wheel over integer ticks, to embed in your own event loop |
 //! | scheduler | [`Scheduler`], [`SchedulerBuilder`], [`TimerHandle`], [`Stats`], [`ScheduleError`], [`BuildError`] | "run this closure in 30 s" / "every 5 s" / "cancel it", from any thread |
-//! | consumers | [`DelayQueue`], [`DelayQueueBuilder`], [`DelayKey`], [`Closed`], [`TakeFuture`], [`DelayQueueMut`] (on the core) | delayed values to take from, blocking or async |
+//! | consumers | [`DelayQueue`], [`DelayQueueBuilder`], [`DelayKey`], [`DelayExpired`], [`Closed`], [`TakeFuture`], [`TakeExpiredFuture`], [`DelayQueueMut`] (on the core) | delayed values to take from, blocking or async |
 //! | | [`Sleep`], [`Timeout`], [`Elapsed`], [`Interval`] (on the scheduler: [`Scheduler::sleep`], [`Scheduler::timeout`], [`Scheduler::interval`]) | `.await` on any executor |
 //! | clocks | [`ManualClock`] (for the scheduler and the delay queue; the system clock otherwise) | "48 hours later" in microseconds |
+//!
+//! The cargo feature `stream` (off by default) implements
+//! `futures_core::Stream` for [`DelayQueue`] (see
+//! [`DelayQueue::poll_expired`]).
 //!
 //! Durable timers (kept through crashes, shared by several processes, HTTP
 //! callbacks) are the crate `wheel-durable`, built on this crate.
@@ -74,6 +78,7 @@
 //! assert_eq!(scheduler.shutdown(), 0);
 //! ```
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod clock;
@@ -93,7 +98,8 @@ pub use crate::scheduler::{Scheduler, SchedulerBuilder, Stats, TimerHandle};
 pub use crate::error::{BuildError, ScheduleError};
 // The consumers: the delay queue, and the futures built on the scheduler.
 pub use crate::delay_queue::{
-    Closed, DelayKey, DelayQueue, DelayQueueBuilder, DelayQueueMut, TakeFuture,
+    Closed, DelayExpired, DelayKey, DelayQueue, DelayQueueBuilder, DelayQueueMut,
+    TakeExpiredFuture, TakeFuture,
 };
 pub use crate::future::{Elapsed, Interval, Sleep, Timeout};
 // Testing: time that moves only when told to.

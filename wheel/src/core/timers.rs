@@ -107,6 +107,39 @@ impl<T> Wheel<T> {
         self.slab.get_key(key.index, key.generation).map(|n| n.when)
     }
 
+    /// The key of a pending timer with the earliest effective deadline
+    /// (`None` if the wheel is empty), for the delay queue's `peek`.
+    ///
+    /// A timer already due sits at the front of the ready queue: found in
+    /// O(1), and exactly the one `poll` returns next. Otherwise the slab is
+    /// scanned, O(pending): the buckets keep their timers in FIFO order but
+    /// not sorted by deadline, and a level's first occupied slot may hold
+    /// only lazily cancelled cells, so no bucket can be read instead. Among
+    /// timers not yet due that share the earliest tick, the scan names the
+    /// one with the lowest slab index, which need not be the first `poll`
+    /// returns.
+    pub(crate) fn earliest(&self) -> Option<TimerKey> {
+        if let Some(front) = self.ready.front() {
+            let index = self.blocks.get(front);
+            let generation = self.slab.node(index).generation.get();
+            return Some(TimerKey { index, generation });
+        }
+        let mut best: Option<(u64, u32)> = None;
+        let mut from = 0;
+        while let Some(index) = self.slab.next_occupied(from) {
+            from = index as usize + 1;
+            let when = self.slab.node(index).when;
+            // Strict: the lowest index wins a tie.
+            if best.is_none_or(|(w, _)| when < w) {
+                best = Some((when, index));
+            }
+        }
+        best.map(|(_, index)| TimerKey {
+            index,
+            generation: self.slab.node(index).generation.get(),
+        })
+    }
+
     /// The value of a pending timer.
     ///
     /// # Examples

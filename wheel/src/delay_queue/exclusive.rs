@@ -17,7 +17,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::{Closed, DelayKey, DelayQueue, Signal, State};
+use super::{Closed, DelayExpired, DelayKey, DelayQueue, Signal, State};
 use crate::clock::TimeBase;
 use crate::sync::{Arc, get_mut};
 
@@ -203,7 +203,106 @@ impl<T> DelayQueueMut<'_, T> {
     /// assert_eq!(q.try_take(), None);
     /// ```
     pub fn try_take(&mut self) -> Option<T> {
-        self.state.try_take(self.time)
+        self.state.try_take(self.time).map(|e| e.value)
+    }
+
+    /// [`DelayQueue::try_take_expired`]: the earliest due item with its key
+    /// and deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut queue = wheel::DelayQueue::new();
+    /// let mut q = queue.exclusive();
+    /// let key = q.insert('x', Duration::ZERO).unwrap();
+    /// assert_eq!(q.try_take_expired().map(|e| e.key()), Some(key));
+    /// ```
+    pub fn try_take_expired(&mut self) -> Option<DelayExpired<T>> {
+        let e = self.state.try_take(self.time)?;
+        Some(DelayExpired::new(e, self.time))
+    }
+
+    /// [`DelayQueue::deadline`]: when the item of `key` comes due; `None`
+    /// if it left the queue or never comes due.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use wheel::{DelayQueue, ManualClock};
+    /// let clock = ManualClock::new();
+    /// let mut queue = DelayQueue::builder().clock(clock.clone()).build().unwrap();
+    /// let mut q = queue.exclusive();
+    /// let k = q.insert(1, Duration::from_secs(5)).unwrap();
+    /// assert_eq!(q.deadline(k), Some(clock.now() + Duration::from_secs(5)));
+    /// ```
+    pub fn deadline(&self, key: DelayKey) -> Option<Instant> {
+        self.state.deadline(self.time, key)
+    }
+
+    /// [`DelayQueue::peek`]: the key of the item that comes due first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut queue = wheel::DelayQueue::new();
+    /// let mut q = queue.exclusive();
+    /// q.insert("later", Duration::from_secs(9)).unwrap();
+    /// let first = q.insert("first", Duration::from_secs(1)).unwrap();
+    /// assert_eq!(q.peek(), Some(first));
+    /// ```
+    pub fn peek(&self) -> Option<DelayKey> {
+        self.state.peek()
+    }
+
+    /// [`DelayQueue::capacity`]: how many items fit before the queue
+    /// allocates again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut queue = wheel::DelayQueue::<u8>::with_capacity(32);
+    /// assert!(queue.exclusive().capacity() >= 32);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.state.wheel.capacity()
+    }
+
+    /// [`DelayQueue::shrink_to_fit`]: releases memory kept for items that
+    /// left the queue, as far as the items inside allow.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut queue = wheel::DelayQueue::new();
+    /// let mut q = queue.exclusive();
+    /// let k = q.insert(1, Duration::from_secs(1)).unwrap();
+    /// q.remove(k);
+    /// q.shrink_to_fit();
+    /// assert_eq!(q.capacity(), 0);
+    /// ```
+    #[doc(alias = "compact")]
+    pub fn shrink_to_fit(&mut self) {
+        self.state.wheel.shrink_to_fit();
+    }
+
+    /// [`DelayQueue::clear`]: drops every item inside, due or not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut queue = wheel::DelayQueue::new();
+    /// let mut q = queue.exclusive();
+    /// q.insert(1, Duration::from_secs(1)).unwrap();
+    /// q.clear();
+    /// assert!(q.is_empty());
+    /// ```
+    pub fn clear(&mut self) {
+        self.state.clear();
     }
 
     /// The number of items inside, due or not.

@@ -4,7 +4,12 @@
 //! queue's ticks, checking every item handed out against the clock in
 //! `Instant`s as well. Every other operation goes through
 //! [`DelayQueue::exclusive`] instead of the shared methods, so both paths
-//! are exercised. Compiled only for tests and `cfg(fuzzing)`; the
+//! are exercised. After every operation `peek` is checked against the
+//! model's earliest deadline, and before a remove or reset, `deadline` of
+//! the key; half the single takes are `try_take_expired`, whose key and
+//! deadline are checked, and half the `TakeAll`s and `Drain`s end in
+//! `shrink_to_fit` and are `clear`, respectively. The input's decoder is
+//! in `fuzz/decode.rs`. Compiled only for tests and `cfg(fuzzing)`; the
 //! `delay_queue_ops` fuzz target and the proptests below feed it the same
 //! bytes.
 
@@ -13,174 +18,12 @@ use std::time::{Duration, Instant};
 use arbitrary::{Arbitrary, Unstructured};
 
 use crate::clock::NEVER;
-use crate::core::testing::{KeyBook, MAX_OPS, Model, Pick, TuningPreset, clamp, ops_until_empty};
+use crate::core::testing::{KeyBook, MAX_OPS, Model, Pick, TuningPreset, clamp};
 use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock};
 
-/// A tick length for the queue under test (some invalid, to check the
-/// builder's errors).
-#[derive(Debug, Clone, Copy)]
-pub enum TickSpec {
-    /// 1 ns: rounding is exact.
-    Nano,
-    /// 1 µs.
-    Micro,
-    /// 1 ms (the default tick).
-    Milli,
-    /// An odd length `1 + n` ns, so that tick edges fall between round numbers.
-    Odd(u16),
-    /// `1 + n` seconds.
-    Secs(u8),
-    /// Zero: `build` must fail with `BuildError::ZeroTick`.
-    Zero,
-    /// `Duration::MAX`: `build` must fail with `BuildError::TickTooLong`.
-    TooLong,
-}
+mod decode;
 
-impl<'a> Arbitrary<'a> for TickSpec {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let sel: u8 = u.arbitrary()?;
-        Ok(match sel {
-            0..=59 => TickSpec::Nano,
-            60..=99 => TickSpec::Micro,
-            100..=159 => TickSpec::Milli,
-            160..=219 => TickSpec::Odd(u.arbitrary()?),
-            220..=249 => TickSpec::Secs(u.arbitrary()?),
-            250..=252 => TickSpec::Zero,
-            _ => TickSpec::TooLong,
-        })
-    }
-}
-
-impl TickSpec {
-    fn duration(self) -> Duration {
-        match self {
-            TickSpec::Nano => Duration::from_nanos(1),
-            TickSpec::Micro => Duration::from_micros(1),
-            TickSpec::Milli => Duration::from_millis(1),
-            TickSpec::Odd(n) => Duration::from_nanos(1 + u64::from(n)),
-            TickSpec::Secs(n) => Duration::from_secs(1 + u64::from(n)),
-            TickSpec::Zero => Duration::ZERO,
-            TickSpec::TooLong => Duration::MAX,
-        }
-    }
-}
-
-/// A delay, relative to the queue's tick where that matters.
-#[derive(Debug, Clone, Copy)]
-pub enum Delay {
-    /// Zero: due at once.
-    Zero,
-    /// `n` nanoseconds (mostly inside one tick).
-    Nanos(u16),
-    /// `ticks` ticks plus `off` nanoseconds: right on and around tick edges.
-    Ticks {
-        /// Whole ticks.
-        ticks: u8,
-        /// Offset in nanoseconds.
-        off: i8,
-    },
-    /// `mantissa << exponent` nanoseconds, up to far past `u64::MAX` ns.
-    Far {
-        /// The significant bits.
-        mantissa: u16,
-        /// The shift (modulo 80).
-        exponent: u8,
-    },
-    /// `Duration::MAX`.
-    Max,
-}
-
-impl<'a> Arbitrary<'a> for Delay {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let sel: u8 = u.arbitrary()?;
-        Ok(match sel {
-            0..=29 => Delay::Zero,
-            30..=79 => Delay::Nanos(u.arbitrary()?),
-            80..=199 => Delay::Ticks {
-                ticks: u.arbitrary::<u8>()? % 16,
-                off: u.arbitrary::<i8>()? % 3,
-            },
-            200..=247 => Delay::Far {
-                mantissa: u.arbitrary()?,
-                exponent: u.arbitrary()?,
-            },
-            _ => Delay::Max,
-        })
-    }
-}
-
-/// One operation on the queue.
-#[derive(Debug, Clone, Copy)]
-pub enum DqOp {
-    /// `insert(value, delay)`.
-    Insert(Delay),
-    /// `insert_at(value, now - n ns)`: at or before now, possibly before the
-    /// queue was built.
-    InsertAtPast(u32),
-    /// `insert_at(value, now + delay)` (skipped if that overflows `Instant`).
-    InsertAt(Delay),
-    /// `remove(key)`.
-    Remove(Pick),
-    /// `reset(key, delay)`, or `reset_at(key, now + delay)` on every other
-    /// pair of steps when that instant exists (see [`DqHarness`]).
-    Reset(Pick, Delay),
-    /// One `try_take()`.
-    TryTake,
-    /// `try_take()` until `None`.
-    TakeAll,
-    /// `take_timeout(Duration::ZERO)`: must not block, answers like `try_take`.
-    TakeTimeoutZero,
-    /// `clock.advance(delay)`.
-    Advance(Delay),
-    /// `close()`.
-    Close,
-    /// `drain()`, compared with the model as a set, in deadline order.
-    Drain,
-}
-
-impl<'a> Arbitrary<'a> for DqOp {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let sel: u8 = u.arbitrary()?;
-        Ok(match sel {
-            0..=69 => DqOp::Insert(u.arbitrary()?),
-            70..=79 => DqOp::InsertAtPast(u.arbitrary()?),
-            80..=94 => DqOp::InsertAt(u.arbitrary()?),
-            95..=109 => DqOp::Remove(u.arbitrary()?),
-            110..=129 => DqOp::Reset(u.arbitrary()?, u.arbitrary()?),
-            130..=164 => DqOp::TryTake,
-            165..=179 => DqOp::TakeAll,
-            180..=189 => DqOp::TakeTimeoutZero,
-            190..=249 => DqOp::Advance(u.arbitrary()?),
-            250..=251 => DqOp::Close,
-            _ => DqOp::Drain,
-        })
-    }
-}
-
-/// A whole `delay_queue_ops` input.
-#[derive(Debug, Clone)]
-pub struct DqInput {
-    /// The queue's tick.
-    pub tick: TickSpec,
-    /// The builder's `capacity`.
-    pub capacity: u16,
-    /// The operations (at most [`MAX_OPS`]).
-    pub ops: Vec<DqOp>,
-}
-
-impl<'a> Arbitrary<'a> for DqInput {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(DqInput {
-            tick: u.arbitrary()?,
-            capacity: u.arbitrary()?,
-            ops: ops_until_empty(u)?,
-        })
-    }
-
-    fn arbitrary_take_rest(mut u: Unstructured<'a>) -> arbitrary::Result<Self> {
-        Self::arbitrary(&mut u)
-    }
-}
+pub use self::decode::{Delay, DqInput, DqOp, TickSpec};
 
 #[derive(Debug)]
 struct DqItem {
@@ -380,6 +223,84 @@ impl DqHarness {
         }
     }
 
+    /// `try_take_expired` on this step's path, checked against the model:
+    /// the key the item had and the instant of its effective deadline.
+    fn try_take_expired(&mut self, op: &dyn std::fmt::Debug) {
+        let got = if self.exclusive() {
+            self.queue.exclusive().try_take_expired()
+        } else {
+            self.queue.try_take_expired()
+        };
+        let (key, deadline) = match &got {
+            Some(e) => (Some(e.key()), Some(e.deadline())),
+            None => (None, None),
+        };
+        let Some((id, eff)) = self.took(op, got.map(|e| e.into_inner())) else {
+            return;
+        };
+        if key != Some(self.book.key(id)) || deadline != self.instant_of(eff) {
+            self.fail(
+                op,
+                format_args!(
+                    "try_take_expired gave key {key:?} due {deadline:?}, expected {:?} due {:?}",
+                    self.book.key(id),
+                    self.instant_of(eff)
+                ),
+            );
+        }
+    }
+
+    /// The instant tick `tick` starts at (`None` past the range of
+    /// `Instant`, as for "never").
+    fn instant_of(&self, tick: u64) -> Option<Instant> {
+        let ns = u128::from(tick) * self.tick_ns;
+        self.start.checked_add(duration_from_nanos(ns)).filter(|_| {
+            // `duration_from_nanos` saturates: a saturated sum is not exact.
+            ns <= Duration::MAX.as_nanos()
+        })
+    }
+
+    /// `deadline(key)` on this step's path against the model (`None` for a
+    /// stale key, and for an item that never comes due).
+    fn check_deadline(&mut self, op: &dyn std::fmt::Debug, key: DelayKey, id: Option<u64>) {
+        let got = if self.exclusive() {
+            self.queue.exclusive().deadline(key)
+        } else {
+            self.queue.deadline(key)
+        };
+        let want = id
+            .and_then(|id| self.model.deadline(id))
+            .and_then(|t| self.instant_of(t));
+        if got != want {
+            self.fail(
+                op,
+                format_args!("deadline({key:?}) = {got:?}, expected {want:?}"),
+            );
+        }
+    }
+
+    /// `peek` on this step's path: a live item whose deadline is the
+    /// model's earliest.
+    fn check_peek(&mut self, op: &dyn std::fmt::Debug) {
+        let got = if self.exclusive() {
+            self.queue.exclusive().peek()
+        } else {
+            self.queue.peek()
+        };
+        let want = self.model.earliest();
+        let id = got.and_then(|k| {
+            let live = self.book.live_ids().iter();
+            live.copied().find(|&id| self.book.key(id) == k)
+        });
+        let eff = id.and_then(|id| self.model.deadline(id));
+        if eff != want || got.is_some() != id.is_some() {
+            self.fail(
+                op,
+                format_args!("peek() = {got:?} (due {eff:?}), model's earliest {want:?}"),
+            );
+        }
+    }
+
     /// `len` and `is_empty` on this step's path.
     fn len_and_empty(&mut self) -> (usize, bool) {
         if self.exclusive() {
@@ -390,16 +311,17 @@ impl DqHarness {
         }
     }
 
-    /// One take-like call: `got` is its answer.
-    fn took(&mut self, op: &dyn std::fmt::Debug, got: Option<u64>) -> bool {
+    /// One take-like call: `got` is its answer. Returns the item's id and
+    /// effective deadline when one was rightly taken.
+    fn took(&mut self, op: &dyn std::fmt::Debug, got: Option<u64>) -> Option<(u64, u64)> {
         let want = if self.closed {
             None
         } else {
             self.model.poll(self.now_tick())
         };
         match (got, want) {
-            (None, None) => false,
-            (Some(g), Some((id, _, _))) if g == id => {
+            (None, None) => None,
+            (Some(g), Some((id, eff, _))) if g == id => {
                 let now = self.clock.now();
                 match self.items[id as usize].at {
                     Some(at) if at <= now => {}
@@ -411,7 +333,7 @@ impl DqHarness {
                     ),
                 }
                 self.book.retire(id);
-                true
+                Some((id, eff))
             }
             (got, want) => {
                 let what = match (got, want) {
@@ -434,6 +356,13 @@ impl DqHarness {
     }
 
     fn drain(&mut self, op: &dyn std::fmt::Debug) {
+        if self.step % 4 >= 2 {
+            self.queue.clear();
+            for (id, _, _) in self.model.drain() {
+                self.book.retire(id);
+            }
+            return;
+        }
         let got = self.queue.drain();
         let want = self.model.drain();
         let mut sorted = got.clone();
@@ -482,6 +411,7 @@ impl DqHarness {
             }
             DqOp::Remove(pick) => self.remove_picked(dop, pick),
             DqOp::Reset(pick, d) => self.reset_picked(dop, pick, d),
+            DqOp::TryTake if self.step % 4 >= 2 => self.try_take_expired(dop),
             DqOp::TryTake => {
                 let got = self.try_take();
                 self.took(dop, got);
@@ -499,6 +429,7 @@ impl DqHarness {
             DqOp::Drain => self.drain(dop),
         }
         self.check_len_and_closed(dop);
+        self.check_peek(dop);
     }
 
     /// `remove` of a picked key (live or stale), against the model.
@@ -506,6 +437,7 @@ impl DqHarness {
         let Some((key, id)) = self.book.pick(pick) else {
             return;
         };
+        self.check_deadline(op, key, id);
         let got = self.remove(key);
         let want = id.and_then(|id| self.model.cancel(id));
         if got != want {
@@ -524,6 +456,7 @@ impl DqHarness {
         let Some((key, id)) = self.book.pick(pick) else {
             return;
         };
+        self.check_deadline(op, key, id);
         let delay = self.delay(d);
         let at = self.clock.now().checked_add(delay);
         let tick = self.tick_of(at);
@@ -543,10 +476,21 @@ impl DqHarness {
         let mut n = 0;
         while {
             let got = self.try_take();
-            self.took(op, got)
+            self.took(op, got).is_some()
         } {
             n += 1;
             assert!(n <= bound, "try_take kept returning items");
+        }
+        if self.step % 4 >= 2 {
+            // Keys must keep working afterwards: the next steps check them.
+            self.queue.shrink_to_fit();
+            let (len, cap) = (self.queue.len(), self.queue.capacity());
+            if cap < len {
+                self.fail(
+                    op,
+                    format_args!("capacity {cap} below len {len} after shrink_to_fit"),
+                );
+            }
         }
     }
 

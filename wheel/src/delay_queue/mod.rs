@@ -26,7 +26,13 @@
 //!
 //! - this file: [`DelayQueue`], [`DelayKey`], [`Closed`]; construction,
 //!   insert, remove, reset, close, drain.
-//! - `take.rs`: the non-blocking, blocking and async takes, [`TakeFuture`].
+//! - `take.rs`: the non-blocking, blocking and async takes, [`TakeFuture`],
+//!   [`TakeExpiredFuture`].
+//! - `expired.rs`: [`DelayExpired`], what the `*_expired` takes return.
+//! - `stream.rs`: `poll_expired`, and the `Stream` implementations (feature
+//!   `stream`).
+//! - `inspect.rs`: `deadline`, `peek`, `capacity`, `shrink_to_fit`,
+//!   `clear`, `with_capacity`.
 //! - `state.rs`: what the state lock guards, and the operations on it.
 //! - `signal.rs`: the wake-up side, free of the item type.
 //! - `exclusive.rs`: [`DelayQueueMut`].
@@ -41,15 +47,19 @@ use crate::sync::{Arc, Mutex, lock};
 
 mod builder;
 mod exclusive;
+mod expired;
 #[cfg(any(test, fuzzing))]
 pub(crate) mod fuzz;
+mod inspect;
 mod signal;
 mod state;
+mod stream;
 mod take;
 
 pub use self::builder::DelayQueueBuilder;
 pub use self::exclusive::DelayQueueMut;
-pub use self::take::TakeFuture;
+pub use self::expired::DelayExpired;
+pub use self::take::{TakeExpiredFuture, TakeFuture};
 
 use self::signal::Signal;
 use self::state::State;
@@ -57,8 +67,9 @@ use self::state::State;
 /// The tick of [`DelayQueue::new`] and of a default builder: 1 ms.
 const DEFAULT_TICK: Duration = Duration::from_millis(1);
 
-/// Identifies an item in a [`DelayQueue`], for [`remove`](DelayQueue::remove)
-/// and [`reset`](DelayQueue::reset).
+/// Identifies an item in a [`DelayQueue`], for [`remove`](DelayQueue::remove),
+/// [`reset`](DelayQueue::reset) and [`deadline`](DelayQueue::deadline); the
+/// key of a taken item is in its [`DelayExpired`].
 ///
 /// Keys are generational: once the item was taken, removed or drained, its
 /// key answers `None`/`false` and never touches another item, even after
@@ -140,9 +151,10 @@ impl<T: fmt::Debug> std::error::Error for Closed<T> {}
 /// # Closing
 ///
 /// [`close`](Self::close) wakes every blocked consumer, which returns
-/// `None`. From then on `take*`/`try_take`/`take_async` return `None` even
-/// if items remain, `iter` ends, and `insert` hands the value back in
-/// [`Closed`]. [`drain`](Self::drain), [`remove`](Self::remove),
+/// `None`. From then on every take (`take*`, `try_take*`, `take_async*`,
+/// [`poll_expired`](Self::poll_expired)) returns `None` even if items
+/// remain, `iter` and the `Stream` end, and `insert` hands the value back
+/// in [`Closed`]. [`drain`](Self::drain), [`remove`](Self::remove),
 /// [`reset`](Self::reset) and [`reset_at`](Self::reset_at) keep working, so
 /// nothing is lost: `drain` returns every item still inside, due or not.
 /// `close`, not `shutdown`, because the queue is channel-like: closing

@@ -20,7 +20,11 @@
 //!   and then notifies while holding the signal lock, so a notification
 //!   either finds the taker asleep or the taker sees the new epoch: no lost
 //!   wake-up.
-//! - `wakers` holds the async takers that found nothing due. They are woken
+//! - `wakers` holds the async takers that found nothing due: each
+//!   [`TakeFuture`](super::TakeFuture) under its registration id (from 1),
+//!   and each task that called
+//!   [`poll_expired`](super::DelayQueue::poll_expired) under id 0, told
+//!   apart by `Waker::will_wake` (one entry per task). They are woken
 //!   (and the list emptied) by the helper thread once `deadline` has passed,
 //!   and by `close`. `deadline` is a tick at or before the earliest pending
 //!   deadline as of the latest registration or insert (`NEVER` when none).
@@ -167,15 +171,18 @@ impl Signal {
         }
     }
 
-    /// Registers (or refreshes) the async taker `id` with `waker`, to be
-    /// woken at `deadline` (a tick; `NEVER` for "only on an insert").
+    /// Registers (or refreshes) an async taker with `waker`, to be woken at
+    /// `deadline` (a tick; `NEVER` for "only on an insert"). `id` is a
+    /// future's registration id (0: not yet registered; the new id is
+    /// written back); `None` registers a `poll_expired` caller, keyed by
+    /// its waker.
     ///
     /// Call under the state lock. Returns the helper's new deadline, or
     /// `None` if the helper thread could not be started (the caller then
     /// has no timer and must wake itself).
     pub(super) fn register(
         this: &Arc<Signal>,
-        id: &mut u64,
+        id: Option<&mut u64>,
         waker: &Waker,
         deadline: u64,
         time: &TimeBase,
@@ -192,12 +199,19 @@ impl Signal {
                 Err(_) => return None,
             }
         }
-        if *id == 0 {
-            s.next_id += 1;
-            *id = s.next_id;
-        }
-        let me = *id;
-        match s.wakers.iter_mut().find(|(i, _)| *i == me) {
+        let me = match id {
+            Some(id) => {
+                if *id == 0 {
+                    s.next_id += 1;
+                    *id = s.next_id;
+                }
+                *id
+            }
+            None => 0,
+        };
+        // Id 0 entries belong to different tasks: the waker tells them apart.
+        let mine = |e: &&mut (u64, Waker)| e.0 == me && (me != 0 || e.1.will_wake(waker));
+        match s.wakers.iter_mut().find(mine) {
             Some((_, w)) => {
                 if !w.will_wake(waker) {
                     w.clone_from(waker);
@@ -223,6 +237,14 @@ impl Signal {
     pub(super) fn unregister(&self, id: u64) -> bool {
         let mut s = lock(&self.inner);
         s.wakers.retain(|(i, _)| *i != id);
+        s.wakers.is_empty()
+    }
+
+    /// Removes the `poll_expired` registration of `waker`'s task (if any);
+    /// `true` if no async taker is left.
+    pub(super) fn unregister_waker(&self, waker: &Waker) -> bool {
+        let mut s = lock(&self.inner);
+        s.wakers.retain(|(i, w)| *i != 0 || !w.will_wake(waker));
         s.wakers.is_empty()
     }
 

@@ -26,7 +26,7 @@ use std::time::Instant;
 use super::signal::Signal;
 use super::{Closed, DelayKey};
 use crate::clock::{NEVER, TimeBase};
-use crate::core::{Tuning, Wheel, WheelConfig};
+use crate::core::{Expired as Entry, Tuning, Wheel, WheelConfig};
 use crate::sync::Arc;
 
 /// What the state lock guards.
@@ -100,26 +100,46 @@ impl<T> State<T> {
         (true, !self.closed && self.came_earlier(signal, due_tick))
     }
 
-    pub(super) fn try_take(&mut self, time: &TimeBase) -> Option<T> {
+    /// The earliest due item with its key and tick; `None` if nothing is
+    /// due or the queue is closed.
+    pub(super) fn try_take(&mut self, time: &TimeBase) -> Option<Entry<T>> {
         if self.closed {
             return None;
         }
         self.poll_due(time).ok()
     }
 
-    /// Takes the earliest due item, or returns the instant read from the
-    /// clock. Tries the tick the wheel already reached before reading the
-    /// clock, so a backlog of due items is handed out without clock reads.
-    pub(super) fn poll_due(&mut self, time: &TimeBase) -> Result<T, Instant> {
+    /// Takes the earliest due item (with its key and tick), or returns the
+    /// instant read from the clock. Tries the tick the wheel already
+    /// reached before reading the clock, so a backlog of due items is
+    /// handed out without clock reads.
+    pub(super) fn poll_due(&mut self, time: &TimeBase) -> Result<Entry<T>, Instant> {
         let reached = self.wheel.now();
         if let Some(e) = self.wheel.poll(reached) {
-            return Ok(e.value);
+            return Ok(e);
         }
         let now = time.now();
         match self.wheel.poll(time.conv().now_tick(now)) {
-            Some(e) => Ok(e.value),
+            Some(e) => Ok(e),
             None => Err(now),
         }
+    }
+
+    /// The instant the item of `key` is due (its tick's start); `None` if
+    /// the key is stale or the item never comes due.
+    pub(super) fn deadline(&self, time: &TimeBase, key: DelayKey) -> Option<Instant> {
+        let tick = self.wheel.deadline(key.0)?;
+        time.conv().instant_of(tick)
+    }
+
+    /// The key of the item due first (see `Wheel::earliest`).
+    pub(super) fn peek(&self) -> Option<DelayKey> {
+        self.wheel.earliest().map(DelayKey)
+    }
+
+    /// Takes every item out, for the caller to drop (outside the lock).
+    pub(super) fn clear(&mut self) -> Vec<T> {
+        self.wheel.drain().map(|e| e.value).collect()
     }
 
     /// An item is now due at `tick`: tells the helper if async takers wait

@@ -4,6 +4,14 @@
 //! [`iter`](DelayQueue::iter)) or async ([`take_async`](DelayQueue::take_async),
 //! [`TakeFuture`]).
 //!
+//! Each take has an `_expired` twin ([`try_take_expired`](DelayQueue::try_take_expired),
+//! [`take_expired`](DelayQueue::take_expired),
+//! [`take_timeout_expired`](DelayQueue::take_timeout_expired),
+//! [`take_async_expired`](DelayQueue::take_async_expired),
+//! [`TakeExpiredFuture`]) that returns the item as a [`DelayExpired`], with
+//! its key and deadline; both run the same code and differ only in what
+//! they keep of the wheel's entry.
+//!
 //! A blocking taker that finds nothing due sleeps on the signal (see
 //! `signal.rs` for the wake-up protocol). One of them, the *leader*, sleeps
 //! with a timeout until the earliest deadline; the others (*followers*)
@@ -15,13 +23,14 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::DelayQueue;
 use super::signal::Signal;
 use super::state::State;
+use super::{DelayExpired, DelayQueue};
 use crate::clock::NEVER;
+use crate::core::Expired as Entry;
 use crate::sync::lock;
 
 impl<T> DelayQueue<T> {
@@ -40,7 +49,7 @@ impl<T> DelayQueue<T> {
     /// assert!(start.elapsed() >= Duration::from_millis(15));
     /// ```
     pub fn take(&self) -> Option<T> {
-        self.take_until(None)
+        self.take_until(None).map(|e| e.value)
     }
 
     /// Like [`take`](Self::take), but gives up and returns `None` once
@@ -57,8 +66,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(q.len(), 1);
     /// ```
     pub fn take_timeout(&self, timeout: Duration) -> Option<T> {
-        let limit = self.time.now().checked_add(timeout);
-        self.take_until(limit)
+        self.take_until(self.limit_after(timeout)).map(|e| e.value)
     }
 
     /// Returns the earliest item if one is due now, without waiting; `None`
@@ -74,7 +82,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(q.try_take(), Some(3));
     /// ```
     pub fn try_take(&self) -> Option<T> {
-        lock(&self.state).try_take(&self.time)
+        lock(&self.state).try_take(&self.time).map(|e| e.value)
     }
 
     /// Waits for the earliest due item without blocking a thread; `None`
@@ -113,6 +121,79 @@ impl<T> DelayQueue<T> {
         TakeFuture { queue: self, id: 0 }
     }
 
+    /// [`take`](Self::take), returning the item with its key and deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let q = wheel::DelayQueue::new();
+    /// let key = q.insert("ping", Duration::from_millis(5)).unwrap();
+    /// let e = q.take_expired().unwrap();
+    /// assert_eq!((e.key(), e.into_inner()), (key, "ping"));
+    /// ```
+    pub fn take_expired(&self) -> Option<DelayExpired<T>> {
+        let e = self.take_until(None)?;
+        Some(DelayExpired::new(e, &self.time))
+    }
+
+    /// [`take_timeout`](Self::take_timeout), returning the item with its key
+    /// and deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let q = wheel::DelayQueue::new();
+    /// q.insert("later", Duration::from_secs(3600)).unwrap();
+    /// assert_eq!(q.take_timeout_expired(Duration::from_millis(5)), None);
+    /// q.insert("now", Duration::ZERO).unwrap();
+    /// let e = q.take_timeout_expired(Duration::from_millis(5)).unwrap();
+    /// assert_eq!(e.into_inner(), "now");
+    /// ```
+    pub fn take_timeout_expired(&self, timeout: Duration) -> Option<DelayExpired<T>> {
+        let e = self.take_until(self.limit_after(timeout))?;
+        Some(DelayExpired::new(e, &self.time))
+    }
+
+    /// [`try_take`](Self::try_take), returning the item with its key and
+    /// deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let q = wheel::DelayQueue::new();
+    /// assert!(q.try_take_expired().is_none());
+    /// let key = q.insert(3, Duration::ZERO).unwrap();
+    /// let e = q.try_take_expired().unwrap();
+    /// assert_eq!((e.key(), *e.get_ref()), (key, 3));
+    /// ```
+    pub fn try_take_expired(&self) -> Option<DelayExpired<T>> {
+        let e = lock(&self.state).try_take(&self.time)?;
+        Some(DelayExpired::new(e, &self.time))
+    }
+
+    /// [`take_async`](Self::take_async), resolving to the item with its key
+    /// and deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// #[tokio::main(flavor = "current_thread")]
+    /// async fn main() {
+    ///     let q = wheel::DelayQueue::new();
+    ///     let key = q.insert("hello", Duration::from_millis(2)).unwrap();
+    ///     let e = q.take_async_expired().await.unwrap();
+    ///     assert_eq!((e.key(), e.into_inner()), (key, "hello"));
+    /// }
+    /// ```
+    pub fn take_async_expired(&self) -> TakeExpiredFuture<'_, T> {
+        TakeExpiredFuture { queue: self, id: 0 }
+    }
+
     /// A blocking iterator over the items as they come due; it ends when
     /// the queue is closed.
     ///
@@ -131,6 +212,12 @@ impl<T> DelayQueue<T> {
         std::iter::from_fn(move || self.take())
     }
 
+    /// The clock's instant `timeout` from now (`None`: past the range of
+    /// `Instant`, so never).
+    fn limit_after(&self, timeout: Duration) -> Option<Instant> {
+        self.time.now().checked_add(timeout)
+    }
+
     /// The tick to wake at for the earliest pending item, no earlier than
     /// the tick after `now` (nothing is due at `now`), `NEVER` if empty.
     fn wake_tick(&self, st: &State<T>, now: Instant) -> u64 {
@@ -142,7 +229,7 @@ impl<T> DelayQueue<T> {
 
     /// The blocking take: waits until an item is due, the queue is closed,
     /// or the clock reaches `limit`.
-    fn take_until(&self, limit: Option<Instant>) -> Option<T> {
+    fn take_until(&self, limit: Option<Instant>) -> Option<Entry<T>> {
         let mut st = lock(&self.state);
         let mut token = 0;
         let out = loop {
@@ -193,14 +280,59 @@ impl<T> DelayQueue<T> {
         out
     }
 
-    /// Withdraws the async registration `id` (if any).
-    fn unregister(&self, st: &mut State<T>, id: &mut u64) {
-        if *id != 0 {
-            if self.signal.unregister(*id) {
-                st.async_waiting = false;
+    /// Withdraws an async registration: the future's `id` (if any), or,
+    /// for `None`, the `poll_expired` registration of `waker`'s task.
+    fn unregister(&self, st: &mut State<T>, id: Option<&mut u64>, waker: &Waker) {
+        match id {
+            Some(id) => {
+                if *id != 0 {
+                    if self.signal.unregister(*id) {
+                        st.async_waiting = false;
+                    }
+                    *id = 0;
+                }
             }
-            *id = 0;
+            // With nobody registered (the mirror says so), there is nothing
+            // to withdraw: a stream draining due items skips the signal lock.
+            None => {
+                if st.async_waiting && self.signal.unregister_waker(waker) {
+                    st.async_waiting = false;
+                }
+            }
         }
+    }
+
+    /// One poll of an async take: the earliest due item, `None` once the
+    /// queue is closed, or `Pending` with the caller's waker registered
+    /// for the earliest deadline. `id` is a future's registration; `None`
+    /// stands for `poll_expired`, registered by its waker.
+    pub(super) fn poll_take(
+        &self,
+        id: Option<&mut u64>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Entry<T>>> {
+        let mut st = lock(&self.state);
+        if st.closed {
+            self.unregister(&mut st, id, cx.waker());
+            return Poll::Ready(None);
+        }
+        let now = match st.poll_due(&self.time) {
+            Ok(e) => {
+                self.unregister(&mut st, id, cx.waker());
+                return Poll::Ready(Some(e));
+            }
+            Err(now) => now,
+        };
+        let at = self.wake_tick(&st, now);
+        match Signal::register(&self.signal, id, cx.waker(), at, &self.time) {
+            Some(deadline) => {
+                st.async_waiting = true;
+                st.async_at = deadline;
+            }
+            // No helper thread: stay live by asking to be polled again.
+            None => cx.waker().wake_by_ref(),
+        }
+        Poll::Pending
     }
 }
 
@@ -232,44 +364,78 @@ impl<T> Future for TakeFuture<'_, T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = self.get_mut();
-        let q = this.queue;
-        let mut st = lock(&q.state);
-        if st.closed {
-            q.unregister(&mut st, &mut this.id);
-            return Poll::Ready(None);
-        }
-        let now = match st.poll_due(&q.time) {
-            Ok(v) => {
-                q.unregister(&mut st, &mut this.id);
-                return Poll::Ready(Some(v));
-            }
-            Err(now) => now,
-        };
-        let at = q.wake_tick(&st, now);
-        match Signal::register(&q.signal, &mut this.id, cx.waker(), at, &q.time) {
-            Some(deadline) => {
-                st.async_waiting = true;
-                st.async_at = deadline;
-            }
-            // No helper thread: stay live by asking to be polled again.
-            None => cx.waker().wake_by_ref(),
-        }
-        Poll::Pending
+        this.queue
+            .poll_take(Some(&mut this.id), cx)
+            .map(|e| e.map(|e| e.value))
     }
 }
 
 impl<T> Drop for TakeFuture<'_, T> {
     fn drop(&mut self) {
-        if self.id != 0 {
-            let mut st = lock(&self.queue.state);
-            self.queue.unregister(&mut st, &mut self.id);
-        }
+        withdraw(self.queue, &mut self.id);
+    }
+}
+
+/// Withdraws a dropped future's registration `id` (if any).
+fn withdraw<T>(queue: &DelayQueue<T>, id: &mut u64) {
+    if *id != 0 {
+        let mut st = lock(&queue.state);
+        queue.unregister(&mut st, Some(id), Waker::noop());
     }
 }
 
 impl<T> fmt::Debug for TakeFuture<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TakeFuture")
+            .field("registered", &(self.id != 0))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of [`DelayQueue::take_async_expired`]: resolves to the
+/// earliest due item with its key and deadline, or `None` once the queue is
+/// closed. It behaves as [`TakeFuture`] does.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// #[tokio::main(flavor = "current_thread")]
+/// async fn main() {
+///     let q = wheel::DelayQueue::new();
+///     q.insert("hello", Duration::from_millis(2)).unwrap();
+///     let fut: wheel::TakeExpiredFuture<'_, &str> = q.take_async_expired();
+///     assert_eq!(fut.await.map(|e| e.into_inner()), Some("hello"));
+/// }
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct TakeExpiredFuture<'a, T> {
+    queue: &'a DelayQueue<T>,
+    /// Registration id with the signal (0: not registered).
+    id: u64,
+}
+
+impl<T> Future for TakeExpiredFuture<'_, T> {
+    type Output = Option<DelayExpired<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let q = this.queue;
+        q.poll_take(Some(&mut this.id), cx)
+            .map(|e| e.map(|e| DelayExpired::new(e, &q.time)))
+    }
+}
+
+impl<T> Drop for TakeExpiredFuture<'_, T> {
+    fn drop(&mut self) {
+        withdraw(self.queue, &mut self.id);
+    }
+}
+
+impl<T> fmt::Debug for TakeExpiredFuture<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TakeExpiredFuture")
             .field("registered", &(self.id != 0))
             .finish_non_exhaustive()
     }
