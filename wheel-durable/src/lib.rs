@@ -181,10 +181,7 @@ pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
 /// the stores create.
 fn check_new(key: &str, payload: &[u8], max_payload: usize) -> Result<(), DurableError> {
     check_input(key, payload, max_payload)?;
-    if store::schedules::RESERVED_PREFIXES
-        .iter()
-        .any(|p| key.starts_with(p))
-    {
+    if schedule::is_reserved_key(key) {
         return Err(DurableError::InvalidKey);
     }
     Ok(())

@@ -159,7 +159,11 @@ impl Problem {
             }
             DurableError::InvalidKey => (
                 Some("key"),
-                format!("a key is 1 to {} bytes", wheel_durable::MAX_KEY_LEN),
+                format!(
+                    "a key is 1 to {} bytes and does not start with `sched:` or \
+                     `sched-trigger:` (the keys of schedule runs)",
+                    wheel_durable::MAX_KEY_LEN
+                ),
             ),
             DurableError::InvalidTime => (
                 Some("due_at"),

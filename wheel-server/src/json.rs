@@ -151,6 +151,14 @@ impl NewTimer {
                     ),
                 ));
             }
+            Some(k) if wheel_durable::schedule::is_reserved_key(&k) => {
+                return Err(Problem::invalid(
+                    f("key"),
+                    format!(
+                        "the key {k:?} is refused: `sched:` and `sched-trigger:` keys are those of schedule runs"
+                    ),
+                ));
+            }
             Some(k) => k,
             None => crate::key::new_key(now)?,
         };

@@ -97,8 +97,11 @@ fn contract(doc: &mut Value) {
             { "required": ["delay"], "properties": { "delay": { "$ref": "#/components/schemas/Delay" } } },
         ]);
     }
-    // A dot segment is no key: no URL path could name its timer.
-    schemas["NewTimer"]["properties"]["key"]["not"] = json!({ "enum": [".", ".."] });
+    // A dot segment is no key: no URL path could name its timer. Keys of
+    // schedule runs are the library's to make.
+    schemas["NewTimer"]["properties"]["key"]["not"] = json!({
+        "anyOf": [{ "enum": [".", ".."] }, { "pattern": "^sched(-trigger)?:" }],
+    });
     let callback = &mut schemas["CallbackIn"];
     callback["properties"]["url"]["pattern"] = json!(*crate::decode::URL_PATTERN);
     // `body` and `json` are not both given (null stands for absent).
@@ -427,7 +430,7 @@ mod tests {
         assert_eq!(s["NewTimer"]["properties"]["key"]["maxLength"], 1024);
         assert_eq!(
             s["NewTimer"]["properties"]["key"]["not"],
-            json!({ "enum": [".", ".."] })
+            json!({ "anyOf": [{ "enum": [".", ".."] }, { "pattern": "^sched(-trigger)?:" }] })
         );
         assert_eq!(s["NewTimer"]["properties"]["due_at"]["format"], "date-time");
         let one_of = s["NewTimer"]["oneOf"].as_array().unwrap();

@@ -33,6 +33,25 @@ pub const MAX_SCHEDULE_ID_LEN: usize = 512;
 /// The prefix of every run key.
 const PREFIX: &str = "sched:";
 
+/// Whether `key` starts with a prefix of schedule runs (`sched:` or
+/// `sched-trigger:`): only the stores make such timers, and adding one
+/// answers [`InvalidKey`](crate::DurableError::InvalidKey).
+///
+/// # Examples
+///
+/// ```
+/// use wheel_durable::schedule::is_reserved_key;
+///
+/// assert!(is_reserved_key("sched:reports:1800000000000"));
+/// assert!(is_reserved_key("sched-trigger:reports:1"));
+/// assert!(!is_reserved_key("schedule:17"));
+/// ```
+pub fn is_reserved_key(key: &str) -> bool {
+    crate::store::schedules::RESERVED_PREFIXES
+        .iter()
+        .any(|p| key.starts_with(p))
+}
+
 /// The timer key of schedule `id`'s run at `nominal` (rounded up to the
 /// millisecond, as store times are): `sched:{id}:{ms}`.
 ///

@@ -109,7 +109,7 @@ mod prop_tests;
 
 pub use self::definition::{Schedule, ScheduleBuilder};
 pub use self::error::{CronField, CronSyntaxError, SpecError};
-pub use self::key::{MAX_SCHEDULE_ID_LEN, parse_run_key, run_key};
+pub use self::key::{MAX_SCHEDULE_ID_LEN, is_reserved_key, parse_run_key, run_key};
 pub use self::plan::{Plan, Skipped};
 pub use self::policy::{CatchUp, DEFAULT_CATCH_UP_WINDOW, MAX_CATCH_UP_RUNS, Overlap};
 pub use self::spec::Spec;

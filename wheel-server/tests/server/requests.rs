@@ -226,6 +226,27 @@ fn the_keys_dot_and_dot_dot_are_refused() {
     }
 }
 
+#[test]
+fn keys_of_schedule_runs_are_refused() {
+    let s = Server::start(&["--allow-private-targets"]);
+    for key in ["sched:daily:1700000000000", "sched-trigger:daily:1"] {
+        assert_problem(&s.post("/v1/timers", later(key)), 422, Some("key"));
+        let batch = json!({ "timers": [later("fine"), later(key)] });
+        assert_problem(
+            &s.post("/v1/timers:batch", batch),
+            422,
+            Some("timers[1].key"),
+        );
+    }
+    // A key that only resembles one is a key like any other.
+    let made = s
+        .req(Method::POST, "/v1/timers")
+        .json(&later("sched"))
+        .send()
+        .unwrap();
+    assert_eq!(made.status().as_u16(), 201);
+}
+
 /// Why the keys `.` and `..` cannot be served: clients resolve them as dot
 /// segments even percent-encoded (the WHATWG URL standard), so no path
 /// reaches such a timer.
