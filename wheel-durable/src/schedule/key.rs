@@ -33,6 +33,9 @@ pub const MAX_SCHEDULE_ID_LEN: usize = 512;
 /// The prefix of every run key.
 const PREFIX: &str = "sched:";
 
+/// The prefix of a triggered run's key (the stores make those).
+pub(crate) const TRIGGER_PREFIX: &str = "sched-trigger:";
+
 /// Whether `key` starts with a prefix of schedule runs (`sched:` or
 /// `sched-trigger:`): only the stores make such timers, and adding one
 /// answers [`InvalidKey`](crate::DurableError::InvalidKey).
@@ -47,9 +50,7 @@ const PREFIX: &str = "sched:";
 /// assert!(!is_reserved_key("schedule:17"));
 /// ```
 pub fn is_reserved_key(key: &str) -> bool {
-    crate::store::schedules::RESERVED_PREFIXES
-        .iter()
-        .any(|p| key.starts_with(p))
+    key.starts_with(PREFIX) || key.starts_with(TRIGGER_PREFIX)
 }
 
 /// The timer key of schedule `id`'s run at `nominal` (rounded up to the

@@ -97,7 +97,7 @@ mod error;
 mod every;
 mod instant;
 mod jitter;
-mod key;
+pub(crate) mod key;
 mod plan;
 mod policy;
 mod spec;

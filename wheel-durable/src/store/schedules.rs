@@ -25,14 +25,9 @@
 //! Node state: none (plain values and encodings).
 
 use crate::schedule::chain::{Advance, ChainRun};
+use crate::schedule::key::TRIGGER_PREFIX;
 use crate::schedule::{Overlap, parse_run_key};
 use crate::time::Millis;
-
-/// The prefix of a triggered run's key.
-pub(crate) const TRIGGER_PREFIX: &str = "sched-trigger:";
-
-/// The prefixes of every key a schedule's runs use.
-pub(crate) const RESERVED_PREFIXES: [&str; 2] = ["sched:", TRIGGER_PREFIX];
 
 /// The key of a run triggered at store time `now`.
 #[cfg_attr(not(feature = "embedded"), allow(dead_code))] // the embedded store's and the model's
