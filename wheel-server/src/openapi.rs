@@ -100,7 +100,12 @@ fn contract(doc: &mut Value) {
     // A dot segment is no key: no URL path could name its timer. Keys of
     // schedule runs are the library's to make.
     schemas["NewTimer"]["properties"]["key"]["not"] = json!({
-        "anyOf": [{ "enum": [".", ".."] }, { "pattern": "^sched(-trigger)?:" }],
+        // `type`: a pattern alone holds for any non-string (null, which
+        // stands for absent, would then be refused).
+        "anyOf": [
+            { "enum": [".", ".."] },
+            { "type": "string", "pattern": "^sched(-trigger)?:" },
+        ],
     });
     let callback = &mut schemas["CallbackIn"];
     callback["properties"]["url"]["pattern"] = json!(*crate::decode::URL_PATTERN);
@@ -430,7 +435,10 @@ mod tests {
         assert_eq!(s["NewTimer"]["properties"]["key"]["maxLength"], 1024);
         assert_eq!(
             s["NewTimer"]["properties"]["key"]["not"],
-            json!({ "anyOf": [{ "enum": [".", ".."] }, { "pattern": "^sched(-trigger)?:" }] })
+            json!({ "anyOf": [
+                { "enum": [".", ".."] },
+                { "type": "string", "pattern": "^sched(-trigger)?:" },
+            ] })
         );
         assert_eq!(s["NewTimer"]["properties"]["due_at"]["format"], "date-time");
         let one_of = s["NewTimer"]["oneOf"].as_array().unwrap();
