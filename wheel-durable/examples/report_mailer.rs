@@ -19,7 +19,9 @@
 //! URL` (with the `redis` feature) keeps the schedules on Redis, in the
 //! namespace `report-mailer`. The "mail" is a line on stdout: a real
 //! mailer would send it from the handler, which the store calls again
-//! (at least once) if the node dies before the run is recorded.
+//! (at least once) if the node dies before the run is recorded. The
+//! durable tier's log events go to stderr at the level `RUST_LOG` names
+//! (`info` by default).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -65,7 +67,11 @@ fn berlin(t: SystemTime) -> String {
     let zone = TimeZone::get(ZONE).expect("the bundled time-zone database has Berlin");
     Timestamp::try_from(t).map_or_else(
         |_| format!("{t:?}"),
-        |ts| ts.to_zoned(zone).strftime("%a %Y-%m-%d %H:%M:%S%.3f %Z").to_string(),
+        |ts| {
+            ts.to_zoned(zone)
+                .strftime("%a %Y-%m-%d %H:%M:%S%.3f %Z")
+                .to_string()
+        },
     )
 }
 
@@ -99,12 +105,19 @@ fn mailer(log: Log) -> impl Fn(&Fired) -> Outcome + Send + Sync + 'static {
             started,
             triggered: run.triggered,
         };
-        log.lock().unwrap().entry(run.id.clone()).or_default().push(sent);
+        log.lock()
+            .unwrap()
+            .entry(run.id.clone())
+            .or_default()
+            .push(sent);
         Outcome::Done
     }
 }
 
-fn builder(a: &Args, dir: &tempfile::TempDir) -> Result<wheel_durable::DurableTimersBuilder, String> {
+fn builder(
+    a: &Args,
+    dir: &tempfile::TempDir,
+) -> Result<wheel_durable::DurableTimersBuilder, String> {
     let b = DurableTimers::builder();
     match &a.redis {
         None => Ok(b.embedded(dir.path().join("schedules"))),
@@ -116,6 +129,12 @@ fn builder(a: &Args, dir: &tempfile::TempDir) -> Result<wheel_durable::DurableTi
 }
 
 fn main() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let a = parse().unwrap_or_else(|e| {
         eprintln!("report_mailer: {e}");
         std::process::exit(2);
@@ -139,12 +158,21 @@ fn run(a: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     let log = Log::default();
     let timers = builder(a, &dir)?.handler(mailer(log.clone())).build()?;
     let weekdays = Schedule::builder(Spec::cron("0 9 * * MON-FRI", ZONE)?).build()?;
-    timers.upsert_schedule("sales-report", &weekdays, b"sales report to team@example.com")?;
+    timers.upsert_schedule(
+        "sales-report",
+        &weekdays,
+        b"sales report to team@example.com",
+    )?;
     let every = Duration::from_secs(a.every);
     let digest = Schedule::builder(Spec::every(every)?).build()?;
     timers.upsert_schedule("digest", &digest, b"digest to ops@example.com")?;
-    let next = timers.schedule("sales-report")?.and_then(|i| i.next_nominal);
-    println!("sales-report next runs {}", next.map_or("never".into(), berlin));
+    let next = timers
+        .schedule("sales-report")?
+        .and_then(|i| i.next_nominal);
+    println!(
+        "sales-report next runs {}",
+        next.map_or("never".into(), berlin)
+    );
     // The weekday report once now, beside its chain (a "send it again").
     timers.trigger_schedule("sales-report")?;
     std::thread::sleep(Duration::from_secs(a.seconds));

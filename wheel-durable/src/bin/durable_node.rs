@@ -62,7 +62,11 @@ fn parse() -> Result<(DurableTimersBuilder, Mode), String> {
             #[cfg(feature = "http")]
             "--http" => b = b.http(wheel_durable::http::HttpConfig::new()),
             "--workers" => b = b.workers(usize::try_from(number(value()?)?).unwrap_or(usize::MAX)),
-            "--fire" => mode = Some(Mode::Fire { busy: Duration::ZERO }),
+            "--fire" => {
+                mode = Some(Mode::Fire {
+                    busy: Duration::ZERO,
+                })
+            }
             "--busy-ms" => busy = Duration::from_millis(number(value()?)?),
             "--add" => {
                 mode = Some(Mode::Add {

@@ -215,7 +215,10 @@ fn check_runs(lines: &Lines, first: &HashMap<String, (u64, u64)>, end_ms: u64) {
             .filter(|slot| !ran.contains(slot))
             .collect();
         assert!(missing.is_empty(), "{id}: slots {missing:?} never ran");
-        assert!(ran.iter().all(|n| (n - from) % 1_000 == 0), "{id}: {ran:?}");
+        assert!(
+            ran.iter().all(|n| (n - from).is_multiple_of(1_000)),
+            "{id}: {ran:?}"
+        );
     }
     for s in &lines.started {
         let id = id_of(&s.key);
@@ -295,7 +298,11 @@ fn check_chains(client: &DurableTimers, lines: &Lines) {
         let next = info.next_nominal.expect("a pending next run");
         let keys = &pending[&info.id];
         let next_key = run_key(&info.id, next).unwrap();
-        assert_eq!(keys.iter().filter(|k| **k == next_key).count(), 1, "{keys:?}");
+        assert_eq!(
+            keys.iter().filter(|k| **k == next_key).count(),
+            1,
+            "{keys:?}"
+        );
         for k in keys.iter().filter(|k| **k != next_key) {
             let nominal: u64 = k.rsplit_once(':').unwrap().1.parse().unwrap();
             assert!(nominal < unix_ms(next), "{}: {keys:?}", info.id);

@@ -373,14 +373,22 @@ fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on(at: &Where) 
     let (pending, reopened, timers) = down_and_up(at, &runs);
     let after = |i: usize, n: usize| -> Vec<Run> {
         let id = POLICIES[i].0;
-        let before = runs.of(id).iter().filter(|r| r.nominal < pending[i]).count();
+        let before = runs
+            .of(id)
+            .iter()
+            .filter(|r| r.nominal < pending[i])
+            .count();
         runs.wait(id, before + n)
             .into_iter()
             .filter(|r| r.nominal >= pending[i])
             .collect()
     };
     let missed = |id: &str| timers.schedule(id).unwrap().unwrap().skipped.missed;
-    let consecutive = |r: &[Run]| r.iter().zip(&r[1..]).all(|(a, b)| b.nominal == a.nominal + SECOND);
+    let consecutive = |r: &[Run]| {
+        r.iter()
+            .zip(&r[1..])
+            .all(|(a, b)| b.nominal == a.nominal + SECOND)
+    };
     let skip = after(0, 2);
     assert!(skip[0].nominal >= reopened, "{skip:?}");
     assert!(consecutive(&skip), "{skip:?}");
@@ -398,12 +406,18 @@ fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on(at: &Where) 
     assert!(consecutive(&all), "{all:?}");
     let caught_up: Vec<&Run> = all[1..].iter().filter(|r| r.nominal < reopened).collect();
     assert!(caught_up.len() >= 8, "{caught_up:?}");
-    assert!(caught_up.iter().all(|r| r.started >= reopened), "{caught_up:?}");
+    assert!(
+        caught_up.iter().all(|r| r.started >= reopened),
+        "{caught_up:?}"
+    );
     assert_eq!(missed("all"), 0);
     for (id, _) in POLICIES {
         let nominals: BTreeSet<SystemTime> = runs.of(id).iter().map(|r| r.nominal).collect();
         assert_eq!(nominals.len(), runs.of(id).len(), "{id}: a slot ran twice");
-        assert!(runs.of(id).iter().all(|r| r.started >= r.due), "{id} ran early");
+        assert!(
+            runs.of(id).iter().all(|r| r.started >= r.due),
+            "{id} ran early"
+        );
     }
     timers.shutdown().unwrap();
 }
@@ -454,7 +468,10 @@ fn a_paused_schedule_runs_nothing_and_resumes_from_the_resume_time_on(at: &Where
         assert_eq!(gaps.len(), 1, "{id}: {got:?}");
         let (last, first) = gaps[0];
         assert!(last.started < paused_at, "{id}: {last:?}");
-        assert!(first.nominal >= resumed && first.started >= resumed, "{id}: {first:?}");
+        assert!(
+            first.nominal >= resumed && first.started >= resumed,
+            "{id}: {first:?}"
+        );
         // The first slot at or after the store's clock during the resume.
         assert!(first.nominal < answered + SECOND, "{id}: {first:?}");
         let info = timers.schedule(id).unwrap().unwrap();

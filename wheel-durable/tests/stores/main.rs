@@ -12,6 +12,6 @@ mod durable_async;
 mod durable_embedded;
 mod durable_logs;
 mod durable_processes;
-mod durable_schedule_processes;
 mod durable_redis;
+mod durable_schedule_processes;
 mod durable_schedules;
