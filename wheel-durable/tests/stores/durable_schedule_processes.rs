@@ -1,7 +1,7 @@
 //! Durable schedules across real processes: three `durable_node` children
 //! on one private Redis run 200 schedules every second for 30 s while the
-//! test process, a client, upserted them and kills one node with SIGKILL
-//! halfway. The children print each run's start (`fired`) and return
+//! test process, a client, upserted them and kills the node with the most
+//! runs in flight with SIGKILL halfway. The children print each run's start (`fired`) and return
 //! (`ended`); the test reads those lines and the store afterwards.
 //!
 //! The schedules catch up with `All` and overlap with `Allow`: the killed
@@ -23,8 +23,6 @@ const SCHEDULES: usize = 200;
 /// How long the schedules run; the kill comes halfway.
 const WINDOW: Duration = Duration::from_secs(30);
 const NODES: usize = 3;
-/// The node that is killed.
-const KILLED: usize = 0;
 
 fn unix_ms(t: SystemTime) -> u64 {
     u64::try_from(t.duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap()
@@ -72,6 +70,13 @@ impl Lines {
             }
             _ => panic!("unexpected line from node {node}: {line}"),
         }
+    }
+
+    /// The runs node `node` started and has not ended (by its lines).
+    fn in_flight(&self, node: usize) -> usize {
+        let started = self.started.iter().filter(|s| s.node == node).count();
+        let ended = self.ended.iter().filter(|e| e.0 == node).count();
+        started - ended
     }
 
     /// Reads what the live nodes printed so far.
@@ -166,19 +171,23 @@ fn three_node_processes_run_every_period_of_200_schedules_through_a_sigkill() {
     }
     let end_ms = unix_ms(began + WINDOW);
     let mut lines = Lines::default();
-    // Halfway, 100 ms after a slot: while the node runs that slot's runs.
-    let kill_at = slot_at_or_after(unix_ms(began + WINDOW / 2)) + 100;
-    let wait = kill_at.saturating_sub(unix_ms(SystemTime::now()));
-    std::thread::sleep(Duration::from_millis(wait));
-    let (killed, victim) = nodes.remove(KILLED);
+    // Halfway, 100 ms after a slot, while the nodes run that slot's runs:
+    // the node with the most runs in flight.
+    let kill_at =
+        UNIX_EPOCH + Duration::from_millis(slot_at_or_after(unix_ms(began + WINDOW / 2)) + 100);
+    drain_until(&mut lines, &nodes, kill_at);
+    let at = (0..nodes.len())
+        .max_by_key(|i| lines.in_flight(nodes[*i].0))
+        .unwrap();
+    let (killed, victim) = nodes.remove(at);
+    eprintln!(
+        "killing node {killed}, {} runs in flight",
+        lines.in_flight(killed)
+    );
     for line in victim.kill() {
         lines.take(killed, &line);
     }
-    let until = began + WINDOW;
-    while SystemTime::now() < until {
-        lines.drain(&nodes);
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    drain_until(&mut lines, &nodes, began + WINDOW);
     eventually("every slot of the window to run", || {
         lines.drain(&nodes);
         every_slot_ran(&lines, &first, end_ms)
@@ -193,14 +202,22 @@ fn three_node_processes_run_every_period_of_200_schedules_through_a_sigkill() {
             lines.take(i, &line);
         }
     }
-    check_runs(&lines, &first, end_ms);
+    check_runs(&lines, &first, end_ms, killed);
     check_chains(&client, &lines);
     client.shutdown().unwrap();
 }
 
+/// Reads the nodes' lines until `until`.
+fn drain_until(lines: &mut Lines, nodes: &[(usize, ChildNode)], until: SystemTime) {
+    while SystemTime::now() < until {
+        lines.drain(nodes);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Every slot ran from the first one on, none early, and the only runs
-/// that ran twice are those the kill cut short.
-fn check_runs(lines: &Lines, first: &HashMap<String, (u64, u64)>, end_ms: u64) {
+/// that ran twice are those the kill of node `killed` cut short.
+fn check_runs(lines: &Lines, first: &HashMap<String, (u64, u64)>, end_ms: u64, killed: usize) {
     let by_id = lines.nominals();
     assert_eq!(by_id.len(), SCHEDULES);
     for (id, (lo, hi)) in first {
@@ -242,8 +259,8 @@ fn check_runs(lines: &Lines, first: &HashMap<String, (u64, u64)>, end_ms: u64) {
     let cut_short: HashSet<&str> = lines
         .started
         .iter()
-        .filter(|s| s.node == KILLED)
-        .filter(|s| !lines.ended.contains(&(KILLED, s.key.clone(), s.fence)))
+        .filter(|s| s.node == killed)
+        .filter(|s| !lines.ended.contains(&(killed, s.key.clone(), s.fence)))
         .map(|s| s.key.as_str())
         .collect();
     for key in &twice {
@@ -255,7 +272,7 @@ fn check_runs(lines: &Lines, first: &HashMap<String, (u64, u64)>, end_ms: u64) {
             (r[1], r[0])
         };
         assert!(
-            a.node == KILLED && b.node != KILLED,
+            a.node == killed && b.node != killed,
             "{key} ran twice, not across the kill: {r:?}"
         );
     }
@@ -263,6 +280,7 @@ fn check_runs(lines: &Lines, first: &HashMap<String, (u64, u64)>, end_ms: u64) {
     // node may run again too, when the kill came between its return and
     // the store's record of the finish (the finisher writes after the
     // handler): those, counted apart, and no others run twice (above).
+    assert!(!cut_short.is_empty(), "no run was in flight at the kill");
     assert!(
         cut_short.is_subset(&twice),
         "cut short and not run again: {:?}",
@@ -273,7 +291,7 @@ fn check_runs(lines: &Lines, first: &HashMap<String, (u64, u64)>, end_ms: u64) {
         "{} runs, {} on the killed node, {} cut short by the kill and run again, \
          {finish_lost} returned there but ran again (the finish lost with the kill)",
         lines.started.len(),
-        lines.started.iter().filter(|s| s.node == KILLED).count(),
+        lines.started.iter().filter(|s| s.node == killed).count(),
         cut_short.len(),
     );
 }
