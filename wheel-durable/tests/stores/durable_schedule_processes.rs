@@ -1,8 +1,9 @@
 //! Durable schedules across real processes: three `durable_node` children
-//! on one private Redis run 200 schedules every second for 30 s while the
-//! test process, a client, upserted them and kills the node with the most
-//! runs in flight with SIGKILL halfway. The children print each run's start (`fired`) and return
-//! (`ended`); the test reads those lines and the store afterwards.
+//! on one private Redis run 200 schedules every second for 30 s; the test
+//! process, a client, upserts them and, halfway, kills the node with the
+//! most runs in flight with SIGKILL. The children print each run's start
+//! (`fired`) and return (`ended`); the test reads those lines and the
+//! store afterwards.
 //!
 //! The schedules catch up with `All` and overlap with `Allow`: the killed
 //! node's claimed runs start only when their lease ends, after later slots
