@@ -7,12 +7,17 @@
 //! ```text
 //! durable_node (--embedded PATH | --redis URL) [--namespace NS]
 //!              [--lease-ms N] [--claim-ahead-ms N] [--poll-ms N] [--http]
-//!              (--fire | --add N [--due-in-ms M])
+//!              (--fire [--busy-ms B] [--workers W] | --add N [--due-in-ms M])
 //! ```
 //!
-//! `--fire` runs a handler that prints `fired KEY FENCE ATTEMPT UNIX_MS`
-//! for each run (flushed at once) until its standard input closes, then
-//! shuts down cleanly. With `--http` (built with the `http` feature) the
+//! `--fire` runs a handler that prints `fired KEY FENCE ATTEMPT UNIX_MS
+//! DUE_MS NOMINAL_MS` when a run starts and `ended KEY FENCE` when it
+//! returns `Done`, B ms later (default 0), each line flushed at once, until
+//! its standard input closes, then shuts down cleanly. `NOMINAL_MS` is a
+//! schedule's run's nominal time (`Fired::schedule`), `-` for a plain
+//! timer; times are Unix milliseconds. A run with a `fired` line and no
+//! `ended` line was cut short by a kill; one with both may still run again
+//! if the kill came between the line and the store's record of the finish. With `--http` (built with the `http` feature) the
 //! node also sends HTTP-callback timers, with the default `HttpConfig`; a
 //! callback prints nothing. `--add N` adds timers `k0`..`k{N-1}` due M ms from
 //! now (default 1000), one `add` each, printing `acked KEY` after each
@@ -32,7 +37,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wheel_durable::{DurableTimers, DurableTimersBuilder, Outcome};
 
 enum Mode {
-    Fire,
+    Fire { busy: Duration },
     Add { n: u64, due_in: u64 },
 }
 
@@ -42,6 +47,7 @@ fn parse() -> Result<(DurableTimersBuilder, Mode), String> {
     let mut b = DurableTimers::builder();
     let mut mode = None;
     let mut due_in = 1_000;
+    let mut busy = Duration::ZERO;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -55,7 +61,13 @@ fn parse() -> Result<(DurableTimersBuilder, Mode), String> {
             "--poll-ms" => b = b.poll(Duration::from_millis(number(value()?)?)),
             #[cfg(feature = "http")]
             "--http" => b = b.http(wheel_durable::http::HttpConfig::new()),
-            "--fire" => mode = Some(Mode::Fire),
+            "--workers" => b = b.workers(usize::try_from(number(value()?)?).unwrap_or(usize::MAX)),
+            "--fire" => {
+                mode = Some(Mode::Fire {
+                    busy: Duration::ZERO,
+                })
+            }
+            "--busy-ms" => busy = Duration::from_millis(number(value()?)?),
             "--add" => {
                 mode = Some(Mode::Add {
                     n: number(value()?)?,
@@ -68,7 +80,7 @@ fn parse() -> Result<(DurableTimersBuilder, Mode), String> {
     }
     let mode = match mode {
         Some(Mode::Add { n, .. }) => Mode::Add { n, due_in },
-        Some(m) => m,
+        Some(Mode::Fire { .. }) => Mode::Fire { busy },
         None => return Err("choose --fire or --add N".into()),
     };
     Ok((b, mode))
@@ -89,7 +101,7 @@ pub(crate) fn main() {
         }
     };
     let result = match mode {
-        Mode::Fire => fire(builder),
+        Mode::Fire { busy } => fire(builder, busy),
         Mode::Add { n, due_in } => add(builder, n, due_in),
     };
     if let Err(e) = result {
@@ -98,19 +110,31 @@ pub(crate) fn main() {
     }
 }
 
-fn fire(builder: DurableTimersBuilder) -> Result<(), wheel_durable::DurableError> {
+/// Writes one line of the protocol and flushes it, so that a line written
+/// before a SIGKILL reaches the parent.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(line.as_bytes());
+    let _ = out.flush();
+}
+
+fn fire(builder: DurableTimersBuilder, busy: Duration) -> Result<(), wheel_durable::DurableError> {
     let timers = builder
-        .handler(|t| {
-            let line = format!(
-                "fired {} {} {} {}\n",
+        .handler(move |t| {
+            let nominal = t
+                .schedule
+                .as_ref()
+                .map_or("-".to_owned(), |s| unix_ms(s.nominal).to_string());
+            say(&format!(
+                "fired {} {} {} {} {} {nominal}\n",
                 t.key,
                 t.fence,
                 t.attempt,
-                unix_ms(SystemTime::now())
-            );
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(line.as_bytes());
-            let _ = out.flush();
+                unix_ms(SystemTime::now()),
+                unix_ms(t.due),
+            ));
+            std::thread::sleep(busy);
+            say(&format!("ended {} {}\n", t.key, t.fence));
             Outcome::Done
         })
         .build()?;

@@ -19,14 +19,15 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// A child process and the lines it printed, read by a thread.
-struct ChildNode {
+/// A child process and the lines it printed, read by a thread (the
+/// schedules' process test starts its nodes with it too).
+pub(crate) struct ChildNode {
     child: Child,
-    lines: mpsc::Receiver<String>,
+    pub(crate) lines: mpsc::Receiver<String>,
 }
 
 impl ChildNode {
-    fn spawn(args: &[&str]) -> ChildNode {
+    pub(crate) fn spawn(args: &[&str]) -> ChildNode {
         let mut child = Command::new(node_binary())
             .args(args)
             .stdin(Stdio::piped())
@@ -47,16 +48,30 @@ impl ChildNode {
     }
 
     /// The next line; panics after LIVENESS.
-    fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         self.lines
             .recv_timeout(durable_common::LIVENESS)
             .expect("a line from the child")
     }
 
     /// SIGKILL, then every line it printed before dying.
-    fn kill(mut self) -> Vec<String> {
+    pub(crate) fn kill(mut self) -> Vec<String> {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
+        self.lines.iter().collect()
+    }
+
+    /// Closes its standard input: a `--fire` node then shuts down cleanly,
+    /// handing its claims back.
+    pub(crate) fn close_input(&mut self) {
+        drop(self.child.stdin.take());
+    }
+
+    /// [`ChildNode::close_input`], then waits for a successful exit, and
+    /// returns every line it printed that was not read yet.
+    pub(crate) fn stop(mut self) -> Vec<String> {
+        self.close_input();
+        assert!(self.child.wait().unwrap().success(), "a clean shutdown");
         self.lines.iter().collect()
     }
 }

@@ -302,88 +302,122 @@ both!(
     after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on
 );
 
-/// Three schedules every second (one per catch-up policy, overlap
-/// `Allow`) run once, then the node stops for 3.5 s and a new one starts:
-/// the nominal time of each one's last run before, the restart time, the
-/// new node.
+/// The schedules of the outage and pause tests: one per catch-up policy,
+/// side by side, so that one 10 s wait covers the three.
+const POLICIES: [(&str, CatchUp); 3] = [
+    ("skip", CatchUp::Skip),
+    ("latest", CatchUp::Latest),
+    (
+        "all",
+        CatchUp::All {
+            window: Duration::from_secs(60),
+        },
+    ),
+];
+
+/// How long the nodes are down, or the schedules paused.
+const OUTAGE: Duration = Duration::from_secs(10);
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// The number of whole periods from `a` to `b`.
+fn periods(a: SystemTime, b: SystemTime) -> u64 {
+    let d = b.duration_since(a).unwrap();
+    assert_eq!(d.subsec_nanos(), 0, "{a:?} and {b:?} are slots");
+    d.as_secs()
+}
+
+/// The schedules of [`POLICIES`] (every second, overlap `Allow`) run once,
+/// then the node stops for [`OUTAGE`] and a new one starts. Returns, per
+/// schedule, the pending run's nominal time while the nodes were down;
+/// the restart time; the new node.
 fn down_and_up(at: &Where, runs: &Runs) -> (Vec<SystemTime>, SystemTime, DurableTimers) {
     let timers = node(at, runs, quick);
-    let wide = CatchUp::All {
-        window: Duration::from_secs(60),
-    };
-    for (id, c) in [
-        ("skip", CatchUp::Skip),
-        ("latest", CatchUp::Latest),
-        ("all", wide),
-    ] {
+    for (id, c) in POLICIES {
         timers
             .upsert_schedule(id, &every_second(c, Overlap::Allow), b"")
             .unwrap();
     }
-    for id in ["skip", "latest", "all"] {
+    for (id, _) in POLICIES {
         runs.wait(id, 1);
     }
     timers.shutdown().unwrap();
     drop(timers);
-    let before = ["skip", "latest", "all"]
+    // Read while every node is down: nothing moves the chains.
+    let client = at.client();
+    let pending = POLICIES
         .iter()
-        .map(|id| runs.of(id).last().unwrap().nominal)
+        .map(|(id, _)| {
+            let next = client.schedule(id).unwrap().unwrap().next_nominal.unwrap();
+            // The chain's pending run is the slot after the last that ran.
+            assert_eq!(next, runs.of(id).last().unwrap().nominal + SECOND, "{id}");
+            next
+        })
         .collect();
-    std::thread::sleep(Duration::from_millis(3_500));
+    client.shutdown().unwrap();
+    drop(client);
+    std::thread::sleep(OUTAGE);
     let reopened = SystemTime::now();
-    (before, reopened, node(at, runs, quick))
+    (pending, reopened, node(at, runs, quick))
 }
 
+/// The documented runs of each policy after every node was down (the
+/// example of the "Catch-up" section, at 10 s): with `P` the pending run,
+/// `S` the restart, `Skip` runs nothing before `S` and counts each slot
+/// from `P` to its first run as missed; `Latest` runs the latest slot at
+/// the restart and counts the ones before it from `P`; `All` runs every
+/// slot from `P` on, all at the restart, and misses none. Then each goes
+/// on every second, each slot once.
 fn after_the_nodes_were_down_each_catch_up_policy_makes_its_runs_on(at: &Where) {
     let runs = Runs::default();
-    let (before, reopened, timers) = down_and_up(at, &runs);
-    let after = |id: &str, i: usize| -> Vec<Run> {
-        let n = runs
+    let (pending, reopened, timers) = down_and_up(at, &runs);
+    let after = |i: usize, n: usize| -> Vec<Run> {
+        let id = POLICIES[i].0;
+        let before = runs
             .of(id)
             .iter()
-            .filter(|r| r.nominal <= before[i])
+            .filter(|r| r.nominal < pending[i])
             .count();
-        runs.wait(id, n + 2)
+        runs.wait(id, before + n)
             .into_iter()
-            .filter(|r| r.nominal > before[i])
+            .filter(|r| r.nominal >= pending[i])
             .collect()
     };
-    let sec = Duration::from_secs(1);
-    // Skip: none of the missed slots; the next slot after the restart.
-    let skip = after("skip", 0);
+    let missed = |id: &str| timers.schedule(id).unwrap().unwrap().skipped.missed;
+    let consecutive = |r: &[Run]| {
+        r.iter()
+            .zip(&r[1..])
+            .all(|(a, b)| b.nominal == a.nominal + SECOND)
+    };
+    let skip = after(0, 2);
+    assert!(skip[0].nominal >= reopened, "{skip:?}");
+    assert!(consecutive(&skip), "{skip:?}");
+    assert_eq!(missed("skip"), periods(pending[0], skip[0].nominal));
+    let latest = after(1, 2);
+    // The latest slot at the restart: the one before it had passed too.
+    assert!(latest[0].nominal + SECOND >= reopened - Duration::from_millis(1));
+    assert!(latest[0].started >= reopened, "{latest:?}");
+    assert!(consecutive(&latest), "{latest:?}");
+    assert_eq!(missed("latest"), periods(pending[1], latest[0].nominal));
+    // Every slot of the outage (ten or more): the pending run, then the
+    // missed ones, created at the restart (due at their slots, so at once).
+    let all = after(2, 12);
+    assert_eq!(all[0].nominal, pending[2], "{all:?}");
+    assert!(consecutive(&all), "{all:?}");
+    let caught_up: Vec<&Run> = all[1..].iter().filter(|r| r.nominal < reopened).collect();
+    assert!(caught_up.len() >= 8, "{caught_up:?}");
     assert!(
-        skip[0].nominal >= reopened - Duration::from_millis(1),
-        "{skip:?}"
+        caught_up.iter().all(|r| r.started >= reopened),
+        "{caught_up:?}"
     );
-    assert!(timers.schedule("skip").unwrap().unwrap().skipped.missed >= 3);
-    // Latest: the most recent missed slot once, none older.
-    let latest = after("latest", 1);
-    assert!(latest[0].nominal > before[1] + sec, "{latest:?}");
-    assert!(
-        latest[0].nominal + sec >= reopened - Duration::from_millis(1),
-        "{latest:?}"
-    );
-    assert_eq!(latest[1].nominal, latest[0].nominal + sec);
-    assert!(timers.schedule("latest").unwrap().unwrap().skipped.missed >= 2);
-    // All: every missed slot, from the one after the last run on.
-    let all = after("all", 2);
-    eventually("the missed slots of all to run", || {
-        runs.of("all").iter().any(|r| r.nominal >= reopened)
-    });
-    let all_after: Vec<SystemTime> = runs
-        .of("all")
-        .iter()
-        .map(|r| r.nominal)
-        .filter(|t| *t > before[2])
-        .collect();
-    assert_eq!(all[0].nominal, before[2] + sec);
-    for (a, b) in all_after.iter().zip(&all_after[1..]) {
-        assert_eq!(*b, *a + sec, "{all_after:?}");
-    }
-    assert_eq!(timers.schedule("all").unwrap().unwrap().skipped.missed, 0);
-    for id in ["skip", "latest", "all"] {
+    assert_eq!(missed("all"), 0);
+    for (id, _) in POLICIES {
         let nominals: BTreeSet<SystemTime> = runs.of(id).iter().map(|r| r.nominal).collect();
         assert_eq!(nominals.len(), runs.of(id).len(), "{id}: a slot ran twice");
+        assert!(
+            runs.of(id).iter().all(|r| r.started >= r.due),
+            "{id} ran early"
+        );
     }
     timers.shutdown().unwrap();
 }
@@ -393,36 +427,59 @@ both!(
     a_paused_schedule_runs_nothing_and_resumes_from_the_resume_time_on
 );
 
+/// Paused for [`OUTAGE`] with a node running, one schedule per catch-up
+/// policy: whatever the policy, nothing runs while paused, and the slots
+/// of the pause, from the cancelled pending run to the first slot at or
+/// after the resume, are counted as paused, never caught up.
 fn a_paused_schedule_runs_nothing_and_resumes_from_the_resume_time_on(at: &Where) {
     let runs = Runs::default();
     let timers = node(at, &runs, quick);
-    let s = every_second(CatchUp::Latest, Overlap::Skip);
-    timers.upsert_schedule("p", &s, b"").unwrap();
-    runs.wait("p", 1);
-    assert!(timers.pause_schedule("p").unwrap());
-    assert!(!timers.pause_schedule("p").unwrap());
+    for (id, c) in POLICIES {
+        timers
+            .upsert_schedule(id, &every_second(c, Overlap::Skip), b"")
+            .unwrap();
+    }
+    for (id, _) in POLICIES {
+        runs.wait(id, 1);
+        assert!(timers.pause_schedule(id).unwrap());
+        assert!(!timers.pause_schedule(id).unwrap());
+        let info = timers.schedule(id).unwrap().unwrap();
+        assert!(info.paused && info.next_nominal.is_none());
+        assert!(pending_with(&timers, &format!("sched:{id}:")).is_empty());
+    }
     let paused_at = SystemTime::now();
-    let info = timers.schedule("p").unwrap().unwrap();
-    assert!(info.paused && info.next_nominal.is_none());
-    assert!(pending_with(&timers, "sched:p:").is_empty());
-    std::thread::sleep(Duration::from_millis(2_500));
-    let resumed = SystemTime::now();
-    assert!(timers.resume_schedule("p").unwrap());
-    assert!(!timers.resume_schedule("p").unwrap());
-    let n = runs.of("p").len();
-    let got = runs.wait("p", n + 1);
-    // Nothing ran for a slot of the pause, nothing was caught up.
-    assert!(
-        got.iter()
-            .all(|r| r.nominal < paused_at || r.nominal >= resumed),
-        "{got:?}"
-    );
-    assert!(
-        got.iter()
-            .all(|r| r.started < paused_at || r.started >= resumed),
-        "{got:?}"
-    );
-    assert!(timers.schedule("p").unwrap().unwrap().skipped.paused >= 2);
+    std::thread::sleep(OUTAGE);
+    let mut resumed = Vec::new();
+    for (id, _) in POLICIES {
+        let before = SystemTime::now();
+        assert!(timers.resume_schedule(id).unwrap());
+        resumed.push((before, SystemTime::now()));
+        assert!(!timers.resume_schedule(id).unwrap());
+    }
+    for ((id, _), (resumed, answered)) in POLICIES.into_iter().zip(resumed) {
+        let n = runs.of(id).len();
+        let got = runs.wait(id, n + 2);
+        // One gap: from the last run before the pause to the first after.
+        let gaps: Vec<(&Run, &Run)> = got
+            .iter()
+            .zip(&got[1..])
+            .filter(|(a, b)| b.nominal != a.nominal + SECOND)
+            .collect();
+        assert_eq!(gaps.len(), 1, "{id}: {got:?}");
+        let (last, first) = gaps[0];
+        assert!(last.started < paused_at, "{id}: {last:?}");
+        assert!(
+            first.nominal >= resumed && first.started >= resumed,
+            "{id}: {first:?}"
+        );
+        // The first slot at or after the store's clock during the resume.
+        assert!(first.nominal < answered + SECOND, "{id}: {first:?}");
+        let info = timers.schedule(id).unwrap().unwrap();
+        let paused_slots = periods(last.nominal, first.nominal) - 1;
+        assert!(paused_slots >= 9, "{id}: {paused_slots}");
+        assert_eq!(info.skipped.paused, paused_slots, "{id}");
+        assert_eq!(info.skipped.missed, 0, "{id}");
+    }
     timers.shutdown().unwrap();
 }
 

@@ -13,4 +13,5 @@ mod durable_embedded;
 mod durable_logs;
 mod durable_processes;
 mod durable_redis;
+mod durable_schedule_processes;
 mod durable_schedules;
