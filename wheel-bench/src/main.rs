@@ -24,8 +24,8 @@ use wheel_bench::suite::{self, Progress, Results, Sections, Settings};
 #[derive(Debug, Parser)]
 #[command(name = "wheel-bench")]
 struct Args {
-    /// Small sizes (about three and a half minutes on 2 cores), printed only (see --write);
-    /// without it, the full run (N up to 10M; about fifteen minutes), printed
+    /// Small sizes (about four minutes on 2 cores), printed only (see --write);
+    /// without it, the full run (N up to 10M; about eighteen minutes), printed
     /// and written
     #[arg(long)]
     quick: bool,

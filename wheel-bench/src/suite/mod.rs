@@ -125,7 +125,7 @@ pub struct Settings {
 const GIB: f64 = (1u64 << 30) as f64;
 
 impl Settings {
-    /// The README's command: small sizes, about three and a half minutes on 2 cores
+    /// The README's command: small sizes, about four minutes on 2 cores
     /// (the durable section takes most of it).
     pub fn quick() -> Settings {
         Settings {
