@@ -100,14 +100,9 @@ const OURS_REDIS: &str = "ours, Redis, 3 nodes";
 /// The row name of the in-memory peer.
 const IN_MEMORY: &str = "in-memory wheel::Scheduler::schedule_repeating (not durable)";
 
-fn every_second_table(
-    p: &SchedulesParams,
-    url: Option<&str>,
-    progress: &Progress,
-    figures: &mut Figures,
-) -> Table {
-    let e = &p.every_second;
-    let mut t = Table::new(
+/// The every-second table, without rows.
+fn every_second_empty(e: &EverySecondParams) -> Table {
+    Table::new(
         &format!(
             "Schedules: {} every second for {} s",
             fmt_count(e.schedules),
@@ -148,7 +143,19 @@ fn every_second_table(
             "chains",
             "check",
         ],
-    );
+    )
+}
+
+/// Ours on Redis and the in-memory peer, phases spread, then all on the
+/// second.
+fn every_second_table(
+    p: &SchedulesParams,
+    url: Option<&str>,
+    progress: &Progress,
+    figures: &mut Figures,
+) -> Table {
+    let e = &p.every_second;
+    let mut t = every_second_empty(e);
     for spread in [true, false] {
         let e = &EverySecondParams {
             spread,

@@ -49,6 +49,13 @@ pub(super) fn table(f: &Figures, p: &SchedulesParams) -> Table {
          (2 cores). \"not measured\": no Redis server, or the run failed (its row above says why).",
         &["target", "workload", "measured", "met"],
     );
+    redis_rows(&mut t, f, p);
+    embedded_rows(&mut t, f, p);
+    t
+}
+
+/// The every-second targets.
+fn redis_rows(t: &mut Table, f: &Figures, p: &SchedulesParams) {
     let q = p.quick;
     let every = workload(p, |p| {
         let e = &p.every_second;
@@ -68,7 +75,7 @@ pub(super) fn table(f: &Figures, p: &SchedulesParams) -> Table {
         (m, s.lost == 0 && s.duplicates == 0 && s.early == 0)
     });
     target(
-        &mut t,
+        t,
         "0 missing periods, 0 duplicates",
         every.clone(),
         clean,
@@ -81,7 +88,12 @@ pub(super) fn table(f: &Figures, p: &SchedulesParams) -> Table {
         let ok = p99 <= 20.0 && r.summary.lost == 0;
         Some((format!("{p99:.2} ms (max {max:.2} ms)"), ok))
     });
-    target(&mut t, "p99 lateness <= 20 ms", every, p99, q);
+    target(t, "p99 lateness <= 20 ms", every, p99, q);
+}
+
+/// The embedded store's targets.
+fn embedded_rows(t: &mut Table, f: &Figures, p: &SchedulesParams) {
+    let q = p.quick;
     let embedded = |what: &str| {
         workload(p, move |p| {
             format!(
@@ -95,7 +107,7 @@ pub(super) fn table(f: &Figures, p: &SchedulesParams) -> Table {
         (m, r.created_per_sec >= 30_000.0 && r.summary.lost == 0)
     });
     target(
-        &mut t,
+        t,
         "next-run creation >= 30 000 runs/s",
         embedded("node running"),
         rate,
@@ -106,7 +118,7 @@ pub(super) fn table(f: &Figures, p: &SchedulesParams) -> Table {
         (format!("{b:.0} bytes"), b <= 300.0)
     });
     target(
-        &mut t,
+        t,
         "<= 300 bytes per schedule on disk",
         embedded("node running"),
         bytes,
@@ -128,13 +140,12 @@ pub(super) fn table(f: &Figures, p: &SchedulesParams) -> Table {
         )
     });
     target(
-        &mut t,
+        t,
         "restart: first run within 1 s of build()",
         restarted,
         restart,
         q,
     );
-    t
 }
 
 #[cfg(test)]
