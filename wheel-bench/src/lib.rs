@@ -23,6 +23,9 @@
 //! - [`durable`]: our durable timers against the one-second Redis time
 //!   wheel that users build by hand (rebuilt here), with the section's
 //!   runs and its own chart;
+//! - [`schedules`]: our durable recurring schedules on Redis (three
+//!   nodes) and on the embedded store, beside the in-memory
+//!   `schedule_repeating`;
 //! - [`server`]: the `wheel-server` binary under load from `wrk`, idle,
 //!   and two of them on one Redis sending callbacks, one killed;
 //! - [`report`] and [`chart`]: text and Markdown tables, the machine's facts,
@@ -42,6 +45,7 @@ pub mod durable;
 pub mod peers;
 pub mod report;
 pub mod rng;
+pub mod schedules;
 pub mod server;
 pub mod stats;
 pub mod suite;

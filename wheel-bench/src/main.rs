@@ -24,8 +24,8 @@ use wheel_bench::suite::{self, Progress, Results, Sections, Settings};
 #[derive(Debug, Parser)]
 #[command(name = "wheel-bench")]
 struct Args {
-    /// Small sizes (about three and a half minutes on 2 cores), printed only (see --write);
-    /// without it, the full run (N up to 10M; about fifteen minutes), printed
+    /// Small sizes (about four minutes on 2 cores), printed only (see --write);
+    /// without it, the full run (N up to 10M; about eighteen minutes), printed
     /// and written
     #[arg(long)]
     quick: bool,
@@ -82,6 +82,8 @@ enum Section {
     Http,
     /// the wheel-server binary: adds over HTTP (wrk), idle, callbacks from 2 servers
     Server,
+    /// durable recurring schedules (Redis, embedded) beside the in-memory schedule_repeating
+    Schedules,
 }
 
 /// A count of at least 1; `_` may group its digits.
@@ -103,6 +105,7 @@ fn sections(only: &[Section]) -> Sections {
         durable: false,
         http: false,
         server: false,
+        schedules: false,
     };
     for section in only {
         match section {
@@ -113,6 +116,7 @@ fn sections(only: &[Section]) -> Sections {
             Section::Durable => s.durable = true,
             Section::Http => s.http = true,
             Section::Server => s.server = true,
+            Section::Schedules => s.schedules = true,
         }
     }
     s
@@ -231,6 +235,9 @@ fn comparison(args: &Args, mut meta: Meta, progress: &Progress) -> Result<(), St
     }
     if sec.server {
         suite::run_server(&settings, progress, &mut results);
+    }
+    if sec.schedules {
+        suite::run_schedules(&settings, progress, &mut results);
     }
     meta.elapsed_s = progress.elapsed().as_secs_f64();
     println!("{}", meta.to_markdown());
@@ -519,6 +526,16 @@ mod tests {
         assert!(sec.http && !sec.durable && !sec.single);
         assert!(settings(&parse(&["--quick"]).unwrap()).sections.http);
         assert!(settings(&parse(&[]).unwrap()).sections.http);
+    }
+
+    #[test]
+    fn schedules_is_a_section_and_runs_by_default() {
+        let args = parse(&["--only", "schedules", "--quick"]).unwrap();
+        let s = settings(&args);
+        assert!(s.sections.schedules && !s.sections.durable && !s.sections.server);
+        assert!(s.schedules.quick);
+        assert!(settings(&parse(&["--quick"]).unwrap()).sections.schedules);
+        assert!(!settings(&parse(&[]).unwrap()).schedules.quick);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! One file per section of the report, each with its runner and its
 //! table(s): [`run_memory`], [`run_single`] (insert+cancel, insert+expire,
-//! churn), [`run_threaded`], [`run_delay_queue`], [`run_http`], [`run_durable`], [`run_server`], and
+//! churn), [`run_threaded`], [`run_delay_queue`], [`run_http`], [`run_durable`], [`run_server`], [`run_schedules`], and
 //! [`run_layouts`] (its own mode). A runner appends its tables (and chart panels) to [`Results`]
 //! in report order; [`run_memory`] must come before [`run_single`], whose
 //! skip estimates read its figures.
@@ -14,6 +14,7 @@ mod durable;
 mod http;
 mod layouts;
 mod memory;
+mod schedules;
 mod server;
 mod single;
 mod threaded;
@@ -23,6 +24,7 @@ pub use durable::{DurableParams, run_durable};
 pub use http::{HttpFigures, HttpParams, run_http};
 pub use layouts::run_layouts;
 pub use memory::{FULL_CHURN_MEMORY_STEPS, QUICK_CHURN_MEMORY_STEPS, run_memory};
+pub use schedules::{SchedulesParams, run_schedules};
 pub use server::{ServerFigures, ServerParams, run_server};
 pub use single::{Cell, Workload, run_single};
 pub use threaded::run_threaded;
@@ -54,6 +56,9 @@ pub struct Sections {
     /// The `wheel-server` binary: adds over HTTP, idle, callbacks from
     /// two servers.
     pub server: bool,
+    /// Durable recurring schedules (Redis, embedded) beside the in-memory
+    /// `schedule_repeating`.
+    pub schedules: bool,
 }
 
 impl Sections {
@@ -66,6 +71,7 @@ impl Sections {
         durable: true,
         http: true,
         server: true,
+        schedules: true,
     };
 }
 
@@ -110,6 +116,8 @@ pub struct Settings {
     pub http: HttpParams,
     /// The server section.
     pub server: ServerParams,
+    /// The schedules section.
+    pub schedules: SchedulesParams,
     /// What to run.
     pub sections: Sections,
 }
@@ -117,7 +125,7 @@ pub struct Settings {
 const GIB: f64 = (1u64 << 30) as f64;
 
 impl Settings {
-    /// The README's command: small sizes, about three and a half minutes on 2 cores
+    /// The README's command: small sizes, about four minutes on 2 cores
     /// (the durable section takes most of it).
     pub fn quick() -> Settings {
         Settings {
@@ -159,6 +167,7 @@ impl Settings {
             durable: DurableParams::quick(),
             http: HttpParams::quick(),
             server: ServerParams::quick(),
+            schedules: SchedulesParams::quick(),
             sections: Sections::ALL,
         }
     }
@@ -205,6 +214,7 @@ impl Settings {
             durable: DurableParams::full(),
             http: HttpParams::full(),
             server: ServerParams::full(),
+            schedules: SchedulesParams::full(),
             sections: Sections::ALL,
         }
     }
