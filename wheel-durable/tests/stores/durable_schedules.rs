@@ -442,6 +442,10 @@ fn delete_cancels_the_pending_run_and_trigger_runs_once_beside_the_chain_on(at: 
     let key = timers.trigger_schedule("h").unwrap().unwrap();
     let got = runs.wait("h", 1);
     assert!(got[0].triggered && got[0].key == key);
+    // A schedule's run counts among the node's schedule runs, as well as
+    // among all its runs.
+    let stats = timers.stats();
+    assert_eq!((stats.schedule_runs, stats.fired), (1, 1));
     let after = timers.schedule("h").unwrap().unwrap();
     assert_eq!(
         (after.next_nominal, after.runs_created),
