@@ -20,7 +20,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use wheel_durable::http::{MAX_HEADERS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS};
 
-use crate::{dead, error, json, listing, timers};
+use crate::{dead, error, json, listing, schedule_json, schedules, timers};
 
 /// The document, as the annotations give it.
 #[derive(OpenApi)]
@@ -28,12 +28,17 @@ use crate::{dead, error, json, listing, timers};
     info(title = "wheel-server", description = "Durable timers that call a URL: the durable tier of wheel over HTTP."),
     paths(
         timers::create, timers::batch, timers::get, timers::cancel, timers::reschedule, timers::list,
-        dead::list, dead::retry, dead::remove, document,
+        dead::list, dead::retry, dead::remove,
+        schedules::upsert, schedules::read, schedules::list, schedules::remove,
+        schedules::pause, schedules::resume, schedules::trigger, document,
     ),
     components(schemas(
         json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
         json::DeadOut, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
         listing::TimerPage, listing::DeadPage, error::Problem,
+        schedule_json::NewSchedule, schedule_json::CatchUpIn, schedule_json::CatchUpPolicy, schedule_json::OverlapIn,
+        schedule_json::ScheduleOut, schedule_json::CatchUpOut, schedule_json::SkippedOut, schedule_json::LastRun,
+        schedule_json::RunOutcome, schedules::Triggered, schedules::SchedulePageOut,
     )),
     modifiers(&Bearer),
 )]
@@ -90,6 +95,7 @@ fn contract(doc: &mut Value) {
     });
     schemas["RetryIn"]["properties"]["backoff"]["oneOf"][1]["$ref"] =
         json!("#/components/schemas/Backoff");
+    schedule_contract(schemas);
     for name in ["NewTimer", "Reschedule"] {
         // Exactly one of the two, non-null (null stands for absent).
         schemas[name]["oneOf"] = json!([
@@ -137,6 +143,43 @@ fn contract(doc: &mut Value) {
     }
 }
 
+/// A schedule's either-ors and its delays, which the annotations cannot
+/// say.
+fn schedule_contract(schemas: &mut Value) {
+    let s = &mut schemas["NewSchedule"];
+    // Exactly one of `cron` and `every` (null stands for absent); `zone`
+    // goes with `cron` and `anchor` with `every`.
+    s["oneOf"] = json!([
+        {
+            "required": ["cron"],
+            "properties": { "cron": { "type": "string" }, "every": { "type": "null" }, "anchor": { "type": "null" } },
+        },
+        {
+            "required": ["every"],
+            "properties": { "every": { "$ref": "#/components/schemas/Period" }, "cron": { "type": "null" }, "zone": { "type": "null" } },
+        },
+    ]);
+    schemas["Period"] = json!({
+        "description": "A period written as a delay: 1 s to 100 years, a whole number of milliseconds.",
+        "oneOf": [
+            { "type": "integer", "minimum": 1_000, "maximum": ms(&json::MAX_DELAY) },
+            { "type": "string", "pattern": delay_pattern(&json::MAX_DELAY, false) },
+        ],
+    });
+    schemas["Window"] = json!({
+        "description": "A catch-up window written as a delay: 1 ms to 100 years.",
+        "oneOf": [
+            { "type": "integer", "minimum": 1, "maximum": ms(&json::MAX_DELAY) },
+            { "type": "string", "pattern": delay_pattern(&json::MAX_DELAY, true) },
+        ],
+    });
+    // `window` is required with `all` and refused with the others.
+    schemas["CatchUpIn"]["oneOf"] = json!([
+        { "required": ["window"], "properties": { "policy": { "const": "all" }, "window": { "$ref": "#/components/schemas/Window" } } },
+        { "properties": { "policy": { "enum": ["skip", "latest"] }, "window": { "type": "null" } } },
+    ]);
+}
+
 /// Milliseconds, as a JSON number.
 fn ms(d: &std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -155,6 +198,7 @@ fn shared_statuses(doc: &mut Value) {
         for op in item.values_mut() {
             let has_body = op.get("requestBody").is_some();
             let has_key = path.contains("{key}");
+            let has_id = path.contains("{id}");
             let responses = &mut op["responses"];
             let mut add = |status: &str, description: &str| {
                 if responses.get(status).is_none() {
@@ -177,6 +221,10 @@ fn shared_statuses(doc: &mut Value) {
                     "408",
                     "The body did not arrive within the server's body timeout (--body-timeout); the connection is closed",
                 );
+            }
+            if has_id {
+                add("400", "The id in the path does not decode");
+                add("422", "The id is longer than 512 bytes");
             }
             if has_key {
                 add("400", "The key in the path does not decode");

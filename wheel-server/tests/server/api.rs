@@ -476,13 +476,24 @@ fn the_openapi_document_lists_exactly_the_routed_operations() {
         "/v1/dead-letters",
         "/v1/dead-letters/{key}",
         "/v1/dead-letters/{key}/retry",
+        "/v1/schedules",
+        "/v1/schedules/{id}",
+        "/v1/schedules/{id}:pause",
+        "/v1/schedules/{id}:resume",
+        "/v1/schedules/{id}:trigger",
         "/v1/openapi.json",
     ] {
         assert!(paths.contains_key(p), "{p} is routed but not documented");
     }
     for (path, ops) in paths {
-        let url = path.replace("{key}", "probe");
+        let url = path.replace("{key}", "probe").replace("{id}", "probe");
+        // An action path is one segment of `/v1/schedules/{id}` too: its
+        // other methods are that path's operations on the id `probe:pause`.
+        let action = path.starts_with("/v1/schedules/{id}:");
         for method in ["get", "post", "put", "patch", "delete"] {
+            if action && method != "post" {
+                continue;
+            }
             let m = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
             let (status, body) = s.send(m, &url, None);
             let unrouted = body["type"] == "urn:wheel:problem:no-route" || status == 405;
