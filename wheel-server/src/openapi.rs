@@ -104,9 +104,10 @@ fn contract(doc: &mut Value) {
         ]);
     }
     // A dot segment is no key: no URL path could name its timer. Keys of
-    // schedule runs are the library's to make.
+    // schedule runs are the library's to make. The pattern is kept to
+    // strings: on null (no key) it would hold, and `not` would refuse it.
     schemas["NewTimer"]["properties"]["key"]["not"] = json!({
-        "anyOf": [{ "enum": [".", ".."] }, { "pattern": "^sched(-trigger)?:" }],
+        "anyOf": [{ "enum": [".", ".."] }, { "type": "string", "pattern": "^sched(-trigger)?:" }],
     });
     let callback = &mut schemas["CallbackIn"];
     callback["properties"]["url"]["pattern"] = json!(*crate::decode::URL_PATTERN);
@@ -225,6 +226,12 @@ fn shared_statuses(doc: &mut Value) {
             if has_id {
                 add("400", "The id in the path does not decode");
                 add("422", "The id is longer than 512 bytes");
+            }
+            if path == "/v1/schedules/{id}" {
+                add(
+                    "405",
+                    "The id ends in `:pause`, `:resume` or `:trigger`: the path names an action, which takes POST only",
+                );
             }
             if has_key {
                 add("400", "The key in the path does not decode");

@@ -4,14 +4,18 @@
 //! Each call is one library call (`upsert_callback_schedule` and the
 //! calls beside it), so every rule of a schedule is the library's
 //! (`docs/durable.md`, "Schedules"); this module reads requests and shapes
-//! answers. An action is `POST /v1/schedules/{id}:{action}`: the path's
-//! one segment is split at its last colon, so an id may hold colons (`POST
-//! /v1/schedules/a:b:pause` pauses `a:b`), and no other method of that
-//! path is an action (`GET /v1/schedules/a:pause` reads the schedule
-//! `a:pause`).
+//! answers. An action is `POST /v1/schedules/{id}:{action}`: the router
+//! cannot match a suffix after a path parameter, so all of these share the
+//! route `/v1/schedules/{id}`, and a segment whose text after its last
+//! colon is `pause`, `resume` or `trigger` is an action path: `POST` acts
+//! on the id before that colon (ids may hold colons: `POST
+//! /v1/schedules/a:b:pause` pauses `a:b`), every other method answers 405
+//! with `Allow: POST`. So an id that ends in `:pause`, `:resume` or
+//! `:trigger` cannot be named over HTTP, and `PUT` refuses to make one.
+//! Every 405 carries the `Allow` header of the path it was sent to.
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{FromRequest, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -33,7 +37,53 @@ use crate::schedule_json::{LastRun, NewSchedule, RunOutcome, ScheduleOut};
 pub(crate) fn router() -> Router<ApiContext> {
     Router::new().route("/v1/schedules", get(list)).route(
         "/v1/schedules/{id}",
-        get(read).put(upsert).delete(remove).post(action),
+        get(read)
+            .put(upsert)
+            .delete(remove)
+            .post(action)
+            .fallback(other_method),
+    )
+}
+
+/// The actions, by the text after a path segment's last colon.
+const ACTIONS: [&str; 3] = ["pause", "resume", "trigger"];
+
+/// The id and action of an action path's segment; `None` for a plain id.
+fn action_of(segment: &str) -> Option<(&str, &str)> {
+    segment
+        .rsplit_once(':')
+        .filter(|(_, action)| ACTIONS.contains(action))
+}
+
+/// 405 with the methods the path takes.
+fn not_allowed(allow: &'static str, detail: String) -> Response {
+    let problem = Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "Method not allowed",
+        detail,
+    );
+    ([(header::ALLOW, allow)], problem).into_response()
+}
+
+/// The 405 of a method an action path does not take.
+fn action_only(segment: &str) -> Response {
+    not_allowed(
+        "POST",
+        format!(
+            "/v1/schedules/{segment} names an action: it takes POST only (an id ending in :pause, :resume or :trigger cannot be named over HTTP)"
+        ),
+    )
+}
+
+/// Any method the schedule route does not take (OPTIONS, PATCH ...).
+async fn other_method(Id(segment): Id, method: axum::http::Method) -> Response {
+    if action_of(&segment).is_some() {
+        return action_only(&segment);
+    }
+    not_allowed(
+        "GET, PUT, DELETE",
+        format!("/v1/schedules/{{id}} does not take {method}"),
     )
 }
 
@@ -115,8 +165,14 @@ async fn shown(timers: &AsyncTimers, id: &str) -> Result<ScheduleOut, Problem> {
 pub(crate) async fn upsert(
     State(ctx): State<ApiContext>,
     Id(id): Id,
-    JsonBody(req): JsonBody<NewSchedule>,
+    request: Request,
 ) -> Result<Response, Problem> {
+    // An action path is refused before its body is read: it takes no PUT
+    // whatever the body.
+    if action_of(&id).is_some() {
+        return Ok(action_only(&id));
+    }
+    let JsonBody(req) = JsonBody::<NewSchedule>::from_request(request, &ctx).await?;
     check_id(&id)?;
     if is_dot_segment(&id) {
         return Err(Problem::invalid(
@@ -161,12 +217,12 @@ pub(crate) async fn upsert(
         (status = 404, description = "No schedule with this id", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
-pub(crate) async fn read(
-    State(ctx): State<ApiContext>,
-    Id(id): Id,
-) -> Result<Json<ScheduleOut>, Problem> {
+pub(crate) async fn read(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Response, Problem> {
+    if action_of(&id).is_some() {
+        return Ok(action_only(&id));
+    }
     check_id(&id)?;
-    shown(&ctx.timers, &id).await.map(Json)
+    Ok(Json(shown(&ctx.timers, &id).await?).into_response())
 }
 
 /// Deletes a schedule: its next run is cancelled; a run already started
@@ -178,13 +234,13 @@ pub(crate) async fn read(
         (status = 404, description = "No schedule with this id", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
-pub(crate) async fn remove(
-    State(ctx): State<ApiContext>,
-    Id(id): Id,
-) -> Result<StatusCode, Problem> {
+pub(crate) async fn remove(State(ctx): State<ApiContext>, Id(id): Id) -> Result<Response, Problem> {
+    if action_of(&id).is_some() {
+        return Ok(action_only(&id));
+    }
     check_id(&id)?;
     if ctx.timers.delete_schedule(&id).await.map_err(durable)? {
-        Ok(StatusCode::NO_CONTENT)
+        Ok(StatusCode::NO_CONTENT.into_response())
     } else {
         Err(no_schedule(&id))
     }
@@ -204,15 +260,13 @@ pub(crate) async fn action(
     State(ctx): State<ApiContext>,
     Id(path): Id,
 ) -> Result<Response, Problem> {
-    match path.rsplit_once(':') {
+    match action_of(&path) {
         Some((id, "pause")) => pause(&ctx, id).await,
         Some((id, "resume")) => resume(&ctx, id).await,
-        Some((id, "trigger")) => trigger(&ctx, id).await,
-        _ => Err(Problem::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "method-not-allowed",
-            "Method not allowed",
-            "POST takes /v1/schedules/{id}:pause, :resume or :trigger; PUT creates or updates a schedule",
+        Some((id, _)) => trigger(&ctx, id).await,
+        None => Ok(not_allowed(
+            "GET, PUT, DELETE",
+            "POST takes /v1/schedules/{id}:pause, :resume or :trigger; PUT creates or updates a schedule".to_owned(),
         )),
     }
 }
@@ -326,4 +380,18 @@ pub(crate) async fn list(
         schedules,
         next_cursor: page.next,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_is_the_text_after_the_last_colon() {
+        assert_eq!(action_of("a:b:pause"), Some(("a:b", "pause")));
+        assert_eq!(action_of("nightly:trigger"), Some(("nightly", "trigger")));
+        assert_eq!(action_of("pause"), None);
+        assert_eq!(action_of("a:pauses"), None);
+        assert_eq!(action_of("report:daily"), None);
+    }
 }

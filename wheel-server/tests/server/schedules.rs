@@ -13,6 +13,12 @@ fn hourly(url: &str) -> Value {
     json!({ "every": "1h", "callback": { "url": url } })
 }
 
+/// Hourly from 2099: no run of its chain comes due during a test, so
+/// every run a test sees is one it triggered.
+fn hourly_later(url: &str) -> Value {
+    json!({ "every": "1h", "start": "2099-01-01T00:00:00Z", "callback": { "url": url } })
+}
+
 fn header<'a>(got: &'a common::Got, name: &str) -> Option<&'a str> {
     got.headers
         .iter()
@@ -159,7 +165,7 @@ fn pause_resume_and_trigger() {
         s.send(
             Method::PUT,
             "/v1/schedules/job",
-            Some(hourly(&rx.url("/job")))
+            Some(hourly_later(&rx.url("/job")))
         )
         .0,
         201
@@ -203,8 +209,22 @@ fn pause_resume_and_trigger() {
             Some("id"),
         );
     }
-    // POST names an action; a schedule is created with PUT.
+    // POST names an action; a schedule is created with PUT. An action
+    // path takes POST only. Each 405 says what the path takes.
     assert_problem(&s.send(Method::POST, "/v1/schedules/job", None), 405, None);
+    let allow = |method: Method, path: &str| {
+        let r = s.req(method, path).send().unwrap();
+        assert_eq!(r.status(), 405);
+        r.headers()["allow"].to_str().unwrap().to_owned()
+    };
+    assert_eq!(allow(Method::POST, "/v1/schedules/job"), "GET, PUT, DELETE");
+    assert_eq!(
+        allow(Method::OPTIONS, "/v1/schedules/job"),
+        "GET, PUT, DELETE"
+    );
+    assert_eq!(allow(Method::GET, "/v1/schedules/job:pause"), "POST");
+    assert_eq!(allow(Method::PUT, "/v1/schedules/job:pause"), "POST");
+    assert_eq!(allow(Method::OPTIONS, "/v1/schedules/job:trigger"), "POST");
 }
 
 #[test]
@@ -264,7 +284,7 @@ fn metrics_count_schedules_and_their_runs() {
             s.send(
                 Method::PUT,
                 &format!("/v1/schedules/{id}"),
-                Some(hourly(&rx.url("/m")))
+                Some(hourly_later(&rx.url("/m")))
             )
             .0,
             201
