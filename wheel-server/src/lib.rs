@@ -33,6 +33,7 @@ mod listener;
 mod listing;
 mod metrics;
 mod openapi;
+mod openapi_patterns;
 mod requests;
 mod schedule_json;
 mod schedule_stats;
