@@ -311,3 +311,26 @@ fn metrics_count_schedules_and_their_runs() {
         assert!(text.lines().any(|l| l.starts_with(&prefix)), "{text}");
     }
 }
+
+#[test]
+fn a_run_that_gave_up_is_the_last_run_failed_and_a_dead_letter() {
+    let rx = Receiver::start();
+    let s = Server::start(&["--allow-private-targets"]);
+    // The receiver answers 400 on `/fail`: a refusal, so the run gives up.
+    assert_eq!(
+        s.send(
+            Method::PUT,
+            "/v1/schedules/f",
+            Some(hourly_later(&rx.url("/fail")))
+        )
+        .0,
+        201
+    );
+    let (_, t) = s.send(Method::POST, "/v1/schedules/f:trigger", None);
+    let key = t["key"].as_str().unwrap().to_owned();
+    eventually("the run to fail", || {
+        s.get("/v1/schedules/f").1["last_run"]["outcome"] == "failed"
+    });
+    let (_, dead) = s.get("/v1/dead-letters");
+    assert_eq!(dead["dead_letters"][0]["key"], key.as_str(), "{dead}");
+}
