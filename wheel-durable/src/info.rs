@@ -201,6 +201,8 @@ pub struct DurableStats {
     pub held: u64,
     /// Handler runs this node started.
     pub fired: u64,
+    /// Of those, runs of schedules (chain, catch-up and triggered runs).
+    pub schedule_runs: u64,
     /// Runs on this node that ended in a retry.
     pub retried: u64,
     /// Timers this node turned into dead letters.

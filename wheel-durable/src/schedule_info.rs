@@ -117,8 +117,12 @@ pub struct ScheduleInfo {
     /// The due time of the pending run (its nominal time plus jitter).
     pub next_due: Option<SystemTime>,
     /// The nominal time of the run that started last (a triggered run's
-    /// trigger time), if any since the definition last changed.
+    /// trigger time), whether or not it has finished.
     pub last_started: Option<SystemTime>,
+    /// The timer key of the same run: what became of it is its timer's
+    /// state ([`get`](crate::DurableTimers::get)), or nothing when it
+    /// finished (or was cancelled), or its dead letter when it gave up.
+    pub last_key: Option<String>,
     /// Runs created since the definition last changed (for the run
     /// limit).
     pub runs_created: u64,
@@ -138,6 +142,7 @@ impl ScheduleInfo {
                 .as_deref()
                 .and_then(ScheduleRun::of_key)
                 .map(|n| n.nominal),
+            last_key: r.running.clone(),
             id,
             schedule,
             payload: r.payload,

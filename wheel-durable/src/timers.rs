@@ -385,6 +385,7 @@ impl DurableTimers {
             let c = &n.counters;
             s.held = n.held_count() as u64;
             s.fired = c.fired.load(Ordering::Relaxed);
+            s.schedule_runs = c.schedule_runs.load(Ordering::Relaxed);
             s.retried = c.retried.load(Ordering::Relaxed);
             s.failed = c.failed.load(Ordering::Relaxed);
             s.stale = c.stale.load(Ordering::Relaxed);

@@ -6,7 +6,8 @@
 //! inside the library, and add one-timer requests through the [`Adder`].
 //! Nothing in it changes after the start; the request counts and the
 //! adder's queue are the only shared mutable state, each behind its own
-//! type. This module depends on the adder and the request counts only,
+//! type. This module depends on the adder, the request counts and the
+//! schedule counts only,
 //! never on a route.
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use wheel_durable::{AsyncTimers, DurableTimers};
 
 use crate::adder::Adder;
 use crate::requests::Requests;
+use crate::schedule_stats::ScheduleStats;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -27,6 +29,8 @@ pub(crate) struct ApiContext {
     pub(crate) adder: Arc<Adder>,
     /// The request counters (the counting middleware holds the same).
     pub(crate) requests: Arc<Requests>,
+    /// The schedule counts `/metrics` shows, read in the background.
+    pub(crate) schedule_stats: Arc<ScheduleStats>,
 }
 
 impl ApiContext {
@@ -39,6 +43,7 @@ impl ApiContext {
             timers,
             allow_private,
             requests: Arc::default(),
+            schedule_stats: Arc::default(),
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The request extractors of the `/v1` routes: a JSON body ([`JsonBody`])
-//! and a timer's key in the path ([`Key`]), each refusing with the
+//! The request extractors of the `/v1` routes: a JSON body ([`JsonBody`]),
+//! a timer's key in the path ([`Key`]) and a schedule's id ([`Id`]), each refusing with the
 //! problem document this API promises instead of axum's plain-text
 //! rejection. They depend on no state: any router may use them.
 
@@ -56,6 +56,21 @@ impl<S: Send + Sync> FromRequestParts<S> for Key {
             .await
             .map_err(|e| Problem::path(&e))?;
         Ok(Key(key))
+    }
+}
+
+/// The `{id}` of a schedule route's path, decoded; a path that does not
+/// decode is a 400 naming `id`.
+pub(crate) struct Id(pub(crate) String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Id {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+        let Path(id) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| Problem::bad_parameter("id", e.body_text()))?;
+        Ok(Id(id))
     }
 }
 

@@ -185,7 +185,7 @@ pub(crate) fn is_dot_segment(key: &str) -> bool {
 
 impl CallbackIn {
     /// Reads the callback of the timer whose fields start at `prefix`.
-    fn check(self, prefix: &str) -> Result<HttpCallback, Problem> {
+    pub(crate) fn check(self, prefix: &str) -> Result<HttpCallback, Problem> {
         let f = |name: &str| format!("{prefix}callback.{name}");
         let method = match self.method.as_deref() {
             None => Method::Post,
@@ -242,7 +242,7 @@ pub(crate) const MAX_ATTEMPTS: u32 = 25;
 
 impl RetryIn {
     /// The policy asked for, from the library's defaults.
-    fn check(self, prefix: &str) -> Result<RetryPolicy, Problem> {
+    pub(crate) fn check(self, prefix: &str) -> Result<RetryPolicy, Problem> {
         let mut policy = RetryPolicy::new();
         if let Some(Whole(n)) = self.max_attempts {
             let n = u32::try_from(n)

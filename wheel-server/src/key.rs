@@ -42,6 +42,11 @@ pub(crate) fn timer_path(key: &str) -> String {
     format!("/v1/timers/{}", utf8_percent_encode(key, SEGMENT_ENCODED))
 }
 
+/// The path of the schedule `id`: the id percent-encoded as one segment.
+pub(crate) fn schedule_path(id: &str) -> String {
+    format!("/v1/schedules/{}", utf8_percent_encode(id, SEGMENT_ENCODED))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -12,9 +12,9 @@
 
 // No import circle: the leaves (`error`, `decode`, `dashboard`,
 // `shutdown`) import no module of the crate; `context` (the state) imports
-// only `adder` and `requests`; each resource (`timers`, `dead`, `health`,
-// `metrics`) imports `context`, `extractor` and `error`, never another
-// resource's router; `app` mounts them all and only `serve` imports it.
+// only `adder`, `requests` and `schedule_stats`; each resource (`timers`,
+// `dead`, `schedules`, `health`, `metrics`) imports `context`, `extractor`
+// and `error`, never another resource's router; `app` mounts them all and only `serve` imports it.
 mod adder;
 mod app;
 mod args;
@@ -33,7 +33,11 @@ mod listener;
 mod listing;
 mod metrics;
 mod openapi;
+mod openapi_patterns;
 mod requests;
+mod schedule_json;
+mod schedule_stats;
+mod schedules;
 mod serve;
 mod shutdown;
 mod timers;

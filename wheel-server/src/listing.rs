@@ -13,6 +13,10 @@
 //! asked for, so a page may hold fewer than `limit` timers, even none,
 //! while `next_cursor` is still set; `due_before` filters there too.
 //!
+//! `schedule=ID` keeps the runs of one schedule (timers whose key is
+//! `sched:{ID}:{ms}` or `sched-trigger:{ID}:{ms}`), filtering the pages
+//! as above: a page may be short, or empty, while `next_cursor` is set.
+//!
 //! The routes that serve these pages are their resources' (`timers.rs`,
 //! `dead.rs`); this module reads the store and makes the pages only.
 
@@ -42,6 +46,10 @@ pub(crate) struct ListQuery {
     pub(crate) limit: Option<String>,
     /// The `next_cursor` of the previous page.
     pub(crate) cursor: Option<String>,
+    /// Only the runs of the schedule with this id (its chain's runs and
+    /// its triggered runs).
+    #[param(min_length = 1, max_length = 512)]
+    pub(crate) schedule: Option<String>,
 }
 
 /// The parameters of `GET /v1/dead-letters`.
@@ -73,7 +81,7 @@ pub(crate) struct DeadPage {
     pub(crate) next_cursor: Option<String>,
 }
 
-fn limit(text: Option<&str>) -> Result<usize, Problem> {
+pub(crate) fn limit(text: Option<&str>) -> Result<usize, Problem> {
     let Some(text) = text else {
         return Ok(DEFAULT_LIMIT);
     };
@@ -135,6 +143,14 @@ pub(crate) async fn timers(t: &AsyncTimers, q: ListQuery) -> Result<TimerPage, P
         Some(text) => Some(parse_time(text).map_err(|d| Problem::bad_parameter("due_before", d))?),
         None => None,
     };
+    if let Some(id) = q.schedule.as_deref()
+        && (id.is_empty() || id.len() > wheel_durable::schedule::MAX_SCHEDULE_ID_LEN)
+    {
+        return Err(Problem::bad_parameter(
+            "schedule",
+            "a schedule id is 1 to 512 bytes",
+        ));
+    }
     let listing = if wanted == TimerState::Pending {
         Listing::Pending
     } else {
@@ -152,7 +168,8 @@ pub(crate) async fn timers(t: &AsyncTimers, q: ListQuery) -> Result<TimerPage, P
             next = None;
             break;
         }
-        if t.state == wanted && early {
+        let owned = q.schedule.as_deref().is_none_or(|id| is_run_of(&t.key, id));
+        if t.state == wanted && early && owned {
             timers.push(Timer::from(t));
         }
     }
@@ -160,6 +177,17 @@ pub(crate) async fn timers(t: &AsyncTimers, q: ListQuery) -> Result<TimerPage, P
         timers,
         next_cursor: next,
     })
+}
+
+/// Whether `key` is the key of a run of schedule `id`: `sched:{id}:{ms}`
+/// or `sched-trigger:{id}:{ms}`, the time after the last colon.
+fn is_run_of(key: &str, id: &str) -> bool {
+    if let Some((owner, _)) = wheel_durable::schedule::parse_run_key(key) {
+        return owner == id;
+    }
+    key.strip_prefix("sched-trigger:")
+        .and_then(|rest| rest.rsplit_once(':'))
+        .is_some_and(|(owner, ms)| owner == id && ms.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// `GET /v1/dead-letters`.
@@ -201,5 +229,14 @@ mod tests {
         assert!(cursor(Some("p.17.6b"), Listing::Pending).unwrap().is_some());
         assert!(cursor(Some("p.17.6b"), Listing::Dead).is_err());
         assert!(cursor(Some("garbage"), Listing::Pending).is_err());
+    }
+
+    #[test]
+    fn a_run_belongs_to_the_schedule_its_key_names_exactly() {
+        assert!(is_run_of("sched:a:b:1800000000000", "a:b"));
+        assert!(!is_run_of("sched:a:b:1800000000000", "a"));
+        assert!(is_run_of("sched-trigger:a:17", "a"));
+        assert!(!is_run_of("sched-trigger:ab:17", "a"));
+        assert!(!is_run_of("a:17", "a"));
     }
 }

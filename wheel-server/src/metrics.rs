@@ -25,6 +25,7 @@ use wheel_durable::DurableStats;
 
 use crate::context::ApiContext;
 use crate::requests::Requests;
+use crate::schedule_stats::ScheduleCounts;
 
 /// Writes one metric with its help and type.
 fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
@@ -35,7 +36,11 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std:
 }
 
 /// The whole exposition.
-pub(crate) fn render(s: &DurableStats, requests: &Requests) -> String {
+pub(crate) fn render(
+    s: &DurableStats,
+    requests: &Requests,
+    sched: Option<&ScheduleCounts>,
+) -> String {
     let mut out = String::new();
     let (g, c) = ("gauge", "counter");
     let secs = |d: std::time::Duration| d.as_secs_f64();
@@ -76,6 +81,7 @@ pub(crate) fn render(s: &DurableStats, requests: &Requests) -> String {
     }
     lateness(&mut out, s);
     callbacks(&mut out, s);
+    schedules(&mut out, s, sched);
     requests.render(&mut out);
     out
 }
@@ -131,10 +137,56 @@ fn callbacks(out: &mut String, s: &DurableStats) {
     }
 }
 
+/// The schedule counts: the store's (all nodes, summed over the
+/// schedules that exist, so a deleted schedule's counts leave the sums:
+/// gauges, not counters) and this node's schedule runs.
+fn schedules(out: &mut String, s: &DurableStats, sched: Option<&ScheduleCounts>) {
+    metric(
+        out,
+        "wheel_schedule_runs_total",
+        "counter",
+        "Runs of schedules this node started (chain, catch-up and triggered runs).",
+        s.schedule_runs,
+    );
+    let gauge = |out: &mut String, name: &str, help: &str, value: Option<u64>| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        if let Some(value) = value {
+            let _ = writeln!(out, "{name} {value}");
+        }
+    };
+    gauge(
+        out,
+        "wheel_schedules",
+        "Schedules in the store (all nodes).",
+        sched.map(|c| c.schedules),
+    );
+    gauge(
+        out,
+        "wheel_schedules_paused",
+        "Paused schedules (all nodes).",
+        sched.map(|c| c.paused),
+    );
+    out.push_str("# HELP wheel_schedule_runs_skipped Slots not run, by reason, summed over the schedules in the store.\n");
+    out.push_str("# TYPE wheel_schedule_runs_skipped gauge\n");
+    if let Some(c) = sched {
+        for (reason, n) in [
+            ("catch_up", c.skipped_catch_up),
+            ("overlap", c.skipped_overlap),
+            ("paused", c.skipped_paused),
+        ] {
+            let _ = writeln!(
+                out,
+                "wheel_schedule_runs_skipped{{reason=\"{reason}\"}} {n}"
+            );
+        }
+    }
+}
+
 /// `GET /metrics`.
 pub(crate) async fn metrics(State(ctx): State<ApiContext>) -> Response {
     let stats = ctx.timers.stats().await;
-    let body = render(&stats, &ctx.requests);
+    let sched = ctx.schedule_stats.snapshot(&ctx.timers);
+    let body = render(&stats, &ctx.requests, sched.as_ref());
     (
         [(
             header::CONTENT_TYPE,
@@ -157,7 +209,7 @@ mod tests {
         r.count("/v1/timers/{key}", "GET", 404);
         r.count("/v1/timers/{key}", "GET", 404);
         r.count("/v1/timers", "POST", 201);
-        let text = render(&DurableStats::default(), &r);
+        let text = render(&DurableStats::default(), &r, None);
         assert!(text.contains(
             "wheel_http_requests_total{route=\"/v1/timers/{key}\",method=\"GET\",status=\"404\"} 2\n"
         ));
@@ -168,7 +220,9 @@ mod tests {
 
     #[test]
     fn unknown_store_counts_have_no_sample_and_known_ones_do() {
-        let unknown = render(&DurableStats::default(), &Requests::default());
+        let unknown = render(&DurableStats::default(), &Requests::default(), None);
+        assert!(!unknown.contains("\nwheel_schedules "), "{unknown}");
+        assert!(!unknown.contains("\nwheel_schedule_runs_skipped{"));
         assert!(unknown.contains("# TYPE wheel_timers_pending gauge\n"));
         assert!(!unknown.contains("\nwheel_timers_pending "), "{unknown}");
         assert!(!unknown.contains("\nwheel_store_counts_age_seconds "));
@@ -176,7 +230,14 @@ mod tests {
         s.pending = Some(0);
         s.dead = Some(3);
         s.store_counts_age = Some(Duration::from_millis(1500));
-        let known = render(&s, &Requests::default());
+        let counts = ScheduleCounts {
+            schedules: 4,
+            skipped_overlap: 2,
+            ..ScheduleCounts::default()
+        };
+        let known = render(&s, &Requests::default(), Some(&counts));
+        assert!(known.contains("\nwheel_schedules 4\n"), "{known}");
+        assert!(known.contains("\nwheel_schedule_runs_skipped{reason=\"overlap\"} 2\n"));
         assert!(known.contains("\nwheel_timers_pending 0\n"), "{known}");
         assert!(known.contains("\nwheel_timers_dead 3\n"));
         assert!(known.contains("\nwheel_store_counts_age_seconds 1.5\n"));

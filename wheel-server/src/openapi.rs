@@ -18,9 +18,10 @@ use axum::Json;
 use serde_json::{Value, json};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
-use wheel_durable::http::{MAX_HEADERS, RESERVED_HEADER_PREFIXES, RESERVED_HEADERS};
+use wheel_durable::http::MAX_HEADERS;
 
-use crate::{dead, error, json, listing, timers};
+use crate::openapi_patterns::{cursor_pattern, delay_pattern, ms, reserved_headers};
+use crate::{dead, error, json, listing, schedule_json, schedules, timers};
 
 /// The document, as the annotations give it.
 #[derive(OpenApi)]
@@ -28,12 +29,17 @@ use crate::{dead, error, json, listing, timers};
     info(title = "wheel-server", description = "Durable timers that call a URL: the durable tier of wheel over HTTP."),
     paths(
         timers::create, timers::batch, timers::get, timers::cancel, timers::reschedule, timers::list,
-        dead::list, dead::retry, dead::remove, document,
+        dead::list, dead::retry, dead::remove,
+        schedules::upsert, schedules::read, schedules::list, schedules::remove,
+        schedules::pause, schedules::resume, schedules::trigger, document,
     ),
     components(schemas(
         json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
         json::DeadOut, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
         listing::TimerPage, listing::DeadPage, error::Problem,
+        schedule_json::NewSchedule, schedule_json::CatchUpIn, schedule_json::CatchUpPolicy, schedule_json::OverlapIn,
+        schedule_json::ScheduleOut, schedule_json::CatchUpOut, schedule_json::SkippedOut, schedule_json::LastRun,
+        schedule_json::RunOutcome, schedules::Triggered, schedules::SchedulePageOut,
     )),
     modifiers(&Bearer),
 )]
@@ -90,6 +96,7 @@ fn contract(doc: &mut Value) {
     });
     schemas["RetryIn"]["properties"]["backoff"]["oneOf"][1]["$ref"] =
         json!("#/components/schemas/Backoff");
+    schedule_contract(schemas);
     for name in ["NewTimer", "Reschedule"] {
         // Exactly one of the two, non-null (null stands for absent).
         schemas[name]["oneOf"] = json!([
@@ -98,14 +105,10 @@ fn contract(doc: &mut Value) {
         ]);
     }
     // A dot segment is no key: no URL path could name its timer. Keys of
-    // schedule runs are the library's to make.
+    // schedule runs are the library's to make. The pattern is kept to
+    // strings: on null (no key) it would hold, and `not` would refuse it.
     schemas["NewTimer"]["properties"]["key"]["not"] = json!({
-        // `type`: a pattern alone holds for any non-string (null, which
-        // stands for absent, would then be refused).
-        "anyOf": [
-            { "enum": [".", ".."] },
-            { "type": "string", "pattern": "^sched(-trigger)?:" },
-        ],
+        "anyOf": [{ "enum": [".", ".."] }, { "type": "string", "pattern": "^sched(-trigger)?:" }],
     });
     let callback = &mut schemas["CallbackIn"];
     callback["properties"]["url"]["pattern"] = json!(*crate::decode::URL_PATTERN);
@@ -142,9 +145,41 @@ fn contract(doc: &mut Value) {
     }
 }
 
-/// Milliseconds, as a JSON number.
-fn ms(d: &std::time::Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+/// A schedule's either-ors and its delays, which the annotations cannot
+/// say.
+fn schedule_contract(schemas: &mut Value) {
+    let s = &mut schemas["NewSchedule"];
+    // Exactly one of `cron` and `every` (null stands for absent); `zone`
+    // goes with `cron` and `anchor` with `every`.
+    s["oneOf"] = json!([
+        {
+            "required": ["cron"],
+            "properties": { "cron": { "type": "string" }, "every": { "type": "null" }, "anchor": { "type": "null" } },
+        },
+        {
+            "required": ["every"],
+            "properties": { "every": { "$ref": "#/components/schemas/Period" }, "cron": { "type": "null" }, "zone": { "type": "null" } },
+        },
+    ]);
+    schemas["Period"] = json!({
+        "description": "A period written as a delay: 1 s to 100 years, a whole number of milliseconds.",
+        "oneOf": [
+            { "type": "integer", "minimum": 1_000, "maximum": ms(&json::MAX_DELAY) },
+            { "type": "string", "pattern": delay_pattern(&json::MAX_DELAY, false) },
+        ],
+    });
+    schemas["Window"] = json!({
+        "description": "A catch-up window written as a delay: 1 ms to 100 years.",
+        "oneOf": [
+            { "type": "integer", "minimum": 1, "maximum": ms(&json::MAX_DELAY) },
+            { "type": "string", "pattern": delay_pattern(&json::MAX_DELAY, true) },
+        ],
+    });
+    // `window` is required with `all` and refused with the others.
+    schemas["CatchUpIn"]["oneOf"] = json!([
+        { "required": ["window"], "properties": { "policy": { "const": "all" }, "window": { "$ref": "#/components/schemas/Window" } } },
+        { "properties": { "policy": { "enum": ["skip", "latest"] }, "window": { "type": "null" } } },
+    ]);
 }
 
 /// The statuses every operation of a kind can answer, each with a
@@ -160,6 +195,7 @@ fn shared_statuses(doc: &mut Value) {
         for op in item.values_mut() {
             let has_body = op.get("requestBody").is_some();
             let has_key = path.contains("{key}");
+            let has_id = path.contains("{id}");
             let responses = &mut op["responses"];
             let mut add = |status: &str, description: &str| {
                 if responses.get(status).is_none() {
@@ -181,6 +217,16 @@ fn shared_statuses(doc: &mut Value) {
                 add(
                     "408",
                     "The body did not arrive within the server's body timeout (--body-timeout); the connection is closed",
+                );
+            }
+            if has_id {
+                add("400", "The id in the path does not decode");
+                add("422", "The id is longer than 512 bytes");
+            }
+            if path == "/v1/schedules/{id}" {
+                add(
+                    "405",
+                    "The id ends in `:pause`, `:resume` or `:trigger`: the path names an action, which takes POST only",
                 );
             }
             if has_key {
@@ -219,120 +265,6 @@ fn links(doc: &mut Value) {
             "RescheduleTimer": { "operationId": "rescheduleTimer", "parameters": key },
             "CancelTimer": { "operationId": "cancelTimer", "parameters": key },
         });
-    }
-}
-
-/// A regular expression for the whole numbers `min..=n` (`min` 0 or 1),
-/// leading zeros allowed.
-fn numbers_up_to(n: u64, nonzero: bool) -> String {
-    let digits: Vec<u32> = n.to_string().bytes().map(|b| u32::from(b - b'0')).collect();
-    let k = digits.len();
-    let rest = |r: usize| match r {
-        0 => String::new(),
-        1 => "[0-9]".to_owned(),
-        r => format!("[0-9]{{{r}}}"),
-    };
-    let class = |a: u32, b: u32| {
-        if a == b {
-            a.to_string()
-        } else {
-            format!("[{a}-{b}]")
-        }
-    };
-    let mut alts = Vec::new();
-    // Fewer digits than `n`: any such number without a leading zero.
-    if k > 1 {
-        alts.push(if nonzero { "[1-9]" } else { "[0-9]" }.to_owned());
-        alts.extend((2..k).map(|m| format!("[1-9]{}", rest(m - 1))));
-    }
-    // As many digits: below `n` at the first digit that differs.
-    let prefix: String = n.to_string();
-    for (i, &d) in digits.iter().enumerate() {
-        let low = u32::from(i == 0 && (k > 1 || nonzero));
-        if d > low {
-            alts.push(format!(
-                "{}{}{}",
-                &prefix[..i],
-                class(low, d - 1),
-                rest(k - i - 1)
-            ));
-        }
-    }
-    alts.push(prefix);
-    format!("0*(?:{})", alts.join("|"))
-}
-
-/// The delays `parse_delay` reads, up to `max` (and from 1 ms when
-/// `nonzero`): a whole number with a unit, none meaning milliseconds.
-fn delay_pattern(max: &std::time::Duration, nonzero: bool) -> String {
-    let max = ms(max);
-    let units = [
-        ("(?:ms)?", 1),
-        ("s", 1_000),
-        ("m", 60_000),
-        ("h", 3_600_000),
-        ("d", 86_400_000),
-    ];
-    let alts: Vec<String> = units
-        .iter()
-        .filter(|(_, unit)| max / unit > 0)
-        .map(|(suffix, unit)| format!("{}{suffix}", numbers_up_to(max / unit, nonzero)))
-        .collect();
-    format!("^(?:{})$", alts.join("|"))
-}
-
-/// The cursors of the listings `listings` (a character class of their
-/// tags): `TAG.POSITION.KEY`, the key's UTF-8 bytes in hex.
-fn cursor_pattern(listings: &str) -> String {
-    // One UTF-8 character as hex pairs (the well-formed sequences of
-    // Unicode's table 3-7).
-    let h = "[0-9a-fA-F]";
-    let c = "[89abAB][0-9a-fA-F]";
-    let utf8 = [
-        format!("[0-7]{h}"),
-        format!("[cC][2-9a-fA-F]{c}|[dD]{h}{c}"),
-        format!("[eE]0[abAB]{h}{c}"),
-        format!("[eE][1-9a-cA-C]{c}{c}|[eE][efEF]{c}{c}"),
-        format!("[eE][dD][89]{h}{c}"),
-        format!("[fF]0[9abAB]{h}{c}{c}"),
-        format!("[fF][1-3]{c}{c}{c}"),
-        format!("[fF]4[8]{h}{c}{c}"),
-    ]
-    .join("|");
-    format!(
-        "^{listings}\\.{}\\.(?:{utf8})+$",
-        numbers_up_to(u64::MAX, false)
-    )
-}
-
-/// The header names a callback may not set (the library's names and
-/// prefixes), in any case.
-fn reserved_headers() -> String {
-    let any_case = |name: &str| -> String {
-        name.chars()
-            .map(|c| {
-                if c.is_ascii_alphabetic() {
-                    format!("[{}{}]", c.to_ascii_lowercase(), c.to_ascii_uppercase())
-                } else {
-                    regex_escape(c)
-                }
-            })
-            .collect()
-    };
-    let mut alts: Vec<String> = RESERVED_HEADERS.iter().map(|n| any_case(n)).collect();
-    alts.extend(
-        RESERVED_HEADER_PREFIXES
-            .iter()
-            .map(|p| format!("{}.*", any_case(p))),
-    );
-    format!("^(?:{})$", alts.join("|"))
-}
-
-fn regex_escape(c: char) -> String {
-    if "\\^$.|?*+()[]{}".contains(c) {
-        format!("\\{c}")
-    } else {
-        c.to_string()
     }
 }
 
@@ -483,48 +415,14 @@ mod tests {
     }
 
     #[test]
-    fn number_patterns_match_exactly_the_numbers_up_to_their_bound() {
-        for n in [
-            0,
-            1,
-            7,
-            9,
-            10,
-            24,
-            99,
-            100,
-            1440,
-            36_500,
-            86_400,
-            3_153_600_000,
-        ] {
-            for nonzero in [false, true].into_iter().filter(|z| n > 0 || !z) {
-                let re = Regex::new(&format!("^{}$", numbers_up_to(n, nonzero))).unwrap();
-                let low = u64::from(nonzero);
-                for v in (0..=n.min(3000)).chain(n.saturating_sub(3000)..n + 3000) {
-                    let inside = (low..=n).contains(&v);
-                    assert_eq!(
-                        re.is_match(&v.to_string()),
-                        inside,
-                        "{v} in 0..={n} ({nonzero})"
-                    );
-                    assert_eq!(re.is_match(&format!("00{v}")), inside, "00{v}");
-                }
-                assert!(!re.is_match("") && !re.is_match("+1") && !re.is_match("1a"));
-            }
-        }
-        let max = Regex::new(&format!("^{}$", numbers_up_to(u64::MAX, false))).unwrap();
-        assert!(max.is_match(&u64::MAX.to_string()));
-        assert!(!max.is_match("18446744073709551616"));
-    }
-
-    #[test]
     fn delay_schemas_agree_with_the_parser() {
         let doc = doc();
         let s = &doc["components"]["schemas"];
         for (schema, max, nonzero) in [
             ("Delay", json::MAX_DELAY, false),
             ("Backoff", json::MAX_BACKOFF, true),
+            ("Period", json::MAX_DELAY, false),
+            ("Window", json::MAX_DELAY, true),
         ] {
             let re = Regex::new(s[schema]["oneOf"][1]["pattern"].as_str().unwrap()).unwrap();
             let top = ms(&max);

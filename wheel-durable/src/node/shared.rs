@@ -27,6 +27,7 @@ use wheel::Scheduler;
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) fired: AtomicU64,
+    pub(crate) schedule_runs: AtomicU64,
     pub(crate) retried: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) stale: AtomicU64,

@@ -177,6 +177,15 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
             .counters
             .fired
             .fetch_add(started.len() as u64, Ordering::Relaxed);
+        // Runs of schedules are told apart by their reserved key prefix.
+        let schedule_runs = started
+            .iter()
+            .filter(|(c, _, _)| crate::schedule::is_reserved_key(&c.key))
+            .count();
+        shared
+            .counters
+            .schedule_runs
+            .fetch_add(schedule_runs as u64, Ordering::Relaxed);
         shared.runs.enter(started, received);
     }
 }

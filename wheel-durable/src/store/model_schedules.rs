@@ -127,13 +127,13 @@ impl State {
             return;
         }
         let Some((id, _, _)) = owner(key) else { return };
-        let Some(r) = self.schedules.get_mut(id) else {
+        let Some(r) = self.schedules.get(id) else {
             return;
         };
+        // The finished run stays the record's last run.
         if r.running.as_deref() != Some(key) {
             return;
         }
-        r.running = None;
         if let Some(b) = &r.buffered
             && let Some(t) = self.timers.get_mut(b)
             && t.state == TimerState::Pending

@@ -22,7 +22,7 @@
 //!   when that run's lease ends) unless one is parked already (then it is
 //!   skipped), `Allow` starts it.
 //! - When the running run finishes (done or dead), the parked run becomes
-//!   due now.
+//!   due now; the record keeps the finished run's key as its last run.
 //! - Cancelling the chain's pending run marks the record unplanned.
 //!
 //! Node state: none (the store's own step, on its writer or in its script).
@@ -178,19 +178,21 @@ pub(crate) fn on_finish(t: &mut impl RunTable, key: &str, how: &Finish) -> Store
     let Some((id, _, _)) = owner(key) else {
         return Ok(());
     };
-    let Some(mut r) = t.schedule(id)? else {
+    let Some(r) = t.schedule(id)? else {
         return Ok(());
     };
+    // The record keeps the finished run's key: it is the schedule's last
+    // run (its outcome is its timer's, or its dead letter's), and a key
+    // without a timer makes no run busy.
     if r.running.as_deref() != Some(key) {
         return Ok(());
     }
-    r.running = None;
-    if let Some(b) = r.buffered.clone()
-        && let Some((TimerState::Pending, _, _)) = t.run_state(&b)?
+    if let Some(b) = r.buffered.as_deref()
+        && let Some((TimerState::Pending, _, _)) = t.run_state(b)?
     {
-        t.set_due(&b, t.clock())?;
+        t.set_due(b, t.clock())?;
     }
-    t.put_schedule(id, &r)
+    Ok(())
 }
 
 /// The schedule rules of a cancel that removed `key`.

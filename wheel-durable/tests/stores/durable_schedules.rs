@@ -499,6 +499,17 @@ fn delete_cancels_the_pending_run_and_trigger_runs_once_beside_the_chain_on(at: 
     let key = timers.trigger_schedule("h").unwrap().unwrap();
     let got = runs.wait("h", 1);
     assert!(got[0].triggered && got[0].key == key);
+    // A schedule's run counts among the node's schedule runs, as well as
+    // among all its runs.
+    let stats = timers.stats();
+    assert_eq!((stats.schedule_runs, stats.fired), (1, 1));
+    // Finished, the run stays the schedule's last run; its timer is gone.
+    eventually("the triggered run to finish", || {
+        timers.get(&key).unwrap().is_none()
+    });
+    let last = timers.schedule("h").unwrap().unwrap();
+    assert_eq!(last.last_key.as_deref(), Some(key.as_str()));
+    assert_eq!(last.last_started, Some(got[0].nominal));
     let after = timers.schedule("h").unwrap().unwrap();
     assert_eq!(
         (after.next_nominal, after.runs_created),

@@ -476,12 +476,17 @@ fn the_openapi_document_lists_exactly_the_routed_operations() {
         "/v1/dead-letters",
         "/v1/dead-letters/{key}",
         "/v1/dead-letters/{key}/retry",
+        "/v1/schedules",
+        "/v1/schedules/{id}",
+        "/v1/schedules/{id}:pause",
+        "/v1/schedules/{id}:resume",
+        "/v1/schedules/{id}:trigger",
         "/v1/openapi.json",
     ] {
         assert!(paths.contains_key(p), "{p} is routed but not documented");
     }
     for (path, ops) in paths {
-        let url = path.replace("{key}", "probe");
+        let url = path.replace("{key}", "probe").replace("{id}", "probe");
         for method in ["get", "post", "put", "patch", "delete"] {
             let m = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
             let (status, body) = s.send(m, &url, None);

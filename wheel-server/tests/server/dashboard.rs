@@ -1,7 +1,8 @@
 //! The dashboard at `/`, in a real headless Chromium: the page asks for
 //! the token, lists pending timers by due time and dead letters, revives a
 //! dead letter with its button, shows the counters and the lateness chart,
-//! and shows keys and reasons as text, never as HTML.
+//! shows keys and reasons as text, never as HTML, and lists schedules
+//! with their next and last runs and a button to pause or resume each.
 
 use crate::browser;
 use crate::common;
@@ -199,4 +200,67 @@ fn the_page_is_open_and_its_data_needs_the_token() {
         .unwrap();
     assert_eq!(open.status(), 401);
     assert_eq!(s.send(Method::GET, "/v1/timers", None).0, 200);
+}
+
+/// A schedule id with markup, shown as text.
+const SCHEDULE_ID: &str = "nightly <b>report</b>";
+
+#[test]
+fn the_schedules_panel_shows_next_and_last_runs_and_pauses_and_resumes() {
+    let Some(b) = Browser::for_test() else {
+        return;
+    };
+    let rx = Receiver::start(|_, _| Reply::status(200));
+    let s = Server::start(&["--allow-private-targets"]);
+    let path = format!("/v1/schedules/{}", SCHEDULE_ID.replace('/', "%2F"));
+    // From 2099: the only run during the test is the triggered one.
+    let hourly = json!({ "every": "1h", "start": "2099-01-01T00:00:00Z",
+        "callback": { "url": rx.url(HOOK) } });
+    assert_eq!(s.send(Method::PUT, &path, Some(hourly)).0, 201);
+    // A triggered run gives the schedule a last run, done.
+    assert_eq!(
+        s.send(Method::POST, &format!("{path}:trigger"), None).0,
+        201
+    );
+    eventually("the triggered run", || rx.count() == 1);
+
+    b.goto(&format!("{}/", s.base));
+    b.type_into(&b.find("#token"), TOKEN);
+    b.click(&b.find("#token-save"));
+    eventually("the schedule's row", || {
+        row(&b, "schedules-rows", SCHEDULE_ID).is_some()
+    });
+    let tr = row(&b, "schedules-rows", SCHEDULE_ID).unwrap();
+    assert_eq!(b.text(&b.find_in(&tr, "td.key")), SCHEDULE_ID);
+    assert_eq!(
+        b.script("return document.querySelectorAll('b').length", json!([])),
+        0,
+        "markup from the API became elements"
+    );
+    // Next run: in 2099.
+    let next = b.text(&b.find_in(&tr, "td.when .rel"));
+    assert!(next.starts_with("in "), "{next}");
+    let outcome = || {
+        b.script(
+            "return [...document.getElementById('schedules-rows').rows]
+                .find((tr) => tr.dataset.key === arguments[0]).cells[3].dataset.outcome",
+            json!([SCHEDULE_ID]),
+        )
+    };
+    eventually("the last run done", || outcome() == "done");
+
+    // Pause with the row's button: the schedule is paused, the button
+    // resumes it.
+    let button = b.find_in(&tr, "button.toggle");
+    assert_eq!(b.text(&button), "Pause");
+    b.click(&button);
+    eventually("the schedule paused", || s.get(&path).1["paused"] == true);
+    eventually("the button to offer resume", || b.text(&button) == "Resume");
+    assert_eq!(b.text(&b.find_in(&tr, "td.when .abs")), "paused");
+    b.click(&button);
+    eventually("the schedule running", || s.get(&path).1["paused"] == false);
+    eventually("the button to offer pause", || b.text(&button) == "Pause");
+    eventually("the next run shown again", || {
+        b.text(&b.find_in(&tr, "td.when .rel")).starts_with("in ")
+    });
 }

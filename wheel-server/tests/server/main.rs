@@ -17,3 +17,4 @@ mod limits;
 mod logs;
 mod redis;
 mod requests;
+mod schedules;

@@ -222,13 +222,13 @@ local function sched_on_finish(key, how)
   local id = owner(key)
   if not id then return end
   local s = load_sched(id)
+  -- The finished run stays the record's last run: its key without a
+  -- timer makes no run busy.
   if not s or s.running ~= key then return end
-  s.running = false
   if s.buffered then
     local b = load(s.buffered)
     if b and b.state == PENDING then set_due(s.buffered, NOW) end
   end
-  put_sched(id, s)
 end
 
 -- The schedule rules of a cancel that removed `key`.
