@@ -155,8 +155,7 @@ pub(crate) fn advance(
     // The starting run is one of the missed ones: planned as if not yet
     // created, it runs only if the policy keeps its slot.
     let base = runs_created.saturating_sub(1);
-    let p = s.plan(Some(system_time(n - 1)), base, system_time(as_ms(now)));
-    let mut p = p;
+    let mut p = s.plan(Some(system_time(n - 1)), base, system_time(as_ms(now)));
     let run_this = p.create.first() == Some(&system_time(n));
     if run_this {
         p.create.remove(0);

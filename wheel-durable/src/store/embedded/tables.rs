@@ -460,8 +460,9 @@ impl<'s> Tables<'s> {
         if schedule_steps::start_gate(self, key, advance)? == Gate::Refused {
             return Ok(Start::Stale);
         }
-        // The rules may have written the timer's schedule, never the timer.
-        let mut r = self.record(key)?.ok_or_else(|| corrupt("timer"))?;
+        // The rules may have written the timer's schedule, never the timer
+        // (they touch it only when they refuse the start): `r` is current.
+        let mut r = r;
         self.unindex(key, &r, false)?;
         r.state = TimerState::Running;
         r.attempts = r.attempts.saturating_add(1);
