@@ -33,7 +33,8 @@ use std::time::{Duration, Instant, SystemTime};
 use wheel_durable::schedule::Schedule;
 use wheel_durable::{DurableError, DurableTimers, ScheduleRun};
 
-use crate::durable::{PAYLOAD, Summary, unix_ns};
+use crate::durable::{Summary, unix_ns};
+use crate::rng::Rng;
 
 /// The id of schedule `i`: `s` and 9 digits.
 pub fn id(i: usize) -> String {
@@ -198,6 +199,18 @@ pub fn create(timers: &DurableTimers, schedules: &[Schedule]) -> Result<Duration
     upsert_each(timers, schedules, id)
 }
 
+/// Schedule `i`'s payload: 32 bytes of its own, pseudo-random, so that no
+/// two schedules share one and the store's compression gets nothing from
+/// them (a user's payloads, such as callback bodies, compress better).
+pub fn payload(i: usize) -> [u8; 32] {
+    let mut rng = Rng::new(0x5eed_0000 ^ i as u64);
+    let mut b = [0; 32];
+    for chunk in b.chunks_exact_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    b
+}
+
 /// Threads that create schedules: upserts wait on the store, so more
 /// threads than cores keep it busy (and the embedded store commits them
 /// in groups).
@@ -228,7 +241,7 @@ fn upsert_each(
                 s.spawn(move || {
                     let mine = schedules.iter().enumerate().skip(t);
                     mine.step_by(CREATE_THREADS).try_for_each(|(i, def)| {
-                        timers.upsert_schedule(&name(i), def, PAYLOAD).map(drop)
+                        timers.upsert_schedule(&name(i), def, &payload(i)).map(drop)
                     })
                 })
             })

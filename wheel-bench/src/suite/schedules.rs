@@ -222,8 +222,9 @@ fn embedded_table(p: &SchedulesParams, progress: &Progress, figures: &mut Figure
     let mut t = Table::new(
         "Schedules: every minute on the embedded store, all due in one slot",
         &format!(
-            "Durable schedules every minute on the embedded store, all on the same slot, created \
-             from 16 threads (upserts/s) before it: {} with a node running throughout, {} with \
+            "Durable schedules every minute on the embedded store, all on the same slot, each \
+             with a 32-byte payload of its own (pseudo-random, so that the store's compression \
+             gains nothing from it), created from 16 threads (upserts/s) before it: {} with a node running throughout, {} with \
              the node built only after the slot passed (a restart with every run overdue). At \
              the slot the node only starts runs, and each start creates the schedule's next run \
              in the same store operation, before its handler is called: next runs/s = schedules \

@@ -83,6 +83,8 @@ pub(crate) mod record;
 pub(crate) mod redis;
 #[cfg(feature = "embedded")]
 pub(crate) mod schedule_steps;
+#[cfg(feature = "embedded")]
+pub(crate) mod sched_codec;
 pub(crate) mod schedules;
 #[cfg(all(test, feature = "embedded"))]
 mod tests;

@@ -11,7 +11,10 @@
 //! although the schedule is neither paused nor over, so a node must
 //! re-plan it.
 //!
-//! Layout (embedded store value; integers little-endian): generation,
+//! Two byte layouts: the embedded store keeps a record packed small
+//! ([`sched_codec`](super::sched_codec)); the Redis store keeps the fields
+//! in a hash, and its scripts answer a record in this one (integers
+//! little-endian): generation,
 //! last nominal time, runs created, the three skipped counts (u64 each), a
 //! flags byte (bit 0 paused, bit 1 unplanned, bit 2 a last nominal time is
 //! set), the overlap byte, then the definition, the payload and the keys
@@ -94,7 +97,8 @@ pub(crate) fn overlap_of(b: u8) -> Overlap {
 const NONE: u32 = u32::MAX;
 
 impl SchedRecord {
-    #[cfg_attr(not(feature = "embedded"), allow(dead_code))] // the embedded store's
+    /// The scripts' answer for this record (what `schedule.lua` packs).
+    #[cfg(test)]
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(64 + self.definition.len() + self.payload.len());
         for v in [
@@ -127,7 +131,8 @@ impl SchedRecord {
         b
     }
 
-    #[cfg_attr(not(feature = "embedded"), allow(dead_code))] // the embedded store's
+    /// A record from a script's answer.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // the Redis store's
     pub(crate) fn decode(b: &[u8]) -> Option<SchedRecord> {
         let mut at = 0;
         let mut u64s = [0u64; 6];

@@ -26,7 +26,7 @@ impl RunTable for Tables<'_> {
     fn schedule(&self, id: &str) -> StoreResult<Option<SchedRecord>> {
         match self.read(Space::Schedules, id.as_bytes())? {
             None => Ok(None),
-            Some(v) => SchedRecord::decode(&v)
+            Some(v) => SchedRecord::unpack(id, &v)
                 .map(Some)
                 .ok_or_else(|| corrupt("schedule")),
         }
@@ -34,15 +34,21 @@ impl RunTable for Tables<'_> {
 
     fn put_schedule(&mut self, id: &str, r: &SchedRecord) -> StoreResult<()> {
         let k = id.as_bytes().to_vec();
-        self.write(Space::Schedules, k.clone(), Some(r.encode()));
-        self.write(Space::Unplanned, k, r.unplanned.then(Vec::new));
+        self.write(Space::Schedules, k.clone(), Some(r.pack(id)));
+        // Most writes (every run's start) leave the flag as it was: a
+        // delete written for each would leave a tombstone per run.
+        if self.read(Space::Unplanned, &k)?.is_some() != r.unplanned {
+            self.write(Space::Unplanned, k, r.unplanned.then(Vec::new));
+        }
         Ok(())
     }
 
     fn drop_schedule(&mut self, id: &str) -> StoreResult<()> {
         let k = id.as_bytes().to_vec();
         self.write(Space::Schedules, k.clone(), None);
-        self.write(Space::Unplanned, k, None);
+        if self.read(Space::Unplanned, &k)?.is_some() {
+            self.write(Space::Unplanned, k, None);
+        }
         Ok(())
     }
 
@@ -121,7 +127,7 @@ fn read(
     ids.iter()
         .map(|id| match snap.get(space, id.as_bytes()).map_err(db_err)? {
             None => Ok(None),
-            Some(v) => SchedRecord::decode(&v)
+            Some(v) => SchedRecord::unpack(id, &v)
                 .map(Some)
                 .ok_or_else(|| corrupt("schedule")),
         })
@@ -147,7 +153,7 @@ fn list(
             continue;
         }
         let id = String::from_utf8(k.to_vec()).map_err(|_| corrupt("schedule id"))?;
-        let r = SchedRecord::decode(&v).ok_or_else(|| corrupt("schedule"))?;
+        let r = SchedRecord::unpack(&id, &v).ok_or_else(|| corrupt("schedule"))?;
         out.push((id, r));
     }
     Ok(out)

@@ -15,7 +15,8 @@
 //! Node state: none: the keyspaces belong to the store; only the writer
 //! thread changes them (`tables.rs`).
 
-use fjall::{Database, Keyspace, KeyspaceCreateOptions};
+use fjall::config::CompressionPolicy;
+use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions};
 
 use super::db_err;
 use crate::DurableError;
@@ -58,8 +59,11 @@ impl Spaces {
     /// Opens (or creates) every keyspace.
     pub(super) fn open(db: &Database) -> StoreResult<Spaces> {
         let open = |name: &&str| {
-            db.keyspace(name, KeyspaceCreateOptions::default)
-                .map_err(db_err)
+            db.keyspace(name, || {
+                KeyspaceCreateOptions::default()
+                    .data_block_compression_policy(CompressionPolicy::all(CompressionType::Lz4))
+            })
+            .map_err(db_err)
         };
         let all: Vec<Keyspace> = NAMES.iter().map(open).collect::<StoreResult<_>>()?;
         let all = all.try_into().map_err(|_| corrupt("keyspace list"))?;
