@@ -266,8 +266,18 @@ impl<'s> Tables<'s> {
         Ok(())
     }
 
+    /// Whether `key` names a dead letter. The count is exact (counted at
+    /// open, kept by every step), so a store without dead letters skips
+    /// the read: most adds, and every schedule run's creation, ask.
+    pub(super) fn is_dead(&self, key: &str) -> StoreResult<bool> {
+        Ok(self.cursor.dead > 0 && self.read(Space::Dead, key.as_bytes())?.is_some())
+    }
+
     /// Removes a dead letter; the one there was, if any.
     fn bury(&mut self, key: &str) -> StoreResult<Option<DeadRecord>> {
+        if self.cursor.dead == 0 {
+            return Ok(None);
+        }
         let Some(d) = self.read(Space::Dead, key.as_bytes())? else {
             return Ok(None);
         };
@@ -299,7 +309,7 @@ impl<'s> Tables<'s> {
         mode: AddMode,
     ) -> StoreResult<bool> {
         if mode == AddMode::IfAbsent {
-            if self.record(key)?.is_some() || self.read(Space::Dead, key.as_bytes())?.is_some() {
+            if self.record(key)?.is_some() || self.is_dead(key)? {
                 return Ok(false);
             }
             // Neither a timer nor a dead letter to replace: the two reads
