@@ -395,7 +395,11 @@ impl Walk {
                     continue;
                 }
                 let n = s.matched.load(Ordering::SeqCst);
-                let due = started + Duration::from_secs_f64(n as f64 * self.interval);
+                // Past what an `Instant` can hold (a rate of a few per
+                // century): no deadline, the replay waits for its end.
+                let due = Duration::try_from_secs_f64(n as f64 * self.interval)
+                    .ok()
+                    .and_then(|d| started.checked_add(d));
                 if let Some(end) = pause(replay, due) {
                     return Ok(end);
                 }
@@ -429,18 +433,59 @@ impl Walk {
     }
 }
 
-/// Waits until `due` unless an end is asked for first; that end, if any.
-fn pause(replay: &Replay, due: Instant) -> Option<ReplayState> {
+/// Waits until `due` (`None`: never) unless an end is asked for first;
+/// that end, if any.
+fn pause(replay: &Replay, due: Option<Instant>) -> Option<ReplayState> {
     let s = &replay.shared;
     let mut ends = lock(&s.ends);
     loop {
         if let Some(end) = &ends.asked {
             return Some(end.clone());
         }
+        let Some(due) = due else {
+            ends = s.changed.wait(ends).unwrap_or_else(|e| e.into_inner());
+            continue;
+        };
         let (guard, passed) = wait_until_std(&s.changed, ends, due);
         ends = guard;
         if passed {
             return ends.asked.clone();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replay() -> Replay {
+        Replay {
+            shared: Arc::new(Shared {
+                matched: AtomicU64::new(0),
+                revived: AtomicU64::new(0),
+                skipped: AtomicU64::new(0),
+                ends: Mutex::new(Ends::default()),
+                changed: Condvar::new(),
+                #[cfg(feature = "tokio")]
+                finished: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_pause_with_no_deadline_ends_when_an_end_is_asked_for() {
+        let r = replay();
+        let other = r.clone();
+        let waiter = std::thread::spawn(move || pause(&other, None));
+        r.ask(ReplayState::Stopped);
+        // The first end asked for is the one kept.
+        r.cancel();
+        assert_eq!(waiter.join().unwrap(), Some(ReplayState::Stopped));
+        assert_eq!(pause(&r, Some(Instant::now())), Some(ReplayState::Stopped));
+    }
+
+    #[test]
+    fn a_pause_past_its_deadline_returns_at_once_without_an_end() {
+        assert_eq!(pause(&replay(), Some(Instant::now())), None);
     }
 }

@@ -30,7 +30,7 @@ use crate::replay_book::{Entry, MAX_RUNNING, StartError};
 
 /// What a flow is: a callback's origin, `scheme://host:port`, the port
 /// always written.
-pub(crate) const FLOW_PATTERN: &str = "^https?://[^/?#@\\s]+:[0-9]{1,5}$";
+pub(crate) const FLOW_PATTERN: &str = "^https?://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$";
 
 static FLOW: LazyLock<Regex> = LazyLock::new(|| Regex::new(FLOW_PATTERN).expect("a valid pattern"));
 
@@ -49,7 +49,10 @@ pub(crate) struct ReplayFilter {
     /// Only callbacks to this origin, `scheme://host:port` with the port
     /// always written (`http://127.0.0.1:8080`), exactly. Dead letters
     /// that are not callbacks never match.
-    #[schema(max_length = 2048, pattern = "^https?://[^/?#@\\s]+:[0-9]{1,5}$")]
+    #[schema(
+        max_length = 2048,
+        pattern = "^https?://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$"
+    )]
     pub(crate) flow: Option<String>,
     /// Only dead letters whose reason contains this text (case-sensitive).
     #[schema(max_length = 1024)]
@@ -72,7 +75,7 @@ pub(crate) struct ReplayRequest {
     #[schema(exclusive_minimum = 0.0, maximum = 1_000_000.0)]
     pub(crate) rate: f64,
     /// Revive (or skip) at most this many; none: every match.
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 9007199254740991_u64)]
     pub(crate) limit: Option<u64>,
 }
 
@@ -264,8 +267,9 @@ fn filter_out(f: &DeadFilter) -> ReplayFilter {
 /// The entry kept under `id`: 422 for an id no replay could have, 404
 /// for one this server does not keep.
 async fn entry(ctx: &ApiContext, id: &str) -> Result<Entry, Problem> {
-    if id.len() > 512 {
-        return Err(Problem::invalid("id", "an id is at most 512 bytes"));
+    // Counted as the document's `maxLength` counts: in characters.
+    if id.chars().count() > 512 {
+        return Err(Problem::invalid("id", "an id is at most 512 characters"));
     }
     ctx.replays.get(id).await.ok_or_else(|| no_replay(id))
 }

@@ -155,3 +155,35 @@ fn bad_replays_get_problem_documents() {
         assert_problem(&common::read(wrong.send().unwrap()), 401, None);
     }
 }
+
+#[test]
+fn the_dashboard_replays_dead_letters_and_shows_the_progress() {
+    let Some(b) = crate::browser::Browser::for_test() else {
+        return;
+    };
+    let rx = Receiver::start();
+    let s = Server::start(&["--allow-private-targets"]);
+    dead_letters(&s, &rx, "d", 3);
+    eventually("the dead letters", || dead_count(&s) == 3);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    b.goto(&format!("{}/", s.base));
+    b.type_into(&b.find("#token"), TOKEN);
+    b.click(&b.find("#token-save"));
+    eventually("the notice to go", || b.text(&b.find("#notice")).is_empty());
+    b.script(
+        "document.getElementById('replay-rate').value = '1000';
+         document.getElementById('replay-flow').value = arguments[0];",
+        json!([origin(&rx)]),
+    );
+    b.click(&b.find("#replay-start"));
+    eventually("the replay's end on the page", || {
+        b.text(&b.find("#replay-progress"))
+            .starts_with("Replay done: 3 revived, 0 skipped, 3 matched")
+    });
+    assert_eq!(
+        b.attribute(&b.find("#replay-cancel"), "disabled")
+            .as_deref(),
+        Some("true")
+    );
+    eventually("the revived calls", || rx.got().len() == 6);
+}
