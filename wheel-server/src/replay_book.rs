@@ -9,7 +9,7 @@
 //! Invariants: an entry is added only by [`ReplayBook::start`], which
 //! holds the book's lock across the library's start, so the running count
 //! it checks is the one it adds to; entries are never changed, only
-//! dropped. Nothing here depends on a route: the routes (`replays.rs`)
+//! dropped (the oldest finished ones, or one a `DELETE` cancels). Nothing here depends on a route: the routes (`replays.rs`)
 //! read and add through these methods only.
 
 use std::collections::VecDeque;
@@ -87,6 +87,13 @@ impl ReplayBook {
             }
         }
         Ok(entry)
+    }
+
+    /// Forgets the replay kept under `id`; it, if there was one.
+    pub(crate) async fn remove(&self, id: &str) -> Option<Entry> {
+        let mut entries = self.entries.lock().await;
+        let at = entries.iter().position(|e| e.id == id)?;
+        entries.remove(at)
     }
 
     /// The replay kept under `id`.
