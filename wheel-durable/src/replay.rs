@@ -255,8 +255,7 @@ impl Replay {
     #[cfg(feature = "tokio")]
     pub async fn wait_async(&self) -> ReplayProgress {
         loop {
-            let notified = std::pin::pin!(self.shared.finished.notified());
-            let mut notified = notified;
+            let mut notified = std::pin::pin!(self.shared.finished.notified());
             // Registered before the check, so an end between the two wakes it.
             notified.as_mut().enable();
             let p = self.progress();
