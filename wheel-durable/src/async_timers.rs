@@ -25,8 +25,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::{
-    AddOrGet, Cursor, DeadLetter, DurableError, DurableStats, DurableTimers, Listing, Page,
-    TimerInfo,
+    AddOrGet, Cursor, DeadFilter, DeadLetter, DurableError, DurableStats, DurableTimers, Listing,
+    Page, Replay, TimerInfo,
 };
 
 /// The calls of [`DurableTimers`] as futures, for callers on a tokio
@@ -530,6 +530,37 @@ impl AsyncTimers {
     pub async fn retry_dead(&self, key: &str, due: SystemTime) -> Result<bool, DurableError> {
         let key = key.to_owned();
         self.call(move |t| t.retry_dead(&key, due)).await
+    }
+
+    /// [`DurableTimers::replay_dead`], awaited (only its start: the replay
+    /// runs on its own thread; [`Replay::wait_async`] awaits its end).
+    ///
+    /// # Errors
+    ///
+    /// As for [`DurableTimers::replay_dead`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let timers = wheel_durable::AsyncTimers::new(Arc::new(wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?));
+    /// let filter = wheel_durable::DeadFilter::default().reason("HTTP 503");
+    /// let replay = timers.replay_dead(&filter, 200.0, None).await?;
+    /// assert_eq!(replay.wait_async().await.revived, 0);
+    /// # Ok(()) }
+    /// ```
+    pub async fn replay_dead(
+        &self,
+        filter: &DeadFilter,
+        rate: f64,
+        limit: Option<u64>,
+    ) -> Result<Replay, DurableError> {
+        let filter = filter.clone();
+        self.call(move |t| t.replay_dead(&filter, rate, limit))
+            .await
     }
 
     /// [`DurableTimers::shutdown`], awaited: hands the claims back, waits

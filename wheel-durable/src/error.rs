@@ -105,6 +105,10 @@ pub enum DurableError {
     /// An HTTP callback's header has an invalid name or value, or a name
     /// the node sets itself (feature `http`).
     InvalidHeader(String),
+    /// A dead-letter replay's settings cannot work: a rate that is not a
+    /// positive number of at most 1 000 000 per second, or a filter whose
+    /// time range is empty or cannot be stored.
+    InvalidReplay(String),
 }
 
 impl fmt::Display for DurableError {
@@ -129,6 +133,7 @@ impl fmt::Display for DurableError {
             DurableError::InvalidMethod(m) => write!(f, "unsupported HTTP method: {m}"),
             DurableError::InvalidUrl(why) => write!(f, "invalid callback URL: {why}"),
             DurableError::InvalidHeader(why) => write!(f, "invalid callback header: {why}"),
+            DurableError::InvalidReplay(why) => write!(f, "invalid replay: {why}"),
         }
     }
 }
@@ -194,7 +199,8 @@ impl DurableError {
             | DurableError::Config(_)
             | DurableError::InvalidMethod(_)
             | DurableError::InvalidUrl(_)
-            | DurableError::InvalidHeader(_) => true,
+            | DurableError::InvalidHeader(_)
+            | DurableError::InvalidReplay(_) => true,
             DurableError::Unavailable(_)
             | DurableError::Closed
             | DurableError::Locked(_)
@@ -417,6 +423,7 @@ mod tests {
             DurableError::InvalidMethod("BREW".into()),
             DurableError::InvalidUrl("ftp://x".into()),
             DurableError::InvalidHeader("Host".into()),
+            DurableError::InvalidReplay("rate 0".into()),
         ];
         let store = [
             DurableError::Unavailable(d()),

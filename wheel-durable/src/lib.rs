@@ -97,6 +97,7 @@ mod async_timers;
 mod builder;
 #[cfg(feature = "tokio")]
 mod builder_async;
+mod dead_filter;
 mod error;
 mod fired;
 #[cfg(feature = "http")]
@@ -105,6 +106,7 @@ mod info;
 mod lateness;
 mod listing;
 mod node;
+mod replay;
 mod retry;
 pub mod schedule;
 mod schedule_info;
@@ -128,12 +130,14 @@ pub use self::add::AddOrGet;
 #[cfg(feature = "tokio")]
 pub use self::async_timers::AsyncTimers;
 pub use self::builder::DurableTimersBuilder;
+pub use self::dead_filter::DeadFilter;
 pub use self::error::{DurableError, ErrorDetail};
 pub use self::fired::{Fired, Outcome};
 pub use self::info::{
     DeadLetter, DurableStats, HttpCounts, LatenessBuckets, TimerInfo, TimerState,
 };
 pub use self::listing::{Cursor, Listing, Page, ParseCursorError};
+pub use self::replay::{MAX_REPLAY_RATE, Replay, ReplayProgress, ReplayState};
 pub use self::retry::RetryPolicy;
 pub use self::schedule_info::{ScheduleInfo, SchedulePage, ScheduleRun, SkippedRuns, Upserted};
 pub use self::timers::DurableTimers;

@@ -10,11 +10,13 @@ use std::time::{Duration, SystemTime};
 
 use super::add::{AddMode, add_bounded};
 use super::node::{Node, NodeConfig};
+use super::replay::{Replay, Replays};
 use super::stats::{CountsReader, HttpCounters, STATS_WAIT, Snapshot};
 use super::store::{Due, NewTimer, Store};
 use super::time::{millis_ceil, millis_of};
 use super::{
-    DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo, check_input, check_new,
+    DeadFilter, DeadLetter, DurableError, DurableStats, DurableTimersBuilder, TimerInfo,
+    check_input, check_new,
 };
 use crate::sync::lock;
 
@@ -64,6 +66,8 @@ pub struct DurableTimers {
     /// Held through a shutdown, so that a second caller returns only once
     /// the first one's shutdown is complete.
     stopping: Mutex<()>,
+    /// The dead-letter replays this handle started (stopped on shutdown).
+    replays: Replays,
 }
 
 impl std::fmt::Debug for DurableTimers {
@@ -104,6 +108,7 @@ impl DurableTimers {
             max_payload,
             http_counts,
             stopping: Mutex::new(()),
+            replays: Replays::default(),
         })
     }
 
@@ -357,6 +362,55 @@ impl DurableTimers {
         self.store.retry_dead(key, Due::At(millis_of(due)?))
     }
 
+    /// Revives the dead letters that `filter` takes, in the background, at
+    /// most `rate` per second, evenly paced (the `n`-th, from 0, no earlier
+    /// than `n / rate` seconds after the start), and at most `limit` of
+    /// them (matched ones, revived or skipped) if given. Each is revived as
+    /// [`retry_dead`](Self::retry_dead) with the store's `now` does:
+    /// pending, due now, attempts reset. Returns at once with the
+    /// [`Replay`]: its progress, cancel and wait.
+    ///
+    /// The replay walks the dead letters in failure order with a cursor,
+    /// so ones that do not match never hold it up. It takes only dead
+    /// letters that failed before the store's clock when it starts: a dead
+    /// letter added later, a revived one that fails again included, is not
+    /// replayed. A letter that changed after the walk read it (revived or
+    /// removed by someone else) is skipped and counted. The replay lives
+    /// in this handle: [`shutdown`](Self::shutdown) stops it
+    /// ([`ReplayState::Stopped`](crate::ReplayState::Stopped)); what it
+    /// revived stays revived, the rest stays dead, and a new replay picks
+    /// up the rest.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidReplay`](DurableError::InvalidReplay) for a rate that is
+    /// not more than 0 and at most [`MAX_REPLAY_RATE`](crate::MAX_REPLAY_RATE),
+    /// a limit of 0, or an empty or unstorable time range; the store's
+    /// error reading its clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_durable::{DeadFilter, DurableError, ReplayState};
+    /// # fn main() -> Result<(), DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = wheel_durable::DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+    /// let filter = DeadFilter::default().flow("http://127.0.0.1:8080");
+    /// let replay = timers.replay_dead(&filter, 200.0, Some(1_000))?;
+    /// let end = replay.wait();
+    /// assert_eq!(end.state, ReplayState::Done);
+    /// assert!(timers.replay_dead(&filter, 0.0, None).unwrap_err().is_input());
+    /// # Ok(()) }
+    /// ```
+    pub fn replay_dead(
+        &self,
+        filter: &DeadFilter,
+        rate: f64,
+        limit: Option<u64>,
+    ) -> Result<Replay, DurableError> {
+        self.replays.start(self.store.clone(), filter, rate, limit)
+    }
+
     /// The store's counts and this node's counters. Never fails, and
     /// never waits for the store longer than 25 ms: it asks for a fresh
     /// read of the counts and waits that long for it (not at all while
@@ -436,6 +490,8 @@ impl DurableTimers {
     /// ```
     pub fn shutdown(&self) -> Result<(), DurableError> {
         let _one_at_a_time = lock(&self.stopping);
+        // Before the store closes: a replay's revival under way completes.
+        self.replays.stop_all();
         self.counts.stop();
         if let Some(node) = &self.node {
             node.shutdown();

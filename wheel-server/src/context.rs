@@ -6,8 +6,8 @@
 //! inside the library, and add one-timer requests through the [`Adder`].
 //! Nothing in it changes after the start; the request counts and the
 //! adder's queue are the only shared mutable state, each behind its own
-//! type. This module depends on the adder, the request counts and the
-//! schedule counts only,
+//! type. This module depends on the adder, the request counts, the
+//! schedule counts and the replay book only,
 //! never on a route.
 
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use std::sync::Arc;
 use wheel_durable::{AsyncTimers, DurableTimers};
 
 use crate::adder::Adder;
+use crate::replay_book::ReplayBook;
 use crate::requests::Requests;
 use crate::schedule_stats::ScheduleStats;
 
@@ -31,6 +32,8 @@ pub(crate) struct ApiContext {
     pub(crate) requests: Arc<Requests>,
     /// The schedule counts `/metrics` shows, read in the background.
     pub(crate) schedule_stats: Arc<ScheduleStats>,
+    /// The dead-letter replays this server started.
+    pub(crate) replays: Arc<ReplayBook>,
 }
 
 impl ApiContext {
@@ -44,6 +47,7 @@ impl ApiContext {
             allow_private,
             requests: Arc::default(),
             schedule_stats: Arc::default(),
+            replays: Arc::default(),
         }
     }
 }

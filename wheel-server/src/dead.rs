@@ -5,7 +5,8 @@
 //! pending again, due now, with its attempts reset; removing deletes it.
 //! Both act only on a timer that is a dead letter: a key that holds a
 //! live timer answers 404 here, so a client cannot cancel a pending timer
-//! through this route by mistake. [`router`] mounts them.
+//! through this route by mistake. [`router`] mounts them, and the bulk
+//! replay routes of `replays.rs`.
 
 use std::time::SystemTime;
 
@@ -28,6 +29,7 @@ pub(crate) fn router() -> Router<ApiContext> {
         .route("/v1/dead-letters", get(list))
         .route("/v1/dead-letters/{key}", delete(remove))
         .route("/v1/dead-letters/{key}/retry", post(retry))
+        .merge(crate::replays::router())
 }
 
 /// Lists dead letters, oldest failure first, a page at a time.

@@ -34,6 +34,8 @@ mod listing;
 mod metrics;
 mod openapi;
 mod openapi_patterns;
+mod replay_book;
+mod replays;
 mod requests;
 mod schedule_json;
 mod schedule_stats;

@@ -21,7 +21,7 @@ use utoipa::{Modify, OpenApi};
 use wheel_durable::http::MAX_HEADERS;
 
 use crate::openapi_patterns::{cursor_pattern, delay_pattern, ms, reserved_headers};
-use crate::{dead, error, json, listing, schedule_json, schedules, timers};
+use crate::{dead, error, json, listing, replays, schedule_json, schedules, timers};
 
 /// The document, as the annotations give it.
 #[derive(OpenApi)]
@@ -30,6 +30,7 @@ use crate::{dead, error, json, listing, schedule_json, schedules, timers};
     paths(
         timers::create, timers::batch, timers::get, timers::cancel, timers::reschedule, timers::list,
         dead::list, dead::retry, dead::remove,
+        replays::replay, replays::progress, replays::cancel,
         schedules::upsert, schedules::read, schedules::list, schedules::remove,
         schedules::pause, schedules::resume, schedules::trigger, document,
     ),
@@ -37,6 +38,7 @@ use crate::{dead, error, json, listing, schedule_json, schedules, timers};
         json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
         json::DeadOut, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
         listing::TimerPage, listing::DeadPage, error::Problem,
+        replays::ReplayRequest, replays::ReplayFilter, replays::ReplayOut, replays::ReplayStateOut,
         schedule_json::NewSchedule, schedule_json::CatchUpIn, schedule_json::CatchUpPolicy, schedule_json::OverlapIn,
         schedule_json::ScheduleOut, schedule_json::CatchUpOut, schedule_json::SkippedOut, schedule_json::LastRun,
         schedule_json::RunOutcome, schedules::Triggered, schedules::SchedulePageOut,
@@ -299,6 +301,8 @@ mod tests {
             "/v1/dead-letters",
             "/v1/dead-letters/{key}",
             "/v1/dead-letters/{key}/retry",
+            "/v1/dead-letters:replay",
+            "/v1/dead-letters/replays/{id}",
             "/v1/openapi.json",
         ] {
             assert!(paths.contains_key(p), "{p} is missing");
@@ -337,6 +341,21 @@ mod tests {
             (
                 "/v1/dead-letters/{key}/retry",
                 "post",
+                "200 400 401 404 422 503",
+            ),
+            (
+                "/v1/dead-letters:replay",
+                "post",
+                "202 400 401 408 413 415 422 429 503",
+            ),
+            (
+                "/v1/dead-letters/replays/{id}",
+                "get",
+                "200 400 401 404 422 503",
+            ),
+            (
+                "/v1/dead-letters/replays/{id}",
+                "delete",
                 "200 400 401 404 422 503",
             ),
             ("/v1/openapi.json", "get", "200 401"),

@@ -82,9 +82,9 @@ pub(crate) mod record;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
 #[cfg(feature = "embedded")]
-pub(crate) mod schedule_steps;
-#[cfg(feature = "embedded")]
 pub(crate) mod sched_codec;
+#[cfg(feature = "embedded")]
+pub(crate) mod schedule_steps;
 pub(crate) mod schedules;
 #[cfg(all(test, feature = "embedded"))]
 mod tests;

@@ -131,7 +131,11 @@ impl SchedRecord {
         b.push(VERSION);
         let flags = if self.paused { PAUSED } else { 0 }
             | if self.unplanned { UNPLANNED } else { 0 }
-            | if self.last_nominal.is_some() { LAST_NOMINAL } else { 0 };
+            | if self.last_nominal.is_some() {
+                LAST_NOMINAL
+            } else {
+                0
+            };
         b.push(flags);
         b.push(self.overlap);
         put_varint(&mut b, self.generation);
@@ -272,7 +276,10 @@ mod tests {
             running: Some("sched:reports:1800000000000".into()),
             ..SchedRecord::default()
         };
-        assert_eq!(SchedRecord::unpack("reports", &r.pack("reports")), Some(r.clone()));
+        assert_eq!(
+            SchedRecord::unpack("reports", &r.pack("reports")),
+            Some(r.clone())
+        );
         // 3 + 1 + 6 + 2 + 3 (counts) + 21 + 1 + 7 + 7 + 1 bytes.
         assert_eq!(r.pack("reports").len(), 52);
     }

@@ -13,5 +13,8 @@ mod durable_embedded;
 mod durable_logs;
 mod durable_processes;
 mod durable_redis;
+// Its flows are HTTP callbacks' origins.
+#[cfg(feature = "http")]
+mod durable_replay;
 mod durable_schedule_processes;
 mod durable_schedules;

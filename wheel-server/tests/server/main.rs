@@ -16,5 +16,6 @@ mod headers;
 mod limits;
 mod logs;
 mod redis;
+mod replays;
 mod requests;
 mod schedules;

@@ -57,7 +57,7 @@ impl RunTable for Tables<'_> {
     }
 
     fn add_run(&mut self, key: &str, due: Millis, payload: &[u8]) -> StoreResult<bool> {
-            if self.record(key)?.is_some() || self.is_dead(key)? {
+        if self.record(key)?.is_some() || self.is_dead(key)? {
             return Ok(false);
         }
         self.put(key, &Record::new(due, payload))?;
