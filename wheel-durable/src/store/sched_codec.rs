@@ -129,13 +129,14 @@ impl SchedRecord {
     pub(crate) fn pack(&self, id: &str) -> Vec<u8> {
         let mut b = Vec::with_capacity(32 + self.definition.len() + self.payload.len());
         b.push(VERSION);
-        let flags = if self.paused { PAUSED } else { 0 }
-            | if self.unplanned { UNPLANNED } else { 0 }
-            | if self.last_nominal.is_some() {
-                LAST_NOMINAL
-            } else {
-                0
-            };
+        let flags = [
+            (self.paused, PAUSED),
+            (self.unplanned, UNPLANNED),
+            (self.last_nominal.is_some(), LAST_NOMINAL),
+        ]
+        .into_iter()
+        .filter(|(set, _)| *set)
+        .fold(0, |flags, (_, bit)| flags | bit);
         b.push(flags);
         b.push(self.overlap);
         put_varint(&mut b, self.generation);
