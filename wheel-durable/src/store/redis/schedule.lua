@@ -72,24 +72,105 @@ local function encode_sched(s)
   return table.concat(out)
 end
 
-local function load_sched(id)
-  return decode_sched(redis.call('HGET', SCHED, id))
-end
+-- The schedule records read so far: `val[id]` the record as the script
+-- has made it (false: none), `had[id]` whether the server holds one,
+-- `unpl[id]` whether its id is in the unplanned set, `order` the ids
+-- changed since the last flush. A record exists iff its id is in SIDS and
+-- is marked unplanned iff its id is in UNPLANNED, so the flush touches
+-- those sets only when that changes.
+local scheds = { val = {}, had = {}, unpl = {}, dirty = {}, order = {} }
 
-local function put_sched(id, s)
-  redis.call('HSET', SCHED, id, encode_sched(s))
-  redis.call('ZADD', SIDS, 0, id)
-  if s.unplanned then
-    redis.call('ZADD', UNPLANNED, 0, id)
-  else
-    redis.call('ZREM', UNPLANNED, id)
+-- Reads every record of `ids` not read yet, with one HMGET per CHUNK ids.
+local function prefetch_scheds(ids)
+  local need, seen = {}, {}
+  for _, id in ipairs(ids) do
+    if scheds.val[id] == nil and not seen[id] then
+      seen[id] = true
+      need[#need + 1] = id
+    end
+  end
+  for i = 1, #need, CHUNK do
+    local part = { unpack(need, i, math.min(i + CHUNK - 1, #need)) }
+    local rs = redis.call('HMGET', SCHED, unpack(part))
+    for j, id in ipairs(part) do
+      local s = decode_sched(rs[j]) or false
+      scheds.val[id] = s
+      scheds.had[id] = s and true
+      scheds.unpl[id] = s and s.unplanned
+    end
   end
 end
 
+local function load_sched(id)
+  if scheds.val[id] == nil then prefetch_scheds({ id }) end
+  return scheds.val[id] or nil
+end
+
+local function put_sched(id, s)
+  scheds.val[id] = s
+  touch(scheds, id)
+end
+
 local function drop_sched(id)
-  redis.call('HDEL', SCHED, id)
-  redis.call('ZREM', SIDS, id)
-  redis.call('ZREM', UNPLANNED, id)
+  load_sched(id)
+  scheds.val[id] = false
+  touch(scheds, id)
+end
+
+local function flush_scheds()
+  local hset, hdel, add_ids, rem_ids, add_unpl, rem_unpl = {}, {}, {}, {}, {}, {}
+  for _, id in ipairs(scheds.order) do
+    local s = scheds.val[id]
+    local unpl = s and s.unplanned or false
+    if s then
+      hset[#hset + 1] = id
+      hset[#hset + 1] = encode_sched(s)
+      if not scheds.had[id] then
+        add_ids[#add_ids + 1] = 0
+        add_ids[#add_ids + 1] = id
+      end
+    elseif scheds.had[id] then
+      hdel[#hdel + 1] = id
+      rem_ids[#rem_ids + 1] = id
+    end
+    if unpl and not scheds.unpl[id] then
+      add_unpl[#add_unpl + 1] = 0
+      add_unpl[#add_unpl + 1] = id
+    elseif scheds.unpl[id] and not unpl then
+      rem_unpl[#rem_unpl + 1] = id
+    end
+    scheds.had[id] = s and true
+    scheds.unpl[id] = unpl
+    scheds.dirty[id] = nil
+  end
+  scheds.order = {}
+  multi('HDEL', SCHED, hdel)
+  multi('ZREM', SIDS, rem_ids)
+  multi('ZREM', UNPLANNED, rem_unpl)
+  multi('HSET', SCHED, hset)
+  multi('ZADD', SIDS, add_ids)
+  multi('ZADD', UNPLANNED, add_unpl)
+end
+flushers[#flushers + 1] = flush_scheds
+
+-- Reads the records of the schedules owning the run keys ARGV[from],
+-- ARGV[from + step], ... and the timers their overlap rule looks at
+-- (running and buffered runs), one HMGET per hash.
+local function prefetch_owners(from, step)
+  local ids, keys = {}, {}
+  for i = from, #ARGV, step do
+    local id = owner(ARGV[i])
+    if id then ids[#ids + 1] = id end
+  end
+  prefetch_scheds(ids)
+  for _, id in ipairs(ids) do
+    local s = scheds.val[id]
+    if s then
+      if s.running then keys[#keys + 1] = s.running end
+      if s.buffered then keys[#keys + 1] = s.buffered end
+    end
+  end
+  prefetch(timers, keys)
 end
 
 local function add_run(key, due, payload)
@@ -143,6 +224,24 @@ local function decode_advance(b)
   has_pending, at = struct.unpack('B', b, at)
   if has_pending == 1 then a.pending = run() end
   return a
+end
+
+-- Decodes the chain steps ARGV[from], ARGV[from + step], ... (indexed by
+-- argument position) and reads the timers and dead letters they may
+-- create, one HMGET per hash.
+local function decode_steps(from, step)
+  local steps, keys = {}, {}
+  for i = from, #ARGV, step do
+    local a = decode_advance(ARGV[i])
+    steps[i] = a
+    if a then
+      for _, r in ipairs(a.create) do keys[#keys + 1] = r.key end
+      if a.pending then keys[#keys + 1] = a.pending.key end
+    end
+  end
+  prefetch(timers, keys)
+  prefetch(deads, keys)
+  return steps
 end
 
 local function apply(s, a)
