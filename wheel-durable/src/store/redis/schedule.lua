@@ -19,39 +19,65 @@ local function canonical(ms)
   return n
 end
 
+-- The owners of the run keys seen so far (a key's owner is asked for
+-- several times per script): `owner_id[key]` the id (false: none),
+-- `owner_chain[key]` whether a chain run.
+local owner_id, owner_chain = {}, {}
+
 -- The schedule id of a run key, and whether it is a chain run.
 local function owner(key)
+  local id = owner_id[key]
+  if id ~= nil then
+    if not id then return nil end
+    return id, owner_chain[key]
+  end
   local rest, chain
   if string.sub(key, 1, 6) == 'sched:' then
     rest, chain = string.sub(key, 7), true
   elseif string.sub(key, 1, 14) == 'sched-trigger:' then
     rest, chain = string.sub(key, 15), false
   else
+    owner_id[key] = false
     return nil
   end
-  local id, ms = string.match(rest, '^(.*):([^:]*)$')
-  if not id or id == '' or not canonical(ms) then return nil end
-  if chain and #id > 512 then return nil end
+  local ms
+  id, ms = string.match(rest, '^(.*):([^:]*)$')
+  if not id or id == '' or not canonical(ms) or (chain and #id > 512) then
+    owner_id[key] = false
+    return nil
+  end
+  owner_id[key], owner_chain[key] = id, chain
   return id, chain
 end
 
+-- A length-prefixed field at `at` (false for none), and the position after it.
+local function optional(r, at)
+  local len
+  len, at = struct.unpack('<I4', r, at)
+  if len == NONE then return false, at end
+  return string.sub(r, at, at + len - 1), at + len
+end
+
+local NONE_FIELD = struct.pack('<I4', NONE)
+
+local function encode_optional(v)
+  if not v then return NONE_FIELD end
+  return struct.pack('<I4', #v) .. v
+end
+
+-- The definition and the payload are always present: one unpack reads
+-- the fixed fields and both (`c0` takes its length from the field before).
 local function decode_sched(r)
   if not r then return nil end
-  local gen, last, runs, sm, so, sp, flags, overlap, at =
-    struct.unpack('<I8I8I8I8I8I8BB', r)
-  local function bytes()
-    local len
-    len, at = struct.unpack('<I4', r, at)
-    if len == NONE then return false end
-    local v = string.sub(r, at, at + len - 1)
-    at = at + len
-    return v
-  end
+  local gen, last, runs, sm, so, sp, flags, overlap, def, payload, at =
+    struct.unpack('<I8I8I8I8I8I8BBI4c0I4c0', r)
   local s = { gen = gen, runs = runs, sm = sm, so = so, sp = sp, overlap = overlap,
-              paused = flags % 2 == 1, unplanned = math.floor(flags / 2) % 2 == 1 }
+              paused = flags % 2 == 1, unplanned = math.floor(flags / 2) % 2 == 1,
+              def = def, payload = payload }
   if math.floor(flags / 4) % 2 == 1 then s.last = last else s.last = false end
-  s.def, s.payload = bytes(), bytes()
-  s.next, s.running, s.buffered = bytes(), bytes(), bytes()
+  s.next, at = optional(r, at)
+  s.running, at = optional(r, at)
+  s.buffered = optional(r, at)
   return s
 end
 
@@ -60,16 +86,9 @@ local function encode_sched(s)
   if s.paused then flags = flags + 1 end
   if s.unplanned then flags = flags + 2 end
   if s.last then flags = flags + 4 end
-  local out = { struct.pack('<I8I8I8I8I8I8BB', s.gen, s.last or 0, s.runs, s.sm, s.so, s.sp,
-                            flags, s.overlap) }
-  for _, v in ipairs({ s.def, s.payload, s.next, s.running, s.buffered }) do
-    if v then
-      out[#out + 1] = struct.pack('<I4', #v) .. v
-    else
-      out[#out + 1] = struct.pack('<I4', NONE)
-    end
-  end
-  return table.concat(out)
+  return struct.pack('<I8I8I8I8I8I8BBI4c0I4c0', s.gen, s.last or 0, s.runs, s.sm, s.so, s.sp,
+                     flags, s.overlap, #s.def, s.def, #s.payload, s.payload)
+    .. encode_optional(s.next) .. encode_optional(s.running) .. encode_optional(s.buffered)
 end
 
 -- The schedule records read so far: `val[id]` the record as the script
@@ -315,18 +334,62 @@ local function start_gate(key, advance)
   return go
 end
 
--- The schedule rules of a recorded finish ('done', 'retry' or 'dead').
+-- The running and buffered runs of each schedule read for finishes
+-- (`links[id]` = { running, buffered }, false: no record): a finish needs
+-- no more, so the rest of the record is skipped, not decoded.
+local links = {}
+
+-- The running and buffered runs of record `r`: past the fixed fields (50
+-- bytes), the definition and the payload, and the next run.
+local function links_of(r)
+  if not r then return false end
+  local len, at = struct.unpack('<I4', r, 51)
+  len, at = struct.unpack('<I4', r, at + len)
+  len, at = struct.unpack('<I4', r, at + len)
+  if len ~= NONE then at = at + len end
+  local running, buffered
+  running, at = optional(r, at)
+  buffered = optional(r, at)
+  return { running, buffered }
+end
+
+-- Reads the links of the schedules owning the run keys ARGV[from],
+-- ARGV[from + step], ..., and their buffered runs, one HMGET per hash.
+local function prefetch_links(from, step)
+  local ids, seen, keys = {}, {}, {}
+  for i = from, #ARGV, step do
+    local id = owner(ARGV[i])
+    if id and not seen[id] then
+      seen[id] = true
+      ids[#ids + 1] = id
+    end
+  end
+  for i = 1, #ids, CHUNK do
+    local part = { unpack(ids, i, math.min(i + CHUNK - 1, #ids)) }
+    local rs = redis.call('HMGET', SCHED, unpack(part))
+    for j, id in ipairs(part) do
+      local l = links_of(rs[j])
+      links[id] = l
+      if l and l[2] then keys[#keys + 1] = l[2] end
+    end
+  end
+  prefetch(timers, keys)
+end
+
+-- The schedule rules of a recorded finish ('done', 'retry' or 'dead'),
+-- after `prefetch_links` for its key.
 local function sched_on_finish(key, how)
   if how == 'retry' then return end
   local id = owner(key)
   if not id then return end
-  local s = load_sched(id)
+  local l = links[id]
   -- The finished run stays the record's last run: its key without a
   -- timer makes no run busy.
-  if not s or s.running ~= key then return end
-  if s.buffered then
-    local b = load(s.buffered)
-    if b and b.state == PENDING then set_due(s.buffered, NOW) end
+  if not l or l[1] ~= key then return end
+  local buffered = l[2]
+  if buffered then
+    local b = load(buffered)
+    if b and b.state == PENDING then set_due(buffered, NOW) end
   end
 end
 
