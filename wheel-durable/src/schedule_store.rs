@@ -31,19 +31,20 @@ fn undecodable(id: &str, e: &SpecError) -> DurableError {
 }
 
 /// The chain step for each claimed key that is its schedule's pending run
+/// (planned from the records [`Store::schedules_to_start`] gives)
 /// (one entry per key, `None` for the others). A definition that does not
 /// decode plans nothing: the run starts and its record is marked
 /// unplanned, and the error is logged.
 pub(crate) fn advances(store: &dyn Store, keys: &[&str]) -> StoreResult<Vec<Option<Advance>>> {
-    let ids: Vec<&str> = keys
+    let runs: Vec<(&str, &str)> = keys
         .iter()
-        .filter_map(|k| owner(k).filter(|o| o.1).map(|o| o.0))
+        .filter_map(|k| owner(k).filter(|o| o.1).map(|o| (*k, o.0)))
         .collect();
-    if ids.is_empty() {
+    if runs.is_empty() {
         return Ok(Vec::new());
     }
-    let (now, records) = store.schedules(&ids)?;
-    let mut records = ids.iter().zip(records);
+    let (now, records) = store.schedules_to_start(&runs)?;
+    let mut records = runs.iter().zip(records);
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
         let Some((id, true, nominal)) = owner(key) else {

@@ -11,9 +11,11 @@
 //! runs pile up and start together in the next one.
 //!
 //! A claim that is a schedule's pending run goes with the chain's next
-//! step, planned from the schedule's record just read
-//! ([`schedule_store`](crate::schedule_store)); the store applies the
-//! step in the same operation as the start.
+//! step, planned from the schedule's record
+//! ([`schedule_store`](crate::schedule_store)): the one the claim read
+//! where the store kept it, else one read now; the store applies the
+//! step in the same operation as the start, if the record is still the
+//! one planned from.
 //!
 //! The store starts a claim only if it is still claimed with the same
 //! fence and due by the store's clock (and the schedule rules allow it), and answers each claim of the batch

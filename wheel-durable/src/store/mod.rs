@@ -297,6 +297,18 @@ pub(crate) trait Store: Send + Sync + 'static {
     ) -> StoreResult<Vec<Start>>;
     /// The store's clock, and the record of each schedule id.
     fn schedules(&self, ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)>;
+    /// The store's clock, and the record of the schedule of each claimed
+    /// chain run `(key, schedule id)`, for planning the steps that go with
+    /// their start. A store may answer from what its claim read, as long
+    /// as a step planned from it is one a fresh read would give or one the
+    /// start refuses (see the Redis store's `claimed_schedules.rs`).
+    fn schedules_to_start(
+        &self,
+        runs: &[(&str, &str)],
+    ) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
+        let ids: Vec<&str> = runs.iter().map(|r| r.1).collect();
+        self.schedules(&ids)
+    }
     /// One atomic change of schedule `id`.
     fn schedule_write(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer>;
     /// Up to `limit` schedules in id order (bytes), strictly after `after`.

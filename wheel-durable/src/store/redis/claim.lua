@@ -2,9 +2,11 @@
 -- ARGV 9: keys of expired leases to report at most.
 -- Returns {now, reclaimed, expired_dead, next_due, next_lease, n,
 --          then the first n keys whose lease had passed,
---          then key, due, first due, attempts, fence, first fence, payload for
---          each claimed timer}
--- (-1: none).
+--          then key, due, first due, attempts, fence, first fence, payload,
+--          schedule record for each claimed timer}
+-- (-1: none). The schedule record is that of a chain run's schedule (false
+-- for other timers): the node plans the step that goes with the run's
+-- start from it (claimed_schedules.rs) instead of reading it again.
 local window, lease, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local max_attempts = tonumber(ARGV[7])
 local reclaimed, expired_dead = 0, 0
@@ -30,6 +32,8 @@ for i = 1, shown do out[#out + 1] = expired[i] end
 if max > 0 then
   local due = redis.call('ZRANGEBYSCORE', DUE, '-inf', NOW + window, 'LIMIT', 0, max)
   prefetch(timers, due)
+  -- The chain runs' schedule ids, and where their records go in `out`.
+  local ids, slots = {}, {}
   -- One INCRBY for the batch: fences base+1 .. base+n, as n INCRs would give.
   local base = 0
   if #due > 0 then base = redis.call('INCRBY', FENCE, #due) - #due end
@@ -50,6 +54,16 @@ if max > 0 then
     out[#out + 1] = x.fence
     out[#out + 1] = x.ffence or x.fence
     out[#out + 1] = x.payload
+    local id, chain = owner(key)
+    if chain then
+      ids[#ids + 1] = id
+      slots[#slots + 1] = #out + 1
+    end
+    out[#out + 1] = false
+  end
+  for i = 1, #ids, CHUNK do
+    local rs = redis.call('HMGET', SCHED, unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
+    for j = 1, #rs do out[slots[i + j - 1]] = rs[j] end
   end
   flush()
 end

@@ -1,6 +1,7 @@
 -- ARGV 4..: (key, fence, 'done' | 'retry' | 'dead', delay or reason) for
 -- each run. 1 for each recorded.
 prefetch_args(4, 4)
+prefetch_links(4, 4)
 local out = {}
 for i = 4, #ARGV, 4 do
   local key, how = ARGV[i], ARGV[i + 2]

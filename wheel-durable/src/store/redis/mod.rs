@@ -23,6 +23,7 @@
 //! Node state: none: the store is below the node. It owns its connection pool
 //! and the subscriber thread (`watch.rs`).
 
+mod claimed_schedules;
 mod schedules;
 mod scripts;
 mod watch;
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvocation, Value};
 
+use self::claimed_schedules::ClaimedSchedules;
 use self::schedules::encode_advance;
 use self::scripts::Scripts;
 use super::health::Health;
@@ -75,6 +77,7 @@ pub(crate) struct RedisStore {
     closed: Arc<AtomicBool>,
     watcher: Mutex<Option<JoinHandle<()>>>,
     health: Health,
+    claimed_schedules: ClaimedSchedules,
 }
 
 /// Whether a failed call may succeed on a new connection after a wait.
@@ -113,6 +116,7 @@ impl RedisStore {
             closed: Arc::new(AtomicBool::new(false)),
             watcher: Mutex::new(None),
             health,
+            claimed_schedules: ClaimedSchedules::default(),
         };
         store.with_conn(|c| redis::cmd("PING").query::<String>(c))?;
         Ok(store)
@@ -284,7 +288,9 @@ fn listed(key: &str, rec: &Value, dead: bool) -> Option<Listed> {
     })
 }
 
-fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
+/// A claim's answer, and the schedule record that came with each claimed
+/// chain run (see `claimed_schedules.rs`).
+fn claim_batch(reply: &[Value]) -> Option<(ClaimBatch, Vec<(String, SchedRecord)>)> {
     let (head, rest) = reply.split_at_checked(6)?;
     let shown = usize::try_from(int(&head[5])?).ok()?;
     let (shown, rest) = rest.split_at_checked(shown)?;
@@ -299,14 +305,29 @@ fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
         expired_dead: u32::try_from(int(&head[2])?).ok()?,
         next_due: maybe_millis(&head[3])?,
         next_lease: maybe_millis(&head[4])?,
-        timers: Vec::with_capacity(rest.len() / 7),
+        timers: Vec::with_capacity(rest.len() / 8),
     };
-    for t in rest.chunks(7) {
-        let [key, due, first_due, attempts, fence, first_fence, payload] = t else {
+    let mut records = Vec::new();
+    for t in rest.chunks(8) {
+        let [
+            key,
+            due,
+            first_due,
+            attempts,
+            fence,
+            first_fence,
+            payload,
+            schedule,
+        ] = t
+        else {
             return None;
         };
+        let key = String::from_utf8(bytes(key)?).ok()?;
+        if let Value::BulkString(b) = schedule {
+            records.push((key.clone(), SchedRecord::decode(b)?));
+        }
         batch.timers.push(Claimed {
-            key: String::from_utf8(bytes(key)?).ok()?,
+            key,
             due: millis(due)?,
             first_due: millis(first_due)?,
             attempts: u32::try_from(int(attempts)?).ok()?,
@@ -315,7 +336,7 @@ fn claim_batch(reply: &[Value]) -> Option<ClaimBatch> {
             payload: bytes(payload)?,
         });
     }
-    Some(batch)
+    Some((batch, records))
 }
 
 impl Store for RedisStore {
@@ -371,7 +392,9 @@ impl Store for RedisStore {
                 .arg(EXPIRED_PER_CLAIM)
                 .arg(EXPIRED_KEYS);
         })?;
-        claim_batch(&reply).ok_or_else(|| bad_reply("claim"))
+        let (batch, records) = claim_batch(&reply).ok_or_else(|| bad_reply("claim"))?;
+        self.claimed_schedules.keep(batch.now, records);
+        Ok(batch)
     }
 
     fn start_runs(
@@ -528,6 +551,13 @@ impl Store for RedisStore {
 
     fn schedules(&self, ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
         self.read_schedules(ids)
+    }
+
+    fn schedules_to_start(
+        &self,
+        runs: &[(&str, &str)],
+    ) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)> {
+        self.records_to_start(runs)
     }
 
     fn schedule_write(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer> {

@@ -252,10 +252,15 @@ local function flush_deads()
   multi('ZADD', DEADQ, add)
 end
 
+-- The flushes of caches kept by code appended after the prelude (the
+-- schedule rules): `flush` runs them after the timers' and dead letters'.
+local flushers = {}
+
 -- Writes every change made so far.
 local function flush()
   flush_timers()
   flush_deads()
+  for _, f in ipairs(flushers) do f() end
 end
 
 local function first_score(zset)

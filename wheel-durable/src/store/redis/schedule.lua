@@ -19,39 +19,65 @@ local function canonical(ms)
   return n
 end
 
+-- The owners of the run keys seen so far (a key's owner is asked for
+-- several times per script): `owner_id[key]` the id (false: none),
+-- `owner_chain[key]` whether a chain run.
+local owner_id, owner_chain = {}, {}
+
 -- The schedule id of a run key, and whether it is a chain run.
 local function owner(key)
+  local id = owner_id[key]
+  if id ~= nil then
+    if not id then return nil end
+    return id, owner_chain[key]
+  end
   local rest, chain
   if string.sub(key, 1, 6) == 'sched:' then
     rest, chain = string.sub(key, 7), true
   elseif string.sub(key, 1, 14) == 'sched-trigger:' then
     rest, chain = string.sub(key, 15), false
   else
+    owner_id[key] = false
     return nil
   end
-  local id, ms = string.match(rest, '^(.*):([^:]*)$')
-  if not id or id == '' or not canonical(ms) then return nil end
-  if chain and #id > 512 then return nil end
+  local ms
+  id, ms = string.match(rest, '^(.*):([^:]*)$')
+  if not id or id == '' or not canonical(ms) or (chain and #id > 512) then
+    owner_id[key] = false
+    return nil
+  end
+  owner_id[key], owner_chain[key] = id, chain
   return id, chain
 end
 
+-- A length-prefixed field at `at` (false for none), and the position after it.
+local function optional(r, at)
+  local len
+  len, at = struct.unpack('<I4', r, at)
+  if len == NONE then return false, at end
+  return string.sub(r, at, at + len - 1), at + len
+end
+
+local NONE_FIELD = struct.pack('<I4', NONE)
+
+local function encode_optional(v)
+  if not v then return NONE_FIELD end
+  return struct.pack('<I4', #v) .. v
+end
+
+-- The definition and the payload are always present: one unpack reads
+-- the fixed fields and both (`c0` takes its length from the field before).
 local function decode_sched(r)
   if not r then return nil end
-  local gen, last, runs, sm, so, sp, flags, overlap, at =
-    struct.unpack('<I8I8I8I8I8I8BB', r)
-  local function bytes()
-    local len
-    len, at = struct.unpack('<I4', r, at)
-    if len == NONE then return false end
-    local v = string.sub(r, at, at + len - 1)
-    at = at + len
-    return v
-  end
+  local gen, last, runs, sm, so, sp, flags, overlap, def, payload, at =
+    struct.unpack('<I8I8I8I8I8I8BBI4c0I4c0', r)
   local s = { gen = gen, runs = runs, sm = sm, so = so, sp = sp, overlap = overlap,
-              paused = flags % 2 == 1, unplanned = math.floor(flags / 2) % 2 == 1 }
+              paused = flags % 2 == 1, unplanned = math.floor(flags / 2) % 2 == 1,
+              def = def, payload = payload }
   if math.floor(flags / 4) % 2 == 1 then s.last = last else s.last = false end
-  s.def, s.payload = bytes(), bytes()
-  s.next, s.running, s.buffered = bytes(), bytes(), bytes()
+  s.next, at = optional(r, at)
+  s.running, at = optional(r, at)
+  s.buffered = optional(r, at)
   return s
 end
 
@@ -60,36 +86,110 @@ local function encode_sched(s)
   if s.paused then flags = flags + 1 end
   if s.unplanned then flags = flags + 2 end
   if s.last then flags = flags + 4 end
-  local out = { struct.pack('<I8I8I8I8I8I8BB', s.gen, s.last or 0, s.runs, s.sm, s.so, s.sp,
-                            flags, s.overlap) }
-  for _, v in ipairs({ s.def, s.payload, s.next, s.running, s.buffered }) do
-    if v then
-      out[#out + 1] = struct.pack('<I4', #v) .. v
-    else
-      out[#out + 1] = struct.pack('<I4', NONE)
+  return struct.pack('<I8I8I8I8I8I8BBI4c0I4c0', s.gen, s.last or 0, s.runs, s.sm, s.so, s.sp,
+                     flags, s.overlap, #s.def, s.def, #s.payload, s.payload)
+    .. encode_optional(s.next) .. encode_optional(s.running) .. encode_optional(s.buffered)
+end
+
+-- The schedule records read so far: `val[id]` the record as the script
+-- has made it (false: none), `had[id]` whether the server holds one,
+-- `unpl[id]` whether its id is in the unplanned set, `order` the ids
+-- changed since the last flush. A record exists iff its id is in SIDS and
+-- is marked unplanned iff its id is in UNPLANNED, so the flush touches
+-- those sets only when that changes.
+local scheds = { val = {}, had = {}, unpl = {}, dirty = {}, order = {} }
+
+-- Reads every record of `ids` not read yet, with one HMGET per CHUNK ids.
+local function prefetch_scheds(ids)
+  local need, seen = {}, {}
+  for _, id in ipairs(ids) do
+    if scheds.val[id] == nil and not seen[id] then
+      seen[id] = true
+      need[#need + 1] = id
     end
   end
-  return table.concat(out)
+  for i = 1, #need, CHUNK do
+    local part = { unpack(need, i, math.min(i + CHUNK - 1, #need)) }
+    local rs = redis.call('HMGET', SCHED, unpack(part))
+    for j, id in ipairs(part) do
+      local s = decode_sched(rs[j]) or false
+      scheds.val[id] = s
+      scheds.had[id] = s and true
+      scheds.unpl[id] = s and s.unplanned
+    end
+  end
 end
 
 local function load_sched(id)
-  return decode_sched(redis.call('HGET', SCHED, id))
+  if scheds.val[id] == nil then prefetch_scheds({ id }) end
+  return scheds.val[id] or nil
 end
 
 local function put_sched(id, s)
-  redis.call('HSET', SCHED, id, encode_sched(s))
-  redis.call('ZADD', SIDS, 0, id)
-  if s.unplanned then
-    redis.call('ZADD', UNPLANNED, 0, id)
-  else
-    redis.call('ZREM', UNPLANNED, id)
-  end
+  scheds.val[id] = s
+  touch(scheds, id)
 end
 
 local function drop_sched(id)
-  redis.call('HDEL', SCHED, id)
-  redis.call('ZREM', SIDS, id)
-  redis.call('ZREM', UNPLANNED, id)
+  load_sched(id)
+  scheds.val[id] = false
+  touch(scheds, id)
+end
+
+local function flush_scheds()
+  local hset, hdel, add_ids, rem_ids, add_unpl, rem_unpl = {}, {}, {}, {}, {}, {}
+  for _, id in ipairs(scheds.order) do
+    local s = scheds.val[id]
+    local unpl = s and s.unplanned or false
+    if s then
+      hset[#hset + 1] = id
+      hset[#hset + 1] = encode_sched(s)
+      if not scheds.had[id] then
+        add_ids[#add_ids + 1] = 0
+        add_ids[#add_ids + 1] = id
+      end
+    elseif scheds.had[id] then
+      hdel[#hdel + 1] = id
+      rem_ids[#rem_ids + 1] = id
+    end
+    if unpl and not scheds.unpl[id] then
+      add_unpl[#add_unpl + 1] = 0
+      add_unpl[#add_unpl + 1] = id
+    elseif scheds.unpl[id] and not unpl then
+      rem_unpl[#rem_unpl + 1] = id
+    end
+    scheds.had[id] = s and true
+    scheds.unpl[id] = unpl
+    scheds.dirty[id] = nil
+  end
+  scheds.order = {}
+  multi('HDEL', SCHED, hdel)
+  multi('ZREM', SIDS, rem_ids)
+  multi('ZREM', UNPLANNED, rem_unpl)
+  multi('HSET', SCHED, hset)
+  multi('ZADD', SIDS, add_ids)
+  multi('ZADD', UNPLANNED, add_unpl)
+end
+flushers[#flushers + 1] = flush_scheds
+
+-- Reads the records of the schedules owning the run keys ARGV[from],
+-- ARGV[from + step], ... and the timers their overlap rule looks at
+-- (running and buffered runs), one HMGET per hash.
+local function prefetch_owners(from, step)
+  local ids, keys = {}, {}
+  for i = from, #ARGV, step do
+    local id = owner(ARGV[i])
+    if id then ids[#ids + 1] = id end
+  end
+  prefetch_scheds(ids)
+  for _, id in ipairs(ids) do
+    local s = scheds.val[id]
+    if s then
+      if s.running then keys[#keys + 1] = s.running end
+      if s.buffered then keys[#keys + 1] = s.buffered end
+    end
+  end
+  prefetch(timers, keys)
 end
 
 local function add_run(key, due, payload)
@@ -143,6 +243,24 @@ local function decode_advance(b)
   has_pending, at = struct.unpack('B', b, at)
   if has_pending == 1 then a.pending = run() end
   return a
+end
+
+-- Decodes the chain steps ARGV[from], ARGV[from + step], ... (indexed by
+-- argument position) and reads the timers and dead letters they may
+-- create, one HMGET per hash.
+local function decode_steps(from, step)
+  local steps, keys = {}, {}
+  for i = from, #ARGV, step do
+    local a = decode_advance(ARGV[i])
+    steps[i] = a
+    if a then
+      for _, r in ipairs(a.create) do keys[#keys + 1] = r.key end
+      if a.pending then keys[#keys + 1] = a.pending.key end
+    end
+  end
+  prefetch(timers, keys)
+  prefetch(deads, keys)
+  return steps
 end
 
 local function apply(s, a)
@@ -216,18 +334,62 @@ local function start_gate(key, advance)
   return go
 end
 
--- The schedule rules of a recorded finish ('done', 'retry' or 'dead').
+-- The running and buffered runs of each schedule read for finishes
+-- (`links[id]` = { running, buffered }, false: no record): a finish needs
+-- no more, so the rest of the record is skipped, not decoded.
+local links = {}
+
+-- The running and buffered runs of record `r`: past the fixed fields (50
+-- bytes), the definition and the payload, and the next run.
+local function links_of(r)
+  if not r then return false end
+  local len, at = struct.unpack('<I4', r, 51)
+  len, at = struct.unpack('<I4', r, at + len)
+  len, at = struct.unpack('<I4', r, at + len)
+  if len ~= NONE then at = at + len end
+  local running, buffered
+  running, at = optional(r, at)
+  buffered = optional(r, at)
+  return { running, buffered }
+end
+
+-- Reads the links of the schedules owning the run keys ARGV[from],
+-- ARGV[from + step], ..., and their buffered runs, one HMGET per hash.
+local function prefetch_links(from, step)
+  local ids, seen, keys = {}, {}, {}
+  for i = from, #ARGV, step do
+    local id = owner(ARGV[i])
+    if id and not seen[id] then
+      seen[id] = true
+      ids[#ids + 1] = id
+    end
+  end
+  for i = 1, #ids, CHUNK do
+    local part = { unpack(ids, i, math.min(i + CHUNK - 1, #ids)) }
+    local rs = redis.call('HMGET', SCHED, unpack(part))
+    for j, id in ipairs(part) do
+      local l = links_of(rs[j])
+      links[id] = l
+      if l and l[2] then keys[#keys + 1] = l[2] end
+    end
+  end
+  prefetch(timers, keys)
+end
+
+-- The schedule rules of a recorded finish ('done', 'retry' or 'dead'),
+-- after `prefetch_links` for its key.
 local function sched_on_finish(key, how)
   if how == 'retry' then return end
   local id = owner(key)
   if not id then return end
-  local s = load_sched(id)
+  local l = links[id]
   -- The finished run stays the record's last run: its key without a
   -- timer makes no run busy.
-  if not s or s.running ~= key then return end
-  if s.buffered then
-    local b = load(s.buffered)
-    if b and b.state == PENDING then set_due(s.buffered, NOW) end
+  if not l or l[1] ~= key then return end
+  local buffered = l[2]
+  if buffered then
+    local b = load(buffered)
+    if b and b.state == PENDING then set_due(buffered, NOW) end
   end
 end
 

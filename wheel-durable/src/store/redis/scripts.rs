@@ -47,7 +47,7 @@ impl Scripts {
             cancel: script!(schedules, "cancel.lua"),
             reschedule: script!("reschedule.lua"),
             get: script!("get.lua"),
-            claim: script!("claim.lua"),
+            claim: script!(schedules, "claim.lua"),
             start: script!(schedules, "start.lua"),
             renew: script!("renew.lua"),
             finish: script!(schedules, "finish.lua"),

@@ -3,6 +3,8 @@
 -- 0, 0, 0 (stale, or refused by the schedule rules).
 local lease = tonumber(ARGV[4])
 prefetch_args(5, 3)
+prefetch_owners(5, 3)
+local steps = decode_steps(7, 3)
 local out = {}
 for i = 5, #ARGV, 3 do
   local key = ARGV[i]
@@ -11,7 +13,7 @@ for i = 5, #ARGV, 3 do
     out[#out + 1], out[#out + 2], out[#out + 3] = 0, 0, 0
   elseif x.due > NOW then
     out[#out + 1], out[#out + 2], out[#out + 3] = 1, NOW, x.due
-  elseif not start_gate(key, decode_advance(ARGV[i + 2])) then
+  elseif not start_gate(key, steps[i + 2]) then
     out[#out + 1], out[#out + 2], out[#out + 3] = 0, 0, 0
   else
     x = load(key)

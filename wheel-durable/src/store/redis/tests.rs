@@ -269,3 +269,72 @@ fn a_flagged_record_missing_its_first_due_time_is_an_error_not_a_timer() {
     let source = std::error::Error::source(&e).expect("the script's error");
     assert!(source.is::<redis::RedisError>(), "{source:?}");
 }
+
+#[test]
+fn a_chain_step_planned_from_the_claim_s_record_is_the_fresh_read_s_or_refused() {
+    use crate::schedule::{Schedule, Spec};
+    use crate::schedule_store::{advances, upsert};
+    use crate::store::{ClaimRequest, Start};
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let clock = Arc::new(AtomicU64::new(1_700_000_000_500));
+    let store = RedisStore::open(options(server.url(), StoreClock::Manual(clock.clone())))
+        .expect("open the Redis store");
+    let every = |_| {
+        Schedule::builder(Spec::every(Duration::from_secs(1)).unwrap())
+            .build()
+            .unwrap()
+    };
+    upsert(&store, "a", &every(()), b"p").unwrap();
+    let claim = |store: &RedisStore| {
+        let req = ClaimRequest {
+            window: 0,
+            lease: 60_000,
+            max: 10,
+            max_attempts: 3,
+        };
+        store.claim(&req).unwrap().timers
+    };
+    clock.store(1_700_000_001_000, Ordering::SeqCst);
+    let claimed = claim(&store);
+    let key = "sched:a:1700000001000";
+    assert_eq!(
+        claimed.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(),
+        [key]
+    );
+    // The claim's copy is what a read gives now; taken, the next ask reads.
+    let fresh = store.schedules(&["a"]).unwrap();
+    assert_eq!(store.schedules_to_start(&[(key, "a")]).unwrap(), fresh);
+    assert_eq!(store.schedules_to_start(&[(key, "a")]).unwrap(), fresh);
+    let steps = advances(&store, &[key]).unwrap();
+    let fenced = [claimed[0].fenced()];
+    let started = store.start_runs(&fenced, &steps, 60_000).unwrap();
+    assert!(matches!(started[0], Start::Started { .. }), "{started:?}");
+    let next = "sched:a:1700000002000";
+    let (_, r) = store.schedules(&["a"]).unwrap();
+    assert_eq!(r[0].as_ref().unwrap().next.as_deref(), Some(next));
+
+    // The schedule changes between the next run's claim and its start:
+    // the step planned from the claim's copy is refused with the run, and
+    // the chain keeps exactly the one pending run of the new definition.
+    clock.store(1_700_000_002_000, Ordering::SeqCst);
+    let claimed = claim(&store);
+    assert_eq!(claimed[0].key, next);
+    upsert(&store, "a", &every(()), b"changed").unwrap();
+    let steps = advances(&store, &[next]).unwrap();
+    assert!(steps[0].is_some(), "planned from the claim's copy");
+    let started = store
+        .start_runs(&[claimed[0].fenced()], &steps, 60_000)
+        .unwrap();
+    assert_eq!(started, [Start::Stale]);
+    let (_, r) = store.schedules(&["a"]).unwrap();
+    let r = r[0].clone().unwrap();
+    assert_eq!(
+        r.next.as_deref(),
+        Some(next),
+        "the new definition's first run"
+    );
+    assert!(!r.unplanned);
+    assert_eq!(store.get(next).unwrap().unwrap().payload, b"changed");
+}
