@@ -104,3 +104,52 @@ pub(super) fn read(
     let m = Memory::decode(&v).ok_or_else(|| corrupt("dedup memory"))?;
     Ok(Some(m).filter(|m| m.expires > now))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use fjall::Readable;
+
+    use super::super::Embedded;
+    use super::Space;
+    use crate::AddMode;
+    use crate::store::{Due, NewTimer, Store, StoreClock};
+
+    /// Memories on disk, expired or not.
+    fn stored(store: &Embedded) -> (usize, usize) {
+        let (snap, spaces) = store.read().unwrap();
+        let len = |s: Space| snap.len(spaces.get(s)).unwrap();
+        (len(Space::Ended), len(Space::EndedOrder))
+    }
+
+    #[test]
+    fn expired_memories_are_deleted_by_the_next_write_and_answer_nothing_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let ms = Arc::new(AtomicU64::new(1_000_000));
+        let clock = StoreClock::Manual(ms.clone());
+        let store = Embedded::open(&dir.path().join("s"), clock, 10).unwrap();
+        store.set_dedup_window(100);
+        let add = |key: &str| {
+            let t = NewTimer {
+                key,
+                due: Due::After(50),
+                payload: b"",
+            };
+            store.add(&[t], AddMode::Replace).unwrap();
+        };
+        for key in ["a", "b", "c"] {
+            add(key);
+            assert!(store.cancel(key).unwrap());
+        }
+        assert_eq!(stored(&store), (3, 3));
+        ms.fetch_add(100, Ordering::SeqCst);
+        // Expired: answered as none before any write deleted it.
+        assert_eq!(store.ended("a").unwrap(), None);
+        assert_eq!(stored(&store), (3, 3));
+        add("d");
+        assert_eq!(stored(&store), (0, 0));
+        store.close().unwrap();
+    }
+}
