@@ -356,7 +356,10 @@ fn expired_memories_are_deleted_by_a_claim() {
         store.add(&[t], AddMode::Replace).unwrap();
         assert!(store.cancel(key).unwrap());
     }
-    let mut c = redis::Client::open(server.url()).unwrap().get_connection().unwrap();
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
     let sizes = |c: &mut redis::Connection| -> (u64, u64) {
         let h = redis::cmd("HLEN").arg("{diff}:ended").query(c).unwrap();
         let z = redis::cmd("ZCARD").arg("{diff}:endedq").query(c).unwrap();
