@@ -5,7 +5,10 @@
 //! A memory and its index entry always change in the same step. Expired
 //! memories are deleted by the writer, at most [`PRUNE_PER_GROUP`] per
 //! group, oldest expiry first, before the group commits; a read answers an
-//! expired memory as none, so pruning late changes no answer.
+//! expired memory as none, so pruning late changes no answer. The pruning
+//! scan starts at the cursor's `ended_from`, a lower bound of the index's
+//! entries (lowered by any earlier insert, raised past what each prune
+//! deleted), so it never reads the tombstones earlier prunes left.
 //!
 //! Node state: none: the keyspaces belong to the store; only the writer
 //! thread changes them.
@@ -53,11 +56,11 @@ impl Tables<'_> {
         };
         let k = key.as_bytes().to_vec();
         self.write(Space::Ended, k, Some(m.encode()));
-        self.write(
-            Space::EndedOrder,
-            index_key(m.expires, key),
-            Some(Vec::new()),
-        );
+        let k = index_key(m.expires, key);
+        if k < self.cursor.ended_from {
+            self.cursor.ended_from.clone_from(&k);
+        }
+        self.write(Space::EndedOrder, k, Some(Vec::new()));
         self.cursor.ended += 1;
         Ok(())
     }
@@ -82,9 +85,14 @@ impl Tables<'_> {
         if self.cursor.ended == 0 {
             return Ok(());
         }
-        let expired = self.first(Space::EndedOrder, &[], PRUNE_PER_GROUP, self.now)?;
-        for (_, key) in expired {
-            self.forget(&key)?;
+        let from = self.cursor.ended_from.clone();
+        let expired = self.first(Space::EndedOrder, &from, PRUNE_PER_GROUP, self.now)?;
+        for (_, key) in &expired {
+            self.forget(key)?;
+        }
+        // Every entry up to the last one deleted is gone.
+        if let Some((at, key)) = expired.last() {
+            self.cursor.ended_from = index_key(*at, key);
         }
         Ok(())
     }
@@ -149,6 +157,21 @@ mod tests {
         assert_eq!(store.ended("a").unwrap(), None);
         assert_eq!(stored(&store), (3, 3));
         add("d");
+        assert_eq!(stored(&store), (0, 0));
+        // Memories written after a prune (the scan's start moved past the
+        // deleted ones) are each deleted once expired, and not before.
+        add("e");
+        assert!(store.cancel("e").unwrap());
+        store.set_dedup_window(1);
+        add("f");
+        assert!(store.cancel("f").unwrap());
+        assert_eq!(stored(&store), (2, 2));
+        ms.fetch_add(1, Ordering::SeqCst);
+        add("g");
+        assert_eq!(stored(&store), (1, 1));
+        assert!(store.ended("e").unwrap().is_some());
+        ms.fetch_add(100, Ordering::SeqCst);
+        add("h");
         assert_eq!(stored(&store), (0, 0));
         store.close().unwrap();
     }

@@ -46,6 +46,8 @@ pub(super) struct Cursor {
     pub(super) ended: u64,
     pub(super) due_from: Vec<u8>,
     pub(super) lease_from: Vec<u8>,
+    /// A lower bound of the expiry index's entries (`ended.rs`).
+    pub(super) ended_from: Vec<u8>,
 }
 
 /// Past every index key (a time of `u64::MAX` is never stored).
@@ -74,6 +76,7 @@ impl Cursor {
             ended: len(Space::Ended)?,
             due_from: first(Space::Due)?,
             lease_from: first(Space::Leases)?,
+            ended_from: first(Space::EndedOrder)?,
         })
     }
 }
