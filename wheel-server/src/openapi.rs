@@ -257,17 +257,17 @@ fn problem_response(description: &str) -> Value {
     })
 }
 
-/// The timer an add made is the one the keyed operations act on. A `200`
-/// links nothing: it may answer a timer that ended within the dedup
-/// window, which no keyed operation finds.
+/// The timer an add answers is the one the keyed operations act on.
 fn links(doc: &mut Value) {
     let key = json!({ "key": "$response.body#/key" });
     let created = &mut doc["paths"]["/v1/timers"]["post"]["responses"];
-    created["201"]["links"] = json!({
-        "GetTimer": { "operationId": "getTimer", "parameters": key },
-        "RescheduleTimer": { "operationId": "rescheduleTimer", "parameters": key },
-        "CancelTimer": { "operationId": "cancelTimer", "parameters": key },
-    });
+    for status in ["200", "201"] {
+        created[status]["links"] = json!({
+            "GetTimer": { "operationId": "getTimer", "parameters": key },
+            "RescheduleTimer": { "operationId": "rescheduleTimer", "parameters": key },
+            "CancelTimer": { "operationId": "cancelTimer", "parameters": key },
+        });
+    }
 }
 
 #[cfg(test)]
