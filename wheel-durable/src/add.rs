@@ -14,7 +14,8 @@
 //! two (it ran, or was cancelled): the key is free again, and the add is
 //! tried again, at most [`ADD_TRIES`] times, after which the answer is
 //! [`AddOrGet::Churning`]. Nothing is ever overwritten: every add is the
-//! atomic add-if-absent.
+//! atomic add-if-absent. A key kept out by the dedup window's memory
+//! rather than a timer reads back as [`AddOrGet::Ended`] (`dedup.rs`).
 //!
 //! Node state: none. It owns nothing of the node's stages; an add reaches the
 //! store through the store trait and wakes the nodes through the store's
@@ -23,7 +24,7 @@
 use std::time::SystemTime;
 
 use super::store::{NewTimer, Store, StoreResult};
-use super::{DurableError, DurableTimers, TimerInfo};
+use super::{DurableError, DurableTimers, EndedTimer, TimerInfo};
 
 /// What an add does when a timer with the same key exists, in any state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -40,7 +41,9 @@ pub(crate) enum AddMode {
 
 /// What an add-or-get came to: the timer was added, or a timer with its
 /// key exists (in any state: pending, claimed, running or a dead letter)
-/// and was left untouched.
+/// and was left untouched, or one with its key ended within the dedup
+/// window (see
+/// [`DurableTimersBuilder::dedup_window`](crate::DurableTimersBuilder::dedup_window)).
 ///
 /// # Examples
 ///
@@ -65,6 +68,9 @@ pub enum AddOrGet {
     Added,
     /// Not added: this timer, as read back, has the key.
     Existing(TimerInfo),
+    /// Not added: a timer with the key ended within the dedup window;
+    /// this is how and when. Nothing was written.
+    Ended(EndedTimer),
     /// Not added: a timer had the key each time this call tried to add,
     /// and had ended (it ran, or was cancelled) each time it tried to read
     /// it: timers under this key keep being added and ending. Nothing was
@@ -313,6 +319,9 @@ fn existing(store: &dyn Store, t: &NewTimer<'_>) -> StoreResult<AddOrGet> {
     for _ in 0..ADD_TRIES {
         if let Some(info) = store.get(t.key)? {
             return Ok(AddOrGet::Existing(info));
+        }
+        if let Some(memory) = store.ended(t.key)? {
+            return Ok(AddOrGet::Ended(memory.ended(t.key)));
         }
         if store
             .add(std::slice::from_ref(t), AddMode::IfAbsent)?

@@ -62,6 +62,8 @@ pub struct DurableTimersBuilder {
     node: NodeConfig,
     max_payload: usize,
     unavailable_after: Duration,
+    /// How long a key is remembered after its timer ended (zero: off).
+    dedup: Duration,
     clock: StoreClock,
     /// Set: this node sends callback timers by HTTP.
     #[cfg(feature = "http")]
@@ -103,6 +105,7 @@ impl Default for DurableTimersBuilder {
             },
             max_payload: DEFAULT_MAX_PAYLOAD,
             unavailable_after: Duration::from_secs(5),
+            dedup: Duration::ZERO,
             clock: StoreClock::Real,
             #[cfg(feature = "http")]
             http: None,
@@ -322,6 +325,40 @@ impl DurableTimersBuilder {
         self
     }
 
+    /// The dedup window: how long a key stays remembered after its timer
+    /// ended (its run finished [`Done`](crate::Outcome::Done), it was
+    /// cancelled, or its dead letter was cancelled). Within the window an
+    /// add-or-get of the key ([`add_at_or_get`](super::DurableTimers::add_at_or_get)
+    /// and its family) adds nothing and answers
+    /// [`AddOrGet::Ended`](crate::AddOrGet::Ended) with how and when it
+    /// ended; after it, the key is added again. A replacing add
+    /// ([`add_at`](super::DurableTimers::add_at), `add`, `add_many`) still
+    /// adds (the caller asked for this timer) and forgets the memory, as
+    /// [`retry_dead`](super::DurableTimers::retry_dead) does for a revived
+    /// key. Off (zero) by default: nothing is remembered.
+    ///
+    /// A namespace setting: every node should use the same. The memory
+    /// records its own expiry, set by the node whose call ended the timer
+    /// (the node that ran it, or the one that cancelled it), so with
+    /// different windows each key is remembered for the window of that
+    /// node; a node with the window off remembers nothing but still
+    /// honours the memories of the others. The time counts on the store's
+    /// clock and is kept to the millisecond (rounded up). Memory stays
+    /// bounded: expired memories are deleted a bounded number per store
+    /// operation, with no background task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel_durable::DurableTimers::builder().dedup_window(Duration::from_secs(600));
+    /// # drop(b);
+    /// ```
+    pub fn dedup_window(mut self, window: Duration) -> Self {
+        self.dedup = window;
+        self
+    }
+
     /// How long a store may keep failing (connection refused, timeouts,
     /// Redis loading after a restart) before a call reports
     /// [`Unavailable`](DurableError::Unavailable). Calls retry with
@@ -382,6 +419,7 @@ impl DurableTimersBuilder {
     pub fn build(self) -> Result<DurableTimers, DurableError> {
         self.check()?;
         let store = self.open_store()?;
+        store.set_dedup_window(super::dedup::window_ms(self.dedup));
         let http_counts = Arc::new(HttpCounters::default());
         let node = self.node_config(&http_counts)?;
         DurableTimers::start(store, node, self.max_payload, http_counts)

@@ -98,6 +98,7 @@ mod builder;
 #[cfg(feature = "tokio")]
 mod builder_async;
 mod dead_filter;
+mod dedup;
 mod error;
 mod fired;
 #[cfg(feature = "http")]
@@ -131,6 +132,7 @@ pub use self::add::AddOrGet;
 pub use self::async_timers::AsyncTimers;
 pub use self::builder::DurableTimersBuilder;
 pub use self::dead_filter::DeadFilter;
+pub use self::dedup::{EndedHow, EndedTimer};
 pub use self::error::{DurableError, ErrorDetail};
 pub use self::fired::{Fired, Outcome};
 pub use self::info::{

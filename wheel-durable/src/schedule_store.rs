@@ -239,6 +239,12 @@ mod tests {
         fn get(&self, k: &str) -> StoreResult<Option<crate::TimerInfo>> {
             self.0.get(k)
         }
+        fn ended(&self, k: &str) -> StoreResult<Option<crate::store::Memory>> {
+            self.0.ended(k)
+        }
+        fn set_dedup_window(&self, w: crate::store::Millis) {
+            self.0.set_dedup_window(w)
+        }
         fn claim(&self, r: &crate::store::ClaimRequest) -> StoreResult<crate::store::ClaimBatch> {
             self.0.claim(r)
         }

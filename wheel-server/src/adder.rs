@@ -9,7 +9,10 @@
 //! and, when the request gives `due_at`, the same first due time to the
 //! millisecond; a `delay` is relative to the moment of the request, so it
 //! is not compared. A key is free again once its timer has fired
-//! successfully or was cancelled.
+//! successfully or was cancelled, unless the server runs with a dedup
+//! window (`--dedup-window`): within it, a request for the key adds
+//! nothing and answers 200 with how and when the timer ended, whatever
+//! its content (the store remembers only the outcome, not the content).
 //!
 //! Requests that add one timer each do not make a store call each. They
 //! queue their timer with the [`Adder`], whose task takes everything
@@ -34,7 +37,7 @@ use std::time::SystemTime;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use wheel_durable::http::HttpCallback;
-use wheel_durable::{AddOrGet, AsyncTimers, DurableError, TimerInfo};
+use wheel_durable::{AddOrGet, AsyncTimers, DurableError, EndedTimer, TimerInfo};
 
 use crate::json::Checked;
 
@@ -54,6 +57,8 @@ pub(crate) enum Added {
     Same(TimerInfo),
     /// A timer with this key exists with other content.
     Different,
+    /// A timer with this key ended within the dedup window.
+    Ended(EndedTimer),
     /// Timers under this key kept ending between the add and the read.
     Churning,
 }
@@ -69,6 +74,7 @@ fn judge(c: &Checked, answer: AddOrGet) -> Added {
         AddOrGet::Added => Added::Created,
         AddOrGet::Existing(info) if same_content(&info, c) => Added::Same(info),
         AddOrGet::Existing(_) => Added::Different,
+        AddOrGet::Ended(e) => Added::Ended(e),
         // `Churning`, and whatever else a later library says was not added.
         _ => Added::Churning,
     }
@@ -277,7 +283,7 @@ mod tests {
                 Added::Created => counts[0] += 1,
                 Added::Same(_) => counts[1] += 1,
                 Added::Different => counts[2] += 1,
-                Added::Churning => panic!("nothing ends here"),
+                Added::Churning | Added::Ended(_) => panic!("nothing ends here"),
             }
         }
         assert_eq!(counts[0], 20, "{counts:?}");

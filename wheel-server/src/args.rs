@@ -72,6 +72,13 @@ pub(crate) struct Args {
     /// "30s", "2m", or milliseconds; at least 1s).
     #[arg(long, env = "WHEEL_LEASE", value_name = "DURATION", default_value = "5s", value_parser = lease)]
     pub(crate) lease: Duration,
+    /// The dedup window: how long a timer's key is remembered after its
+    /// callback succeeded or it was cancelled; within it, a create with
+    /// that key adds nothing and answers 200 with how and when the timer
+    /// ended ("10m", "1h", or milliseconds; "0", the default, is off).
+    /// Every server of a namespace should use the same.
+    #[arg(long, env = "WHEEL_DEDUP_WINDOW", value_name = "DURATION", default_value = "0", value_parser = dedup_window)]
+    pub(crate) dedup_window: Duration,
     /// The largest request body, in bytes.
     #[arg(long, env = "WHEEL_MAX_BODY", value_name = "BYTES", default_value_t = 1 << 20)]
     pub(crate) max_body: usize,
@@ -150,6 +157,21 @@ fn lease(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The longest dedup window: a longer one is a typing error rather than a
+/// retry horizon (producers retry within minutes to hours).
+const MAX_DEDUP_WINDOW: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Reads `--dedup-window`.
+fn dedup_window(text: &str) -> Result<Duration, String> {
+    let d = crate::json::parse_delay(text)?;
+    if d > MAX_DEDUP_WINDOW {
+        return Err(format!(
+            "{text:?} is longer than the longest dedup window, 30 days"
+        ));
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +242,20 @@ mod tests {
             err.to_string().contains("not between 100ms and 1h"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_dedup_window_is_off_by_default_and_bounded() {
+        assert_eq!(parse(&[]).dedup_window, Duration::ZERO);
+        assert_eq!(
+            parse(&["--dedup-window", "10m"]).dedup_window,
+            Duration::from_secs(600)
+        );
+        assert_eq!(parse(&["--dedup-window", "0"]).dedup_window, Duration::ZERO);
+        for bad in ["31d", "-1s", "10x", ""] {
+            let args = ["wheel-server", "--dedup-window", bad];
+            assert!(Args::try_parse_from(args).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::{dead, error, json, listing, replays, schedule_json, schedules, timer
     ),
     components(schemas(
         json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
-        json::DeadOut, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
+        json::DeadOut, json::EndedOut, json::EndedState, json::CreateAnswer, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
         listing::TimerPage, listing::DeadPage, error::Problem,
         replays::ReplayRequest, replays::ReplayFilter, replays::ReplayOut, replays::ReplayStateOut,
         schedule_json::NewSchedule, schedule_json::CatchUpIn, schedule_json::CatchUpPolicy, schedule_json::OverlapIn,

@@ -52,6 +52,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         .namespace(&args.namespace)
         .runtime(runtime.handle().clone())
         .lease(args.lease)
+        .dedup_window(args.dedup_window)
         // The ceiling of every callback's own policy (each carries one).
         .retry(RetryPolicy::new().max_attempts(MAX_ATTEMPTS))
         .http(http_config(args));

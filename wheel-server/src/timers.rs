@@ -20,7 +20,9 @@ use crate::context::ApiContext;
 use crate::error::Problem;
 use crate::extractor::{JsonBody, Key};
 use crate::guard::Guard;
-use crate::json::{CallbackOut, Checked, Delay, NewTimer, Timer, format_time};
+use crate::json::{
+    CallbackOut, Checked, CreateAnswer, Delay, EndedOut, NewTimer, Timer, format_time,
+};
 use crate::key::timer_path;
 use crate::listing::{self, ListQuery, TimerPage};
 
@@ -66,7 +68,7 @@ fn conflict(key: &str) -> Problem {
     responses(
         (status = 201, description = "Added", body = Timer,
             headers(("Location" = String, description = "The timer's path"))),
-        (status = 200, description = "A timer with this key and the same content exists", body = Timer),
+        (status = 200, description = "A timer with this key and the same content exists (a Timer), or one with this key ended within the dedup window (an EndedTimer: nothing was added)", body = CreateAnswer),
         (status = 409, description = "A timer with this key exists with other content", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A field is invalid", body = Problem, content_type = "application/problem+json"),
     ),
@@ -90,7 +92,14 @@ pub(crate) async fn create(
             let location = [(header::LOCATION, timer_path(&c.key))];
             Ok((StatusCode::CREATED, location, Json(added(&c))).into_response())
         }
-        Added::Same(info) => Ok((StatusCode::OK, Json(Timer::from(&info))).into_response()),
+        Added::Same(info) => {
+            let body = CreateAnswer::Existing(Timer::from(&info));
+            Ok((StatusCode::OK, Json(body)).into_response())
+        }
+        Added::Ended(e) => {
+            let body = CreateAnswer::Ended(EndedOut::from(&e));
+            Ok((StatusCode::OK, Json(body)).into_response())
+        }
         Added::Different => Err(conflict(&c.key)),
         Added::Churning => Err(churning(&c.key)),
     }
@@ -113,12 +122,18 @@ pub(crate) struct NewBatch {
 pub(crate) struct BatchItem {
     /// The key (the generated one for a timer given none).
     pub(crate) key: String,
-    /// 201 added, 200 the same timer existed, 409 another timer has this key.
+    /// 201 added, 200 the same timer existed or one with this key ended
+    /// within the dedup window (then `ended` says how), 409 another timer
+    /// has this key.
     pub(crate) status: u16,
     /// When the timer is due, RFC 3339 (for 201 and 200; for 200 the
-    /// existing timer's due time).
+    /// existing timer's due time; absent for an ended one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) due_at: Option<String>,
+    /// How and when the timer with this key ended, when it ended within
+    /// the dedup window (nothing was added).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ended: Option<EndedOut>,
 }
 
 /// The answer to a batch: one item per timer, in order.
@@ -165,15 +180,17 @@ pub(crate) async fn batch(
         .map_err(|e| Problem::durable(&e, ""))?;
     let mut results = Vec::with_capacity(checked.len());
     for (c, outcome) in checked.iter().zip(outcomes) {
-        let (status, due_at) = match outcome {
-            Added::Created => (201, Some(format_time(c.due))),
-            Added::Same(info) => (200, Some(format_time(info.due))),
-            Added::Different | Added::Churning => (409, None),
+        let (status, due_at, ended) = match outcome {
+            Added::Created => (201, Some(format_time(c.due)), None),
+            Added::Same(info) => (200, Some(format_time(info.due)), None),
+            Added::Ended(e) => (200, None, Some(EndedOut::from(&e))),
+            Added::Different | Added::Churning => (409, None, None),
         };
         results.push(BatchItem {
             key: c.key.clone(),
             status,
             due_at,
+            ended,
         });
     }
     Ok(Json(BatchResult { results }))

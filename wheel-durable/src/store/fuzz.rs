@@ -138,6 +138,11 @@ pub enum DurableOp {
     Advance(u16),
     /// A schedule operation.
     Schedule(ScheduleOp),
+    /// Sets the dedup window of the model and every store, in ms (zero:
+    /// off).
+    DedupWindow(u16),
+    /// Reads the dedup window's memory of a key.
+    Ended(u8),
 }
 
 /// Every answer a store gives, in one comparable form.
@@ -153,6 +158,7 @@ enum Answer {
     Counts(Counts),
     Listed(Vec<Listed>),
     Schedule(ScheduleAnswer),
+    Ended(Option<super::Memory>),
 }
 
 fn key(k: u8) -> &'static str {
@@ -370,6 +376,11 @@ impl DurableBench {
             }
             O::Advance(_) => Answer::Unit,
             O::Schedule(op) => Answer::Schedule(self.runs.ask(store, op)?),
+            O::DedupWindow(ms) => {
+                store.set_dedup_window(u64::from(*ms));
+                Answer::Unit
+            }
+            O::Ended(k) => Answer::Ended(store.ended(key(*k))?),
         })
     }
 
@@ -405,10 +416,13 @@ impl DurableBench {
         }
     }
 
-    /// Compares everything the stores hold: the counts, the dead letters
-    /// and every listing.
+    /// Compares everything the stores hold: the counts, the dead letters,
+    /// every listing and every key's dedup memory.
     pub fn check_all(&mut self) {
         self.step(&DurableOp::Counts);
+        for k in 0..KEYS.len() as u8 {
+            self.step(&DurableOp::Ended(k));
+        }
         self.step(&DurableOp::DeadLetters(u8::MAX));
         for which in 0..3 {
             self.step(&DurableOp::ListAll { which, page: 3 });

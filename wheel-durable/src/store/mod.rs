@@ -49,6 +49,9 @@
 //!   adds in the same atomic operation, so of concurrent adds of one key
 //!   exactly one adds; a batch is applied in order, so a key that comes
 //!   twice is added by its first entry only.
+//! - A timer that leaves the store by `finish(Done)` or `cancel` is
+//!   remembered for the dedup window (`dedup.rs` states the rules), and
+//!   `add` in [`AddMode::IfAbsent`] treats a remembered key as taken.
 //! - A listing is an index read in its own order, (score, key bytes): the
 //!   due index for pending timers, the lease index for claimed and running
 //!   ones, the dead index by failure time. It resumes strictly after a
@@ -63,6 +66,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use self::schedules::{SchedAnswer, SchedOp, SchedRecord};
+pub(crate) use super::dedup::Memory;
 use super::time::system_now;
 pub(crate) use super::time::{Millis, later};
 use super::{AddMode, DeadLetter, DurableError, Listing, TimerInfo};
@@ -277,6 +281,12 @@ pub(crate) trait Store: Send + Sync + 'static {
     fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool>;
     /// One timer, in any state.
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>>;
+    /// The dedup window's memory of `key`, unless expired by the store's
+    /// clock (`dedup.rs`).
+    fn ended(&self, key: &str) -> StoreResult<Option<Memory>>;
+    /// From now on, remember each timer that ends for `window` ms (zero:
+    /// remember nothing). Set once, when the node is built.
+    fn set_dedup_window(&self, window: Millis);
     /// Takes expired leases back, then claims pending timers due soon.
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch>;
     /// Starts each claimed timer still claimed with its fence and due; one

@@ -11,14 +11,15 @@ use std::sync::Mutex;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Millis,
-    NewTimer, Start, Store, StoreClock, StoreResult, Wake, claim_lease_end, later,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Memory,
+    Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake, claim_lease_end, later,
     lease_lost_reason,
 };
+use crate::dedup::rememberable;
 use crate::schedule::chain::Advance;
 use crate::sync::lock;
 use crate::time::system_time_of;
-use crate::{AddMode, DeadLetter, Listing, TimerInfo, TimerState};
+use crate::{AddMode, DeadLetter, EndedHow, Listing, TimerInfo, TimerState};
 
 #[path = "model_schedules.rs"]
 mod schedules;
@@ -52,6 +53,11 @@ struct State {
     dead: HashMap<String, Dead>,
     fence: u64,
     schedules: BTreeMap<String, SchedRecord>,
+    /// The dedup window's memories (expired ones are answered by nothing;
+    /// the model never needs to delete them).
+    ended: HashMap<String, Memory>,
+    /// The dedup window, in ms (zero: remember nothing).
+    dedup: Millis,
 }
 
 /// The model store; its clock is manual.
@@ -81,6 +87,7 @@ impl Model {
 impl State {
     fn pending(&mut self, key: &str, due: Millis, payload: Vec<u8>, attempts: u32) {
         self.dead.remove(key);
+        self.ended.remove(key);
         let t = Timer {
             due,
             first_due: due,
@@ -92,6 +99,21 @@ impl State {
             first_fence: None,
         };
         self.timers.insert(key.to_owned(), t);
+    }
+
+    /// Remembers that `key`'s timer ended `how` at `at`, from `now` on for
+    /// the window.
+    fn remember(&mut self, key: &str, how: EndedHow, at: Millis, now: Millis) {
+        if rememberable(key, self.dedup) {
+            let expires = later(now, self.dedup);
+            self.ended
+                .insert(key.to_owned(), Memory { how, at, expires });
+        }
+    }
+
+    /// The memory of `key`, unless it expired by `now`.
+    fn memory(&self, key: &str, now: Millis) -> Option<Memory> {
+        self.ended.get(key).filter(|m| m.expires > now).copied()
     }
 
     fn held(&mut self, key: &str, fence: u64, state: TimerState) -> Option<&mut Timer> {
@@ -199,7 +221,9 @@ impl Store for Model {
     fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>> {
         Ok(self.with(|s, now| {
             let mut add = |t: &NewTimer<'_>| {
-                let taken = s.timers.contains_key(t.key) || s.dead.contains_key(t.key);
+                let taken = s.timers.contains_key(t.key)
+                    || s.dead.contains_key(t.key)
+                    || s.memory(t.key, now).is_some();
                 if mode == AddMode::IfAbsent && taken {
                     return false;
                 }
@@ -211,13 +235,15 @@ impl Store for Model {
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
-        Ok(self.with(|s, _| {
-            if s.dead.remove(key).is_some() {
+        Ok(self.with(|s, now| {
+            if let Some(d) = s.dead.remove(key) {
+                s.remember(key, EndedHow::Dead, d.failed_at, now);
                 return false;
             }
             let Some(t) = s.timers.remove(key) else {
                 return false;
             };
+            s.remember(key, EndedHow::Cancelled, now, now);
             s.schedule_cancelled(key);
             t.state != TimerState::Running
         }))
@@ -237,6 +263,14 @@ impl Store for Model {
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
         Ok(self.with(|s, _| s.info(key)))
+    }
+
+    fn ended(&self, key: &str) -> StoreResult<Option<Memory>> {
+        Ok(self.with(|s, now| s.memory(key, now)))
+    }
+
+    fn set_dedup_window(&self, window: Millis) {
+        lock(&self.state).dedup = window;
     }
 
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
@@ -343,6 +377,7 @@ impl Store for Model {
                 match how {
                     Finish::Done => {
                         s.timers.remove(r.key);
+                        s.remember(r.key, EndedHow::Done, now, now);
                     }
                     Finish::Retry { delay } => {
                         t.state = TimerState::Pending;

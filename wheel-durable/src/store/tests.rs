@@ -53,6 +53,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0u16..60).prop_map(Op::Advance),
         1 => (500u16..8_000).prop_map(Op::Advance),
         6 => schedule_op().prop_map(Op::Schedule),
+        1 => (0u16..300).prop_map(Op::DedupWindow),
+        1 => key().prop_map(Op::Ended),
     ]
 }
 
@@ -362,6 +364,68 @@ fn adds_if_absent_keep_a_timer_in_every_state() {
             if_absent: false,
         },
         Get(0),
+    ]);
+}
+
+/// The dedup window: a key whose timer finished done, was cancelled
+/// (pending or running) or whose dead letter was cancelled keeps an
+/// add-if-absent out until the window passed by the store clock; a
+/// replacing add still adds and forgets; a zero window remembers nothing.
+#[test]
+fn the_dedup_window_remembers_ended_keys_until_it_passes() {
+    use Op::*;
+    walk(&[
+        add(0, 0),
+        Cancel(0),
+        Ended(0),               // off: nothing remembered
+        add_if_absent(0, 0, 1), // added
+        DedupWindow(100),
+        claim(10),
+        start(0, false, 30),
+        finish(0, 0, 0), // done
+        Ended(0),
+        add_if_absent(0, 5, 2), // remembered: kept out
+        AddMany {
+            timers: vec![(0, 1), (1, 1)],
+            if_absent: true,
+        },
+        Get(0),
+        Advance(99),
+        add_if_absent(0, 5, 3), // one ms left: kept out
+        Advance(1),
+        Ended(0),
+        add_if_absent(0, 5, 4), // the window passed: added
+        Ended(0),
+        Cancel(0), // pending: cancelled
+        Ended(0),
+        add(0, 5), // replace: added, forgotten
+        Ended(0),
+        claim(10),
+        Advance(5),
+        start(0, false, 30),
+        Cancel(0), // running: cancelled, the run's outcome ignored
+        finish(0, 0, 0),
+        Ended(0),
+        add_if_absent(0, 5, 5),
+        add(2, 0),
+        claim(10),
+        start(2, false, 30),
+        finish(2, 2, 0), // dead: a dead letter, not a memory
+        Ended(2),
+        add_if_absent(2, 5, 6),
+        Advance(30),
+        Cancel(2), // the dead letter cancelled: remembered as dead
+        Ended(2),
+        add_if_absent(2, 5, 7),
+        RetryDead { key: 2, at: 0 },
+        DedupWindow(0),
+        add(3, 0),
+        Cancel(3),
+        Ended(3), // the window is off again: nothing new remembered
+        Ended(2), // older memories stay until they expire
+        Advance(200),
+        Ended(2),
+        add_if_absent(2, 5, 8),
     ]);
 }
 

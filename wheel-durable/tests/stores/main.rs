@@ -9,6 +9,7 @@ mod durable_common;
 mod durable_listing;
 
 mod durable_async;
+mod durable_dedup;
 mod durable_embedded;
 mod durable_logs;
 mod durable_processes;

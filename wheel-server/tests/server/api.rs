@@ -126,6 +126,55 @@ fn adding_is_idempotent_on_the_key() {
 }
 
 #[test]
+fn within_the_dedup_window_a_create_of_an_ended_key_answers_how_it_ended() {
+    let rx = Receiver::start();
+    let s = Server::start(&["--allow-private-targets", "--dedup-window", "10m"]);
+    let now = json!({ "key": "paid:17", "delay": 0, "callback": callback(&rx.url("/paid/17")) });
+    assert_eq!(s.post("/v1/timers", now.clone()).0, 201);
+    eventually("the callback to succeed", || {
+        s.get("/v1/timers/paid:17").0 == 404 && rx.got().len() == 1
+    });
+    let (status, done) = s.post("/v1/timers", now);
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(
+        (&done["key"], &done["outcome"]),
+        (&json!("paid:17"), &json!("done"))
+    );
+    assert!(done["ended_at"].as_str().unwrap().ends_with('Z'), "{done}");
+    assert_problem(&s.get("/v1/timers/paid:17"), 404, Some("key"));
+
+    assert_eq!(s.post("/v1/timers", later("gone")).0, 201);
+    assert_eq!(s.send(Method::DELETE, "/v1/timers/gone", None).0, 204);
+    // Whatever the content: only how the timer ended is remembered.
+    let mut other = later("gone");
+    other["callback"]["url"] = json!("http://127.0.0.1:9/other");
+    let (status, gone) = s.post("/v1/timers", other);
+    assert_eq!(
+        (status, &gone["outcome"]),
+        (200, &json!("cancelled")),
+        "{gone}"
+    );
+    let (status, r) = s.post(
+        "/v1/timers:batch",
+        json!({ "timers": [later("gone"), later("new")] }),
+    );
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["results"][0]["status"], 200);
+    assert_eq!(r["results"][0]["ended"]["outcome"], "cancelled");
+    assert_eq!(r["results"][0].get("due_at"), None);
+    assert_eq!(r["results"][1]["status"], 201);
+    assert_eq!(rx.got().len(), 1);
+}
+
+#[test]
+fn without_a_dedup_window_an_ended_key_is_added_again() {
+    let s = Server::start(&["--allow-private-targets"]);
+    assert_eq!(s.post("/v1/timers", later("gone")).0, 201);
+    assert_eq!(s.send(Method::DELETE, "/v1/timers/gone", None).0, 204);
+    assert_eq!(s.post("/v1/timers", later("gone")).0, 201);
+}
+
+#[test]
 fn a_batch_adds_each_timer_and_reports_each() {
     let s = Server::start(&["--allow-private-targets"]);
     assert_eq!(s.post("/v1/timers", later("old")).0, 201);

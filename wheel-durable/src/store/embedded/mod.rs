@@ -21,6 +21,7 @@
 //! store trait. It owns the fjall database and the writer thread's queue.
 
 mod dir;
+mod ended;
 mod read;
 mod schedules;
 mod spaces;
@@ -28,7 +29,7 @@ mod tables;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -42,8 +43,8 @@ use self::writer::{Job, Reply, Step, Writer, call};
 use super::record::DeadRecord;
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
-    StoreClock, StoreResult, Wake,
+    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Memory, Millis, NewTimer, Start,
+    Store, StoreClock, StoreResult, Wake,
 };
 use crate::schedule::chain::Advance;
 use crate::sync::lock;
@@ -102,6 +103,8 @@ pub(crate) struct Embedded {
     broken: Arc<AtomicBool>,
     /// The store's clock, for reads that answer it.
     clock: StoreClock,
+    /// The dedup window, shared with the writer.
+    dedup: Arc<AtomicU64>,
 }
 
 impl Embedded {
@@ -122,7 +125,9 @@ impl Embedded {
         let (jobs, queue) = mpsc::channel();
         let wakers = Arc::new(Mutex::new(Vec::new()));
         let broken = Arc::new(AtomicBool::new(false));
+        let dedup = Arc::new(AtomicU64::new(0));
         let writer = Writer {
+            dedup: dedup.clone(),
             db: db.clone(),
             spaces: spaces.clone(),
             cursor,
@@ -146,6 +151,7 @@ impl Embedded {
             wakers,
             broken,
             clock,
+            dedup,
         })
     }
 
@@ -275,6 +281,15 @@ impl Store for Embedded {
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
         self.read_timer(key).map_err(|e| e.in_store(&self.path))
+    }
+
+    fn ended(&self, key: &str) -> StoreResult<Option<Memory>> {
+        let (snap, spaces) = self.read()?;
+        ended::read(&snap, &spaces, key, self.clock.local_now()).map_err(|e| e.in_store(&self.path))
+    }
+
+    fn set_dedup_window(&self, window: Millis) {
+        self.dedup.store(window, Ordering::Relaxed);
     }
 
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {

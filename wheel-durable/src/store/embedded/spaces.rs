@@ -7,7 +7,9 @@
 //! ((failed_at, key) → empty), `meta` (name → u64 little-endian: the fence
 //! counter), `schedules` (id →
 //! [`SchedRecord`](crate::store::schedules::SchedRecord)) and `unplanned`
-//! (id → empty, for the records marked unplanned; see `schedules.rs`). An
+//! (id → empty, for the records marked unplanned; see `schedules.rs`),
+//! `ended` (key → [`Memory`](crate::store::Memory): the dedup window's
+//! memories) and `ended_order` ((expires, key) → empty). An
 //! index key is the time as a big-endian u64 followed by the timer's key,
 //! so an index is ordered by time, then by key, and the tombstones that
 //! deletes leave behind cluster at its head.
@@ -28,7 +30,7 @@ pub(super) fn corrupt(what: &str) -> DurableError {
 
 /// The keyspaces, in the order of [`Space`].
 pub(super) struct Spaces {
-    all: [Keyspace; 8],
+    all: [Keyspace; SPACES],
 }
 
 /// One keyspace.
@@ -42,9 +44,14 @@ pub(super) enum Space {
     Meta = 5,
     Schedules = 6,
     Unplanned = 7,
+    Ended = 8,
+    EndedOrder = 9,
 }
 
-pub(super) const NAMES: [&str; 8] = [
+/// How many keyspaces there are.
+pub(super) const SPACES: usize = 10;
+
+pub(super) const NAMES: [&str; SPACES] = [
     "timers",
     "due",
     "leases",
@@ -53,6 +60,8 @@ pub(super) const NAMES: [&str; 8] = [
     "meta",
     "schedules",
     "unplanned",
+    "ended",
+    "ended_order",
 ];
 
 impl Spaces {
@@ -75,7 +84,7 @@ impl Spaces {
     }
 
     /// Every keyspace, in the order of [`Space`].
-    pub(super) fn all(&self) -> &[Keyspace; 8] {
+    pub(super) fn all(&self) -> &[Keyspace; SPACES] {
         &self.all
     }
 }

@@ -16,7 +16,7 @@ use std::ops::Bound;
 use fjall::{Database, Readable};
 
 use super::db_err;
-use super::spaces::{Space, Spaces, corrupt, index_key, parse_index_key};
+use super::spaces::{SPACES, Space, Spaces, corrupt, index_key, parse_index_key};
 use crate::schedule::chain::Advance;
 use crate::store::record::{DeadRecord, Record};
 use crate::store::schedule_steps::{self, Gate};
@@ -24,7 +24,7 @@ use crate::store::{
     ClaimBatch, ClaimRequest, Claimed, Counts, EXPIRED_KEYS, Finish, Millis, Start, StoreResult,
     claim_lease_end, later, lease_lost_reason,
 };
-use crate::{AddMode, TimerState};
+use crate::{AddMode, EndedHow, TimerState};
 
 /// The name of the fence counter in `meta`.
 const FENCE: &[u8] = b"fence";
@@ -42,8 +42,12 @@ pub(super) struct Cursor {
     pub(super) pending: u64,
     pub(super) claimed: u64,
     pub(super) dead: u64,
+    /// The dedup window's memories, expired ones included until pruned.
+    pub(super) ended: u64,
     pub(super) due_from: Vec<u8>,
     pub(super) lease_from: Vec<u8>,
+    /// A lower bound of the expiry index's entries (`ended.rs`).
+    pub(super) ended_from: Vec<u8>,
 }
 
 /// Past every index key (a time of `u64::MAX` is never stored).
@@ -69,8 +73,10 @@ impl Cursor {
             pending: len(Space::Due)?,
             claimed: len(Space::Leases)?,
             dead: len(Space::Dead)?,
+            ended: len(Space::Ended)?,
             due_from: first(Space::Due)?,
             lease_from: first(Space::Leases)?,
+            ended_from: first(Space::EndedOrder)?,
         })
     }
 }
@@ -80,13 +86,15 @@ impl Cursor {
 pub(super) struct Tables<'s> {
     spaces: &'s Spaces,
     /// The group's writes per keyspace: a value, or `None` for a delete.
-    writes: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 8],
+    writes: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; SPACES],
     pub(super) cursor: Cursor,
     /// The store's clock for every step of this group.
     pub(super) now: Millis,
     /// The earliest due time that became pending at or before `wake_before`.
     pub(super) wake: Option<Millis>,
     wake_before: Millis,
+    /// How long a timer that ends now is remembered (zero: not at all).
+    pub(super) dedup: Millis,
 }
 
 impl<'s> Tables<'s> {
@@ -98,6 +106,7 @@ impl<'s> Tables<'s> {
             now,
             wake: None,
             wake_before: now.saturating_add(window),
+            dedup: 0,
         }
     }
 
@@ -140,7 +149,7 @@ impl<'s> Tables<'s> {
     /// Up to `max` entries of an index, from index key `from` on, with
     /// their time at most `until`: the keyspace merged with the group's
     /// writes.
-    fn first(
+    pub(super) fn first(
         &self,
         space: Space,
         from: &[u8],
@@ -309,11 +318,12 @@ impl<'s> Tables<'s> {
         mode: AddMode,
     ) -> StoreResult<bool> {
         if mode == AddMode::IfAbsent {
-            if self.record(key)?.is_some() || self.is_dead(key)? {
+            if self.record(key)?.is_some() || self.is_dead(key)? || self.memory(key)?.is_some() {
                 return Ok(false);
             }
             // Neither a timer nor a dead letter to replace: the two reads
             // of `add` would find nothing again.
+            self.forget(key)?;
             self.put(key, &Record::new(due, payload))?;
         } else {
             self.add(key, due, payload)?;
@@ -326,17 +336,20 @@ impl<'s> Tables<'s> {
             self.unindex(key, &old, true)?;
         }
         self.bury(key)?;
+        self.forget(key)?;
         self.put(key, &Record::new(due, payload))
     }
 
     pub(super) fn cancel(&mut self, key: &str) -> StoreResult<bool> {
-        if self.bury(key)?.is_some() {
+        if let Some(d) = self.bury(key)? {
+            self.remember(key, EndedHow::Dead, d.failed_at)?;
             return Ok(false);
         }
         let Some(r) = self.record(key)? else {
             return Ok(false);
         };
         self.unindex(key, &r, true)?;
+        self.remember(key, EndedHow::Cancelled, self.now)?;
         schedule_steps::on_cancel(self, key)?;
         Ok(r.state != TimerState::Running)
     }
@@ -502,7 +515,10 @@ impl<'s> Tables<'s> {
             return Ok(false);
         };
         match how {
-            Finish::Done => self.unindex(key, &r, true)?,
+            Finish::Done => {
+                self.unindex(key, &r, true)?;
+                self.remember(key, EndedHow::Done, self.now)?;
+            }
             Finish::Retry { delay } => {
                 self.unindex(key, &r, false)?;
                 r.state = TimerState::Pending;

@@ -20,7 +20,7 @@
 //! Node state: none: it owns the store's write queue and its one writer
 //! thread.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -71,6 +71,8 @@ pub(super) struct Writer {
     pub(super) cursor: Cursor,
     pub(super) clock: StoreClock,
     pub(super) window: Millis,
+    /// The dedup window, set by the store (`set_dedup_window`).
+    pub(super) dedup: Arc<AtomicU64>,
     pub(super) wakers: Arc<Mutex<Vec<Wake>>>,
     /// Set when a write or an fsync failed: fjall then refuses every later
     /// write until the store is opened again.
@@ -160,6 +162,7 @@ impl Writer {
             self.clock.local_now(),
             self.window,
         );
+        tables.dedup = self.dedup.load(Ordering::Relaxed);
         let mut failed = None;
         for job in batch {
             let answer = if failed.is_some() {
@@ -175,6 +178,7 @@ impl Writer {
         if let Some(e) = failed {
             return Err(e);
         }
+        tables.prune_ended()?;
         let (cursor, wake, wrote) = (tables.cursor.clone(), tables.wake, !tables.is_clean());
         if wrote {
             tables

@@ -10,13 +10,15 @@ local out = {}
 for i = 5, #ARGV, 4 do
   local key = ARGV[i]
   local old = load(key)
-  if if_absent and (old or get(deads, key)) then
+  if if_absent and (old or get(deads, key) or remembered(key)) then
     out[#out + 1] = 0
   else
     if old then unindex(key, old, true) end
     bury(key)
+    forget(key)
     pending(key, due_of(ARGV[i + 1], ARGV[i + 2]), ARGV[i + 3], 0)
     out[#out + 1] = 1
   end
 end
+prune_ended(PRUNE)
 return done(out)

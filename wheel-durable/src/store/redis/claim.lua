@@ -10,6 +10,8 @@
 local window, lease, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local max_attempts = tonumber(ARGV[7])
 local reclaimed, expired_dead = 0, 0
+-- Every node claims on each poll: an idle namespace's memories go too.
+prune_ended(10 * PRUNE)
 local expired = redis.call('ZRANGEBYSCORE', LEASE, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[8]))
 local shown = math.min(#expired, tonumber(ARGV[9]))
 prefetch(timers, expired)

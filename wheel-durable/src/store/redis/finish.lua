@@ -1,9 +1,12 @@
--- ARGV 4..: (key, fence, 'done' | 'retry' | 'dead', delay or reason) for
--- each run. 1 for each recorded.
-prefetch_args(4, 4)
-prefetch_links(4, 4)
+-- ARGV 4: the dedup window; 5..: (key, fence, 'done' | 'retry' | 'dead',
+-- delay or reason) for each run. 1 for each recorded.
+local window = tonumber(ARGV[4])
+prefetch_args(5, 4)
+prefetch_links(5, 4)
+-- Before this call's own memories: none of them can have expired.
+prune_ended(PRUNE + (#ARGV - 4) / 4)
 local out = {}
-for i = 4, #ARGV, 4 do
+for i = 5, #ARGV, 4 do
   local key, how = ARGV[i], ARGV[i + 2]
   local x = load(key)
   if not x or x.fence ~= tonumber(ARGV[i + 1]) or x.state ~= RUNNING then
@@ -11,6 +14,7 @@ for i = 4, #ARGV, 4 do
   else
     if how == 'done' then
       unindex(key, x, true)
+      remember(key, 0, NOW, window)
     elseif how == 'retry' then
       unindex(key, x, false)
       x.state = PENDING

@@ -5,7 +5,9 @@
 //! `{ns}:due` sorted set of pending keys by due time, `{ns}:lease` sorted
 //! set of claimed and running keys by lease end, `{ns}:dead` hash key →
 //! dead letter, `{ns}:deadq` sorted set of dead keys by failure time,
-//! `{ns}:fence` the fence counter, and the channel `{ns}:wake`.
+//! `{ns}:fence` the fence counter, `{ns}:ended` hash key → the dedup
+//! window's memory and `{ns}:endedq` sorted set of remembered keys by
+//! expiry (see `prelude.lua`), and the channel `{ns}:wake`.
 //!
 //! Every operation is one Lua script (`*.lua` beside this file, each after
 //! `prelude.lua`), so it is atomic and reads the clock once, with `TIME`,
@@ -28,7 +30,7 @@ mod schedules;
 mod scripts;
 mod watch;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -42,13 +44,15 @@ use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Millis,
-    NewTimer, Start, Store, StoreClock, StoreResult, Wake,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Memory,
+    Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
 };
 use crate::schedule::chain::Advance;
 use crate::sync::lock;
 use crate::time::{Backoff, system_time_of};
-use crate::{AddMode, DeadLetter, DurableError, ErrorDetail, Listing, TimerInfo, TimerState};
+use crate::{
+    AddMode, DeadLetter, DurableError, EndedHow, ErrorDetail, Listing, TimerInfo, TimerState,
+};
 
 /// Expired leases taken back by one claim at most.
 const EXPIRED_PER_CLAIM: usize = 10_000;
@@ -70,7 +74,7 @@ pub(crate) struct Options {
 pub(crate) struct RedisStore {
     client: redis::Client,
     pool: Mutex<Vec<Connection>>,
-    keys: [String; 9],
+    keys: [String; 11],
     channel: String,
     scripts: Scripts,
     options: Options,
@@ -78,6 +82,8 @@ pub(crate) struct RedisStore {
     watcher: Mutex<Option<JoinHandle<()>>>,
     health: Health,
     claimed_schedules: ClaimedSchedules,
+    /// The dedup window in ms, passed to the scripts that end timers.
+    dedup: AtomicU64,
 }
 
 /// Whether a failed call may succeed on a new connection after a wait.
@@ -102,7 +108,7 @@ impl RedisStore {
             .map_err(|e| DurableError::Config(format!("redis url: {e}")))?;
         let ns = &options.namespace;
         let keys = [
-            "t", "due", "lease", "dead", "deadq", "fence", "s", "sids", "splan",
+            "t", "due", "lease", "dead", "deadq", "fence", "s", "sids", "splan", "ended", "endedq",
         ]
         .map(|k| format!("{{{ns}}}:{k}"));
         let health = Health::new(ns);
@@ -117,6 +123,7 @@ impl RedisStore {
             watcher: Mutex::new(None),
             health,
             claimed_schedules: ClaimedSchedules::default(),
+            dedup: AtomicU64::new(0),
         };
         store.with_conn(|c| redis::cmd("PING").query::<String>(c))?;
         Ok(store)
@@ -359,7 +366,7 @@ impl Store for RedisStore {
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
         self.flag(&self.scripts.cancel, |inv| {
-            inv.arg(key);
+            inv.arg(self.dedup.load(Ordering::Relaxed)).arg(key);
         })
     }
 
@@ -381,6 +388,28 @@ impl Store for RedisStore {
             _ => None,
         };
         parsed.ok_or_else(|| bad_reply("get"))
+    }
+
+    fn ended(&self, key: &str) -> StoreResult<Option<Memory>> {
+        let reply: Vec<i64> = self.run(&self.scripts.ended, |inv| {
+            inv.arg(key);
+        })?;
+        match reply.as_slice() {
+            [] => Ok(None),
+            &[how, at, expires] => {
+                let how = u8::try_from(how).ok().and_then(EndedHow::from_code);
+                let (at, expires) = (Millis::try_from(at).ok(), Millis::try_from(expires).ok());
+                let (Some(how), Some(at), Some(expires)) = (how, at, expires) else {
+                    return Err(bad_reply("ended"));
+                };
+                Ok(Some(Memory { how, at, expires }))
+            }
+            _ => Err(bad_reply("ended")),
+        }
+    }
+
+    fn set_dedup_window(&self, window: Millis) {
+        self.dedup.store(window, Ordering::Relaxed);
     }
 
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
@@ -452,6 +481,7 @@ impl Store for RedisStore {
             return Ok(Vec::new());
         }
         self.flags(&self.scripts.finish, runs.len(), |inv| {
+            inv.arg(self.dedup.load(Ordering::Relaxed));
             for (run, how) in runs {
                 inv.arg(run.key).arg(run.fence);
                 match how {

@@ -1,6 +1,7 @@
 -- Shared by every script of the Redis store (see docs/durable.md).
 -- KEYS: 1 timers hash, 2 due zset, 3 lease zset, 4 dead hash,
---       5 dead order zset, 6 fence counter.
+--       5 dead order zset, 6 fence counter (7..9: schedule.lua's),
+--       10 the dedup window's memories hash, 11 their expiry zset.
 -- ARGV: 1 the clock ('' = the server's TIME, else ms set by a test),
 --       2 the notify window in ms, 3 the wake channel; then the script's own.
 -- A timer record: due, lease_until, fence (8 bytes each), attempts (4),
@@ -17,6 +18,7 @@
 -- one multi-member command per key and kind (HSET, HDEL, ZADD, ZREM): a
 -- batch of n timers costs a handful of commands, not a few per timer.
 local T, DUE, LEASE, DEAD, DEADQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local ENDED, ENDEDQ = KEYS[10], KEYS[11]
 local PENDING, CLAIMED, RUNNING = 0, 1, 2
 local MAX_MS = 9007199254740991 -- 2^53 - 1: exact in a double and a score
 local FIRST, DEAD_FIRST = 128, 2147483648 -- the flags: first_due follows
@@ -275,4 +277,50 @@ local function done(result)
   flush()
   if wake then redis.call('PUBLISH', ARGV[3], string.format('%d', wake)) end
   return result
+end
+
+-- The dedup window (dedup.rs): ENDED maps a key to how its timer ended (1
+-- byte: 0 done, 1 cancelled, 2 dead) and when (8, little-endian), ENDEDQ
+-- orders the keys by when the memory expires. A memory expired by NOW
+-- answers nothing; `prune_ended` deletes the oldest expired ones.
+local PRUNE = 100 -- expired memories deleted per script call, beyond those it adds
+local any_ended = nil
+
+-- Whether any memory exists (read once per script: most namespaces have none).
+local function has_ended()
+  if any_ended == nil then any_ended = redis.call('ZCARD', ENDEDQ) > 0 end
+  return any_ended
+end
+
+-- Whether `key` is remembered and not expired.
+local function remembered(key)
+  if not has_ended() then return false end
+  local exp = redis.call('ZSCORE', ENDEDQ, key)
+  return exp ~= false and exp ~= nil and tonumber(exp) > NOW
+end
+
+-- Deletes the memory of `key`, expired or not.
+local function forget(key)
+  if has_ended() and redis.call('ZREM', ENDEDQ, key) == 1 then redis.call('HDEL', ENDED, key) end
+end
+
+-- Remembers that `key`'s timer ended `how` at `at`, for `window` ms from
+-- NOW; nothing for a zero window or a schedule's run.
+local function remember(key, how, at, window)
+  if window <= 0 or string.sub(key, 1, 6) == 'sched:' or string.sub(key, 1, 14) == 'sched-trigger:' then
+    return
+  end
+  redis.call('HSET', ENDED, key, struct.pack('<BI8', how, at))
+  redis.call('ZADD', ENDEDQ, later(window), key)
+  any_ended = true
+end
+
+-- Deletes up to `limit` expired memories, oldest expiry first.
+local function prune_ended(limit)
+  if not has_ended() then return end
+  local old = redis.call('ZRANGEBYSCORE', ENDEDQ, '-inf', NOW, 'LIMIT', 0, limit)
+  if #old > 0 then
+    multi('HDEL', ENDED, old)
+    multi('ZREM', ENDEDQ, old)
+  end
 end

@@ -338,3 +338,43 @@ fn a_chain_step_planned_from_the_claim_s_record_is_the_fresh_read_s_or_refused()
     assert!(!r.unplanned);
     assert_eq!(store.get(next).unwrap().unwrap().payload, b"changed");
 }
+
+#[test]
+fn expired_memories_are_deleted_by_a_claim() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let ms = Arc::new(AtomicU64::new(1_000_000));
+    let store = RedisStore::open(options(server.url(), StoreClock::Manual(ms.clone()))).unwrap();
+    store.set_dedup_window(100);
+    for key in ["a", "b", "c"] {
+        let t = NewTimer {
+            key,
+            due: Due::After(50),
+            payload: b"",
+        };
+        store.add(&[t], AddMode::Replace).unwrap();
+        assert!(store.cancel(key).unwrap());
+    }
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let sizes = |c: &mut redis::Connection| -> (u64, u64) {
+        let h = redis::cmd("HLEN").arg("{diff}:ended").query(c).unwrap();
+        let z = redis::cmd("ZCARD").arg("{diff}:endedq").query(c).unwrap();
+        (h, z)
+    };
+    assert_eq!(sizes(&mut c), (3, 3));
+    ms.fetch_add(100, Ordering::SeqCst);
+    assert_eq!(store.ended("a").unwrap(), None);
+    assert_eq!(sizes(&mut c), (3, 3));
+    let req = crate::store::ClaimRequest {
+        window: 0,
+        lease: 1_000,
+        max: 10,
+        max_attempts: 1,
+    };
+    store.claim(&req).unwrap();
+    assert_eq!(sizes(&mut c), (0, 0));
+}
