@@ -209,6 +209,40 @@ impl DurableTimers {
     }
 }
 
+#[cfg(feature = "tokio")]
+impl crate::AsyncTimers {
+    /// [`DurableTimers::ended`], awaited (feature `tokio`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`DurableTimers::ended`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use wheel_durable::{AsyncTimers, DurableTimers, EndedHow};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = AsyncTimers::new(Arc::new(
+    ///     DurableTimers::builder()
+    ///         .embedded(dir.path().join("timers"))
+    ///         .dedup_window(Duration::from_secs(600))
+    ///         .build()?,
+    /// ));
+    /// timers.add("a", Duration::from_secs(60), b"").await?;
+    /// timers.cancel("a").await?;
+    /// assert_eq!(timers.ended("a").await?.map(|e| e.how), Some(EndedHow::Cancelled));
+    /// # Ok(()) }
+    /// ```
+    pub async fn ended(&self, key: &str) -> Result<Option<EndedTimer>, DurableError> {
+        let key = key.to_owned();
+        self.call(move |t| t.ended(&key)).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
