@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use arbitrary::{Arbitrary, Unstructured};
 
 use crate::clock::NEVER;
-use crate::core::testing::{KeyBook, MAX_OPS, Model, Pick, TuningPreset, clamp};
-use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock};
+use crate::core::testing::{KeyBook, MAX_OPS, Model, Pick, TuningPreset, clamp, shrink_period};
+use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock, WheelConfig};
 
 mod decode;
 
@@ -59,6 +59,10 @@ pub struct DqHarness {
     book: KeyBook<DelayKey>,
     closed: bool,
     step: usize,
+    /// The first step at which a `TakeAll` shrinks the queue again: a
+    /// shrink rebuilds every bucket of the queue's wheel, so they are
+    /// spaced by [`shrink_period`] steps, the input alone deciding which.
+    next_shrink: usize,
 }
 
 /// A duration from nanoseconds, saturating at `Duration::MAX`.
@@ -100,6 +104,7 @@ impl DqHarness {
             book: KeyBook::new(),
             closed: false,
             step: 0,
+            next_shrink: 0,
         })
     }
 
@@ -481,7 +486,8 @@ impl DqHarness {
             n += 1;
             assert!(n <= bound, "try_take kept returning items");
         }
-        if self.step % 4 >= 2 {
+        if self.step % 4 >= 2 && self.step >= self.next_shrink {
+            self.next_shrink = self.step + shrink_period(WheelConfig::default().slot_bits());
             // Keys must keep working afterwards: the next steps check them.
             self.queue.shrink_to_fit();
             let (len, cap) = (self.queue.len(), self.queue.capacity());
