@@ -18,7 +18,10 @@ use std::time::{Duration, Instant};
 use arbitrary::{Arbitrary, Unstructured};
 
 use crate::clock::NEVER;
-use crate::core::testing::{KeyBook, MAX_OPS, Model, Pick, TuningPreset, clamp, shrink_period};
+use crate::core::testing::{
+    Checks, KeyBook, MAX_OPS, Model, Pick, TuningPreset, clamp, shrink_period,
+};
+use crate::sync::lock;
 use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock, WheelConfig};
 
 mod decode;
@@ -63,6 +66,9 @@ pub struct DqHarness {
     /// shrink rebuilds every bucket of the queue's wheel, so they are
     /// spaced by [`shrink_period`] steps, the input alone deciding which.
     next_shrink: usize,
+    /// Run `check_invariants` on the queue's wheel every this many steps
+    /// ([`Checks`]), and at the end.
+    check_every: usize,
 }
 
 /// A duration from nanoseconds, saturating at `Duration::MAX`.
@@ -105,6 +111,7 @@ impl DqHarness {
             closed: false,
             step: 0,
             next_shrink: 0,
+            check_every: Checks::from_env().period(WheelConfig::default().slot_bits()),
         })
     }
 
@@ -435,6 +442,19 @@ impl DqHarness {
         }
         self.check_len_and_closed(dop);
         self.check_peek(dop);
+        if self.step % self.check_every == 0 {
+            self.check_wheel(dop);
+        }
+    }
+
+    /// `Wheel::check_invariants` on the queue's wheel: a broken structure
+    /// (a leaked slab entry, a cell in the wrong slot) that has not yet
+    /// changed an answer.
+    fn check_wheel(&self, op: &dyn std::fmt::Debug) {
+        let checked = lock(&self.queue.state).wheel.check_invariants();
+        if let Err(e) = checked {
+            self.fail(op, format_args!("check_invariants: {e}"));
+        }
     }
 
     /// `remove` of a picked key (live or stale), against the model.
@@ -518,10 +538,12 @@ impl DqHarness {
     /// Ends a run: everything still inside must come out of `drain`.
     pub fn finish(mut self) {
         let op = "final drain";
+        self.check_wheel(&op);
         self.drain(&op);
         if !self.queue.is_empty() {
             self.fail(&op, format_args!("not empty after drain"));
         }
+        self.check_wheel(&op);
     }
 }
 

@@ -67,7 +67,8 @@ impl Checks {
         }
     }
 
-    pub(super) fn period(self, bits: &[u32]) -> usize {
+    /// Operations between two full checks of a wheel with slot `bits`.
+    pub(crate) fn period(self, bits: &[u32]) -> usize {
         match self {
             Checks::EveryOp => 1,
             Checks::Budget => {
