@@ -8,10 +8,12 @@
 //! model's earliest deadline, and before a remove or reset, `deadline` of
 //! the key; half the single takes are `try_take_expired`, whose key and
 //! deadline are checked, and half the `TakeAll`s and `Drain`s end in
-//! `shrink_to_fit` and are `clear`, respectively. The input's decoder is
-//! in `fuzz/decode.rs`. Compiled only for tests and `cfg(fuzzing)`; the
-//! `delay_queue_ops` fuzz target and the proptests below feed it the same
-//! bytes.
+//! `shrink_to_fit` (spaced by `shrink_period` steps) and are `clear`,
+//! respectively. The queue's wheel must pass `Wheel::check_invariants`
+//! every [`Checks`] period and before and after the final drain. The
+//! input's decoder is in `fuzz/decode.rs`. Compiled only for tests and
+//! `cfg(fuzzing)`; the `delay_queue_ops` fuzz target and the proptests
+//! below feed it the same bytes.
 
 use std::time::{Duration, Instant};
 
