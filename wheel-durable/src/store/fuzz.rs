@@ -17,8 +17,10 @@
 //!
 //! Node state: none (a test harness over stores, without a node).
 
-use std::sync::Arc;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use arbitrary::Arbitrary;
 
@@ -199,7 +201,8 @@ pub struct DurableBench {
 }
 
 impl DurableBench {
-    /// The model and an embedded store in a fresh directory (and, in the
+    /// The model and an embedded store in a fresh directory, a copy of an
+    /// empty store (and, in the
     /// tests, a Redis store on a fresh server when one can be started).
     ///
     /// # Panics
@@ -209,8 +212,10 @@ impl DurableBench {
         let clock = Arc::new(AtomicU64::new(START));
         let manual = StoreClock::Manual(clock.clone());
         let dir = scratch_dir();
-        let embedded = embedded::Embedded::open(&dir.path().join("store"), manual.clone(), 10)
-            .expect("open the embedded store");
+        let path = dir.path().join("store");
+        write_empty_store(&path);
+        let embedded =
+            embedded::Embedded::open(&path, manual.clone(), 10).expect("open the embedded store");
         #[allow(unused_mut)]
         let mut stores: Vec<(&'static str, Box<dyn Store>)> =
             vec![("embedded", Box::new(embedded))];
@@ -450,6 +455,75 @@ fn scratch_dir() -> tempfile::TempDir {
         return dir;
     }
     tempfile::tempdir().expect("a temporary directory")
+}
+
+/// A file of a store: its bytes up to the last non-zero one, and its
+/// length (fjall preallocates its journal, zeros that a copy need not
+/// write: setting the length gives them back).
+struct StoreFile {
+    bytes: Vec<u8>,
+    len: u64,
+}
+
+/// A file or (`None`) a directory of a store, by its path inside the
+/// store's directory, parents before their children.
+type StoreFiles = Vec<(PathBuf, Option<StoreFile>)>;
+
+/// Writes an empty, closed embedded store into `path`, a fresh copy of
+/// one created once per process and kept in memory. Creating a store
+/// (eight keyspaces, each a version file and a compaction of fjall's own
+/// keyspace) costs several times what a whole input's operations do, so
+/// each bench starts from a byte-for-byte copy instead: a store as empty
+/// as a new one, which it opens the way a restarted node opens its store.
+/// Nothing is shared between benches, so each input's run is as
+/// reproducible from the input alone as with a new store.
+///
+/// # Panics
+///
+/// If the empty store cannot be created or copied.
+fn write_empty_store(path: &Path) {
+    static EMPTY: OnceLock<StoreFiles> = OnceLock::new();
+    let files = EMPTY.get_or_init(|| {
+        let dir = scratch_dir();
+        let store = dir.path().join("store");
+        let clock = StoreClock::Manual(Arc::new(AtomicU64::new(START)));
+        embedded::Embedded::open(&store, clock, 10)
+            .and_then(|s| s.close())
+            .expect("create an empty embedded store");
+        let mut files = Vec::new();
+        read_tree(&store, Path::new(""), &mut files).expect("read the empty store");
+        files
+    });
+    std::fs::create_dir(path).expect("create the store's directory");
+    for (rel, contents) in files {
+        let to = path.join(rel);
+        match contents {
+            None => std::fs::create_dir(&to),
+            Some(file) => std::fs::File::create(&to).and_then(|mut f| {
+                f.write_all(&file.bytes)?;
+                f.set_len(file.len)
+            }),
+        }
+        .unwrap_or_else(|e| panic!("copy the empty store to {}: {e}", to.display()));
+    }
+}
+
+/// Appends what lies under `root.join(rel)` to `out`, parents first.
+fn read_tree(root: &Path, rel: &Path, out: &mut StoreFiles) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(root.join(rel))? {
+        let entry = entry?;
+        let rel = rel.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            out.push((rel.clone(), None));
+            read_tree(root, &rel, out)?;
+        } else {
+            let mut bytes = std::fs::read(root.join(&rel))?;
+            let len = bytes.len() as u64;
+            bytes.truncate(bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1));
+            out.push((rel, Some(StoreFile { bytes, len })));
+        }
+    }
+    Ok(())
 }
 
 /// Runs up to [`MAX_DURABLE_OPS`] operations on a fresh bench, comparing

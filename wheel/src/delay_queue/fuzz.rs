@@ -8,18 +8,23 @@
 //! model's earliest deadline, and before a remove or reset, `deadline` of
 //! the key; half the single takes are `try_take_expired`, whose key and
 //! deadline are checked, and half the `TakeAll`s and `Drain`s end in
-//! `shrink_to_fit` and are `clear`, respectively. The input's decoder is
-//! in `fuzz/decode.rs`. Compiled only for tests and `cfg(fuzzing)`; the
-//! `delay_queue_ops` fuzz target and the proptests below feed it the same
-//! bytes.
+//! `shrink_to_fit` (spaced by `shrink_period` steps) and are `clear`,
+//! respectively. The queue's wheel must pass `Wheel::check_invariants`
+//! every [`Checks`] period and before and after the final drain. The
+//! input's decoder is in `fuzz/decode.rs`. Compiled only for tests and
+//! `cfg(fuzzing)`; the `delay_queue_ops` fuzz target and the proptests
+//! below feed it the same bytes.
 
 use std::time::{Duration, Instant};
 
 use arbitrary::{Arbitrary, Unstructured};
 
 use crate::clock::NEVER;
-use crate::core::testing::{KeyBook, MAX_OPS, Model, Pick, TuningPreset, clamp};
-use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock};
+use crate::core::testing::{
+    Checks, KeyBook, MAX_OPS, Model, Pick, TuningPreset, clamp, shrink_period,
+};
+use crate::sync::lock;
+use crate::{BuildError, Closed, DelayKey, DelayQueue, ManualClock, WheelConfig};
 
 mod decode;
 
@@ -59,6 +64,13 @@ pub struct DqHarness {
     book: KeyBook<DelayKey>,
     closed: bool,
     step: usize,
+    /// The first step at which a `TakeAll` shrinks the queue again: a
+    /// shrink rebuilds every bucket of the queue's wheel, so they are
+    /// spaced by [`shrink_period`] steps, the input alone deciding which.
+    next_shrink: usize,
+    /// Run `check_invariants` on the queue's wheel every this many steps
+    /// ([`Checks`]), and at the end.
+    check_every: usize,
 }
 
 /// A duration from nanoseconds, saturating at `Duration::MAX`.
@@ -100,6 +112,8 @@ impl DqHarness {
             book: KeyBook::new(),
             closed: false,
             step: 0,
+            next_shrink: 0,
+            check_every: Checks::from_env().period(WheelConfig::default().slot_bits()),
         })
     }
 
@@ -430,6 +444,19 @@ impl DqHarness {
         }
         self.check_len_and_closed(dop);
         self.check_peek(dop);
+        if self.step % self.check_every == 0 {
+            self.check_wheel(dop);
+        }
+    }
+
+    /// `Wheel::check_invariants` on the queue's wheel: a broken structure
+    /// (a leaked slab entry, a cell in the wrong slot) that has not yet
+    /// changed an answer.
+    fn check_wheel(&self, op: &dyn std::fmt::Debug) {
+        let checked = lock(&self.queue.state).wheel.check_invariants();
+        if let Err(e) = checked {
+            self.fail(op, format_args!("check_invariants: {e}"));
+        }
     }
 
     /// `remove` of a picked key (live or stale), against the model.
@@ -481,7 +508,8 @@ impl DqHarness {
             n += 1;
             assert!(n <= bound, "try_take kept returning items");
         }
-        if self.step % 4 >= 2 {
+        if self.step % 4 >= 2 && self.step >= self.next_shrink {
+            self.next_shrink = self.step + shrink_period(WheelConfig::default().slot_bits());
             // Keys must keep working afterwards: the next steps check them.
             self.queue.shrink_to_fit();
             let (len, cap) = (self.queue.len(), self.queue.capacity());
@@ -512,10 +540,12 @@ impl DqHarness {
     /// Ends a run: everything still inside must come out of `drain`.
     pub fn finish(mut self) {
         let op = "final drain";
+        self.check_wheel(&op);
         self.drain(&op);
         if !self.queue.is_empty() {
             self.fail(&op, format_args!("not empty after drain"));
         }
+        self.check_wheel(&op);
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::choices::{Checks, TuningPreset};
+use super::choices::{Checks, TuningPreset, shrink_period};
 use super::keys::KeyBook;
 use super::model::Model;
 use super::ops::{LayoutSpec, Pick, PollTo, WheelOp, When, layout_is_valid, valid_layout};
@@ -67,6 +67,10 @@ pub struct WheelHarness {
     step: usize,
     /// Run `check_invariants` every this many operations.
     check_every: usize,
+    /// Operations at least between two shrinks ([`shrink_period`]).
+    shrink_every: usize,
+    /// The first step at which a `ShrinkToFit` operation shrinks again.
+    next_shrink: usize,
 }
 
 impl WheelHarness {
@@ -90,6 +94,8 @@ impl WheelHarness {
             wheel: Wheel::build(config, capacity, preset.tuning()),
             model: Model::new(),
             check_every: checks.period(&bits),
+            shrink_every: shrink_period(&bits),
+            next_shrink: 0,
             bits,
             preset,
             timers: Vec::new(),
@@ -298,10 +304,20 @@ impl WheelHarness {
                 }
             }
             WheelOp::GetMut(pick) => self.get_mut(dop, pick),
-            WheelOp::ShrinkToFit => self.wheel.shrink_to_fit(),
+            WheelOp::ShrinkToFit => self.shrink_to_fit(),
             WheelOp::CheckAll => self.check_all(dop),
         }
         self.check_cheap(dop);
+    }
+
+    /// `shrink_to_fit`, unless the last one ran fewer than
+    /// [`shrink_period`] operations ago (it costs O(slots)); every key
+    /// must keep working afterwards, which the next operations check.
+    fn shrink_to_fit(&mut self) {
+        if self.step >= self.next_shrink {
+            self.wheel.shrink_to_fit();
+            self.next_shrink = self.step + self.shrink_every;
+        }
     }
 
     /// `insert`: the key must be new, the deadline `max(deadline, now)`.

@@ -49,6 +49,7 @@ pub mod model;
 pub mod ops;
 pub mod run;
 
+pub(crate) use self::choices::shrink_period;
 pub use self::choices::{Checks, SLOTS_PER_CHECK, TuningPreset};
 pub(crate) use self::harness::clamp;
 pub use self::harness::{WheelHarness, checked_config};
