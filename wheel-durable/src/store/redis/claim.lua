@@ -63,10 +63,7 @@ if max > 0 then
     end
     out[#out + 1] = false
   end
-  for i = 1, #ids, CHUNK do
-    local rs = redis.call('HMGET', SCHED, unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
-    for j = 1, #rs do out[slots[i + j - 1]] = rs[j] end
-  end
+  hmget_each(SCHED, ids, function(_, r, n) out[slots[n]] = r end)
   flush()
 end
 out[4] = first_score(DUE)

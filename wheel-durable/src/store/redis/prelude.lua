@@ -106,24 +106,35 @@ local function index_of(x)
   return 'l'
 end
 
--- Reads every key of `keys` not read yet, with one HMGET per CHUNK keys.
-local function prefetch(c, keys)
+-- The keys of `keys` without a value in `val`, each once, in order.
+local function unread(keys, val)
   local need, seen = {}, {}
   for _, k in ipairs(keys) do
-    if c.val[k] == nil and not seen[k] then
+    if val[k] == nil and not seen[k] then
       seen[k] = true
       need[#need + 1] = k
     end
   end
-  for i = 1, #need, CHUNK do
-    local part = { unpack(need, i, math.min(i + CHUNK - 1, #need)) }
-    local rs = redis.call('HMGET', c.hash, unpack(part))
-    for j, k in ipairs(part) do
-      local x = c.decode(rs[j])
-      c.val[k] = x
-      if c == timers then c.from[k] = index_of(x) else c.from[k] = x and true end
-    end
+  return need
+end
+
+-- Calls each(key, value, n) for the n-th key of `keys` in `hash`, with one
+-- HMGET per CHUNK keys.
+local function hmget_each(hash, keys, each)
+  for i = 1, #keys, CHUNK do
+    local part = { unpack(keys, i, math.min(i + CHUNK - 1, #keys)) }
+    local rs = redis.call('HMGET', hash, unpack(part))
+    for j, k in ipairs(part) do each(k, rs[j], i + j - 1) end
   end
+end
+
+-- Reads every key of `keys` not read yet, with one HMGET per CHUNK keys.
+local function prefetch(c, keys)
+  hmget_each(c.hash, unread(keys, c.val), function(k, r)
+    local x = c.decode(r)
+    c.val[k] = x
+    if c == timers then c.from[k] = index_of(x) else c.from[k] = x and true end
+  end)
 end
 
 -- Reads the timers named by ARGV[from], ARGV[from + step], ... (a batch

@@ -101,23 +101,12 @@ local scheds = { val = {}, had = {}, unpl = {}, dirty = {}, order = {} }
 
 -- Reads every record of `ids` not read yet, with one HMGET per CHUNK ids.
 local function prefetch_scheds(ids)
-  local need, seen = {}, {}
-  for _, id in ipairs(ids) do
-    if scheds.val[id] == nil and not seen[id] then
-      seen[id] = true
-      need[#need + 1] = id
-    end
-  end
-  for i = 1, #need, CHUNK do
-    local part = { unpack(need, i, math.min(i + CHUNK - 1, #need)) }
-    local rs = redis.call('HMGET', SCHED, unpack(part))
-    for j, id in ipairs(part) do
-      local s = decode_sched(rs[j]) or false
-      scheds.val[id] = s
-      scheds.had[id] = s and true
-      scheds.unpl[id] = s and s.unplanned
-    end
-  end
+  hmget_each(SCHED, unread(ids, scheds.val), function(id, r)
+    local s = decode_sched(r) or false
+    scheds.val[id] = s
+    scheds.had[id] = s and true
+    scheds.unpl[id] = s and s.unplanned
+  end)
 end
 
 local function load_sched(id)
@@ -364,15 +353,11 @@ local function prefetch_links(from, step)
       ids[#ids + 1] = id
     end
   end
-  for i = 1, #ids, CHUNK do
-    local part = { unpack(ids, i, math.min(i + CHUNK - 1, #ids)) }
-    local rs = redis.call('HMGET', SCHED, unpack(part))
-    for j, id in ipairs(part) do
-      local l = links_of(rs[j])
-      links[id] = l
-      if l and l[2] then keys[#keys + 1] = l[2] end
-    end
-  end
+  hmget_each(SCHED, ids, function(id, r)
+    local l = links_of(r)
+    links[id] = l
+    if l and l[2] then keys[#keys + 1] = l[2] end
+  end)
   prefetch(timers, keys)
 end
 
