@@ -116,7 +116,7 @@ impl Default for ReplayProgress {
 }
 
 /// What a replay's thread and its handles share.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Shared {
     matched: AtomicU64,
     revived: AtomicU64,
@@ -305,15 +305,7 @@ impl Replays {
             limit: limit.unwrap_or(u64::MAX),
         };
         let replay = Replay {
-            shared: Arc::new(Shared {
-                matched: AtomicU64::new(0),
-                revived: AtomicU64::new(0),
-                skipped: AtomicU64::new(0),
-                ends: Mutex::new(Ends::default()),
-                changed: Condvar::new(),
-                #[cfg(feature = "tokio")]
-                finished: tokio::sync::Notify::new(),
-            }),
+            shared: Arc::new(Shared::default()),
         };
         let mut running = lock(&self.running);
         // Finished replays' threads have ended: joining them does not wait.
@@ -459,15 +451,7 @@ mod tests {
 
     fn replay() -> Replay {
         Replay {
-            shared: Arc::new(Shared {
-                matched: AtomicU64::new(0),
-                revived: AtomicU64::new(0),
-                skipped: AtomicU64::new(0),
-                ends: Mutex::new(Ends::default()),
-                changed: Condvar::new(),
-                #[cfg(feature = "tokio")]
-                finished: tokio::sync::Notify::new(),
-            }),
+            shared: Arc::new(Shared::default()),
         }
     }
 
