@@ -100,6 +100,7 @@ impl Default for DurableTimersBuilder {
                 poll: Duration::from_millis(500),
                 max_held: 10_000,
                 retry: RetryPolicy::default(),
+                flows: crate::flow_key::FlowKeys::default(),
                 #[cfg(feature = "tokio")]
                 tasks: None,
             },
@@ -220,6 +221,33 @@ impl DurableTimersBuilder {
     #[cfg(feature = "http")]
     pub fn http(mut self, config: super::http::HttpConfig) -> Self {
         self.http = Some(config);
+        self
+    }
+
+    /// Gives plain timers (not callbacks) a flow key, found by `rule`
+    /// from the timer's key and payload at each start: timers that share a
+    /// key are paused and resumed together
+    /// ([`DurableTimers::pause_flow`]). An answer that is not a valid flow
+    /// key (empty, over 512 bytes, or with a control character) counts as
+    /// none. Without a rule, plain timers have no flow key and only a
+    /// pause of the whole namespace holds them. A callback's flow key is
+    /// always its own ([`HttpCallback::flow_key`]).
+    ///
+    /// [`HttpCallback::flow_key`]: https://docs.rs/wheel-durable/latest/wheel_durable/http/struct.HttpCallback.html#method.flow_key
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // Timers keyed `tenant:...` are grouped by tenant.
+    /// let b = wheel_durable::DurableTimers::builder()
+    ///     .flow_key(|key, _payload| key.split_once(':').map(|(tenant, _)| tenant.to_owned()));
+    /// # drop(b);
+    /// ```
+    pub fn flow_key<F>(mut self, rule: F) -> Self
+    where
+        F: Fn(&str, &[u8]) -> Option<String> + Send + Sync + 'static,
+    {
+        self.node.flows = crate::flow_key::FlowKeys::new(Some(Arc::new(rule)));
         self
     }
 

@@ -109,6 +109,9 @@ pub enum DurableError {
     /// positive number of at most 1 000 000 per second, or a filter whose
     /// time range is empty or cannot be stored.
     InvalidReplay(String),
+    /// A flow key is empty, longer than 512 bytes, or holds a control
+    /// character.
+    InvalidFlow(String),
 }
 
 impl fmt::Display for DurableError {
@@ -134,6 +137,7 @@ impl fmt::Display for DurableError {
             DurableError::InvalidUrl(why) => write!(f, "invalid callback URL: {why}"),
             DurableError::InvalidHeader(why) => write!(f, "invalid callback header: {why}"),
             DurableError::InvalidReplay(why) => write!(f, "invalid replay: {why}"),
+            DurableError::InvalidFlow(why) => write!(f, "invalid flow key: {why}"),
         }
     }
 }
@@ -200,7 +204,8 @@ impl DurableError {
             | DurableError::InvalidMethod(_)
             | DurableError::InvalidUrl(_)
             | DurableError::InvalidHeader(_)
-            | DurableError::InvalidReplay(_) => true,
+            | DurableError::InvalidReplay(_)
+            | DurableError::InvalidFlow(_) => true,
             DurableError::Unavailable(_)
             | DurableError::Closed
             | DurableError::Locked(_)
@@ -424,6 +429,7 @@ mod tests {
             DurableError::InvalidUrl("ftp://x".into()),
             DurableError::InvalidHeader("Host".into()),
             DurableError::InvalidReplay("rate 0".into()),
+            DurableError::InvalidFlow("empty".into()),
         ];
         let store = [
             DurableError::Unavailable(d()),

@@ -27,6 +27,10 @@ pub enum TimerState {
     Running,
     /// Gave up: failed, or ran out of attempts. See [`DeadLetter`].
     Dead,
+    /// Came due while its flow key was paused: kept in the store, claimed
+    /// by no node, until the key is resumed (then pending again, in due
+    /// order). See [`DurableTimers::pause_flow`](crate::DurableTimers::pause_flow).
+    Parked,
 }
 
 /// One timer as the store holds it.

@@ -101,6 +101,8 @@ mod dead_filter;
 mod dedup;
 mod error;
 mod fired;
+mod flow_key;
+mod flows;
 #[cfg(feature = "http")]
 pub mod http;
 mod info;
@@ -135,6 +137,7 @@ pub use self::dead_filter::DeadFilter;
 pub use self::dedup::{EndedHow, EndedTimer};
 pub use self::error::{DurableError, ErrorDetail};
 pub use self::fired::{Fired, Outcome};
+pub use self::flows::{FlowStatus, Flows};
 pub use self::info::{
     DeadLetter, DurableStats, HttpCounts, LatenessBuckets, TimerInfo, TimerState,
 };

@@ -46,6 +46,8 @@ pub enum Listing {
     Claimed,
     /// Dead letters, by failure time, ties by key.
     Dead,
+    /// Parked timers (their flow key is paused), by due time, ties by key.
+    Parked,
 }
 
 impl Listing {
@@ -54,6 +56,7 @@ impl Listing {
             Listing::Pending => 'p',
             Listing::Claimed => 'c',
             Listing::Dead => 'd',
+            Listing::Parked => 'k',
         }
     }
 }
@@ -182,6 +185,7 @@ impl FromStr for Cursor {
             "p" => Listing::Pending,
             "c" => Listing::Claimed,
             "d" => Listing::Dead,
+            "k" => Listing::Parked,
             _ => return Err(bad("unknown listing")),
         };
         if score.is_empty() || !score.bytes().all(|b| b.is_ascii_digit()) {

@@ -252,9 +252,16 @@ mod tests {
             &self,
             c: &[crate::store::Fenced<'_>],
             a: &[Option<Advance>],
+            f: &[&str],
             l: crate::store::Millis,
         ) -> StoreResult<Vec<crate::store::Start>> {
-            self.0.start_runs(c, a, l)
+            self.0.start_runs(c, a, f, l)
+        }
+        fn set_paused(&self, f: Option<&str>, p: bool) -> StoreResult<bool> {
+            self.0.set_paused(f, p)
+        }
+        fn flows(&self) -> StoreResult<crate::store::FlowsState> {
+            self.0.flows()
         }
         fn renew(&self, h: &[crate::store::Fenced<'_>], l: u64) -> StoreResult<Vec<bool>> {
             self.0.renew(h, l)

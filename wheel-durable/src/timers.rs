@@ -549,6 +549,7 @@ mod tests {
             pending: 0,
             claimed: 2,
             dead: 3,
+            parked: 0,
             next_due: Some(400),
         };
         let read = store_stats(Snapshot {

@@ -130,6 +130,9 @@ pub struct HttpCallback {
     /// This callback's own retry policy, or `None` for the node's (see
     /// [`retry`](HttpCallback::retry)).
     pub retry: Option<RetryPolicy>,
+    /// The flow key this callback counts against, or `None` for its URL's
+    /// origin (see [`flow`](HttpCallback::flow)).
+    pub flow: Option<String>,
 }
 
 /// Header names (lowercase) the client or the node sets, and the
@@ -227,6 +230,7 @@ impl HttpCallback {
             headers: Vec::new(),
             body: Vec::new(),
             retry: None,
+            flow: None,
         }
     }
 
@@ -293,6 +297,56 @@ impl HttpCallback {
         self
     }
 
+    /// Names the flow key this callback counts against, instead of its
+    /// URL's origin: callbacks that share a flow key are paused and
+    /// resumed together ([`DurableTimers::pause_flow`]). A key is 1 to 512
+    /// bytes without a control character, checked when the callback is
+    /// added. It is stored with the callback, in a newer payload layout
+    /// that only nodes that know flow keys read as a callback.
+    ///
+    /// [`DurableTimers::pause_flow`]: crate::DurableTimers::pause_flow
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_durable::http::{HttpCallback, Method};
+    ///
+    /// let cb = HttpCallback::new(Method::Post, "https://shop.example/hooks/order");
+    /// assert_eq!(cb.flow_key(), "https://shop.example");
+    /// let cb = cb.flow("shop-orders");
+    /// assert_eq!(cb.flow_key(), "shop-orders");
+    /// ```
+    #[must_use]
+    pub fn flow(mut self, key: impl Into<String>) -> HttpCallback {
+        self.flow = Some(key.into());
+        self
+    }
+
+    /// The flow key this callback counts against: the one named with
+    /// [`flow`](HttpCallback::flow), else its URL's origin (scheme, host,
+    /// and the port when it is not the scheme's default), else the URL as
+    /// written when it does not parse.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wheel_durable::http::{HttpCallback, Method};
+    ///
+    /// let cb = HttpCallback::new(Method::Get, "http://127.0.0.1:8080/ping?x=1");
+    /// assert_eq!(cb.flow_key(), "http://127.0.0.1:8080");
+    /// let cb = HttpCallback::new(Method::Get, "HTTPS://Shop.Example:443/a");
+    /// assert_eq!(cb.flow_key(), "https://shop.example");
+    /// ```
+    pub fn flow_key(&self) -> String {
+        if let Some(flow) = &self.flow {
+            return flow.clone();
+        }
+        match url::Url::parse(&self.url) {
+            Ok(u) => u.origin().ascii_serialization(),
+            Err(_) => self.url.clone(),
+        }
+    }
+
     /// Reads back a callback from a timer's payload (for instance a dead
     /// letter's), or `None` when the payload is not a callback.
     ///
@@ -328,6 +382,9 @@ impl HttpCallback {
     pub fn to_payload(&self) -> Result<Vec<u8>, DurableError> {
         self.uri()?;
         check_headers(&self.headers)?;
+        if let Some(flow) = &self.flow {
+            crate::flow_key::check_flow_key(flow)?;
+        }
         Ok(wire::encode(self))
     }
 

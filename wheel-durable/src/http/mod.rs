@@ -140,3 +140,14 @@ pub(crate) fn handler(
         })
     }))
 }
+
+/// Whether a timer's payload is a callback (maybe a damaged one).
+pub(crate) fn is_callback_payload(payload: &[u8]) -> bool {
+    wire::is_callback(payload)
+}
+
+/// A callback payload's flow key: the one the callback names, else its
+/// URL's origin; `None` for a damaged payload.
+pub(crate) fn flow_key_of(payload: &[u8]) -> Option<String> {
+    wire::decode(payload).map(|cb| cb.flow_key())
+}

@@ -3,15 +3,18 @@
 //! Layout: the [`MAGIC`] prefix (whose last byte is the layout's version),
 //! the method's code (u8, its index in [`Method::ALL`]), the URL, the
 //! number of headers (u32), each header's name then value, in version 2
-//! the callback's retry policy, and the body to the end. Each string is its
+//! the callback's retry policy, in version 3 a flags byte (1: a policy
+//! follows, 2: a flow key follows) then the policy and the flow key as the
+//! flags say, and the body to the end. Each string is its
 //! length (u32) then its UTF-8 bytes; a duration is its seconds (u64) then
 //! its nanoseconds (u32, below one second); a float is its IEEE 754 bits
 //! (u64). Integers are little-endian. The policy is its initial wait, its
 //! multiplier, its longest wait, its jitter and its attempts (u32).
 //!
-//! A callback without a policy is written in version 1, byte for byte as
-//! before policies existed, so nodes that only read version 1 still send
-//! it; both versions are read. A payload without a prefix of a known
+//! A callback without a policy or a flow key is written in version 1, byte
+//! for byte as before policies existed, so nodes that only read version 1
+//! still send it; one with a policy and no flow key in version 2; one with
+//! a flow key in version 3. All three are read. A payload without a prefix of a known
 //! version is not a callback; one with the prefix that does not parse to
 //! the end is damaged, and is never sent.
 //!
@@ -30,12 +33,21 @@ pub(crate) const MAGIC: &[u8; 12] = b"\0wheel:http\x01";
 /// Starts every callback payload with a retry policy: version 2.
 pub(crate) const MAGIC_V2: &[u8; 12] = b"\0wheel:http\x02";
 
+/// Starts every callback payload with a flow key: version 3.
+pub(crate) const MAGIC_V3: &[u8; 12] = b"\0wheel:http\x03";
+
+/// Version 3's flags: a policy follows.
+const HAS_POLICY: u8 = 1;
+
+/// Version 3's flags: a flow key follows.
+const HAS_FLOW: u8 = 2;
+
 /// The bytes of an encoded policy: two durations, two floats, a u32.
 const POLICY_LEN: usize = 2 * 12 + 2 * 8 + 4;
 
 /// Whether `payload` claims to be a callback (it may still be damaged).
 pub(crate) fn is_callback(payload: &[u8]) -> bool {
-    payload.starts_with(MAGIC) || payload.starts_with(MAGIC_V2)
+    payload.starts_with(MAGIC) || payload.starts_with(MAGIC_V2) || payload.starts_with(MAGIC_V3)
 }
 
 fn put_duration(out: &mut Vec<u8>, d: Duration) {
@@ -64,9 +76,15 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
 pub(crate) fn encode(cb: &HttpCallback) -> Vec<u8> {
     let strings: usize = cb.headers.iter().map(|(n, v)| 8 + n.len() + v.len()).sum();
     let policy = if cb.retry.is_some() { POLICY_LEN } else { 0 };
-    let mut out =
-        Vec::with_capacity(MAGIC.len() + 9 + cb.url.len() + strings + policy + cb.body.len());
-    out.extend_from_slice(if cb.retry.is_some() { MAGIC_V2 } else { MAGIC });
+    let flow = cb.flow.as_ref().map_or(0, |f| 5 + f.len());
+    let mut out = Vec::with_capacity(
+        MAGIC.len() + 9 + cb.url.len() + strings + policy + flow + cb.body.len(),
+    );
+    out.extend_from_slice(match (&cb.retry, &cb.flow) {
+        (None, None) => MAGIC,
+        (Some(_), None) => MAGIC_V2,
+        (_, Some(_)) => MAGIC_V3,
+    });
     out.push(method_code(cb.method));
     put_str(&mut out, &cb.url);
     let count = u32::try_from(cb.headers.len()).unwrap_or(u32::MAX);
@@ -75,8 +93,15 @@ pub(crate) fn encode(cb: &HttpCallback) -> Vec<u8> {
         put_str(&mut out, name);
         put_str(&mut out, value);
     }
+    if cb.flow.is_some() {
+        let policy = if cb.retry.is_some() { HAS_POLICY } else { 0 };
+        out.push(policy | HAS_FLOW);
+    }
     if let Some(p) = &cb.retry {
         put_policy(&mut out, p);
+    }
+    if let Some(flow) = &cb.flow {
+        put_str(&mut out, flow);
     }
     out.extend_from_slice(&cb.body);
     out
@@ -141,9 +166,12 @@ impl<'a> Reader<'a> {
 
 /// The callback in `payload`, or `None` when it is not one or is damaged.
 pub(crate) fn decode(payload: &[u8]) -> Option<HttpCallback> {
-    let (rest, with_policy) = match payload.strip_prefix(MAGIC) {
-        Some(rest) => (rest, false),
-        None => (payload.strip_prefix(MAGIC_V2)?, true),
+    let (rest, version) = if let Some(rest) = payload.strip_prefix(MAGIC) {
+        (rest, 1)
+    } else if let Some(rest) = payload.strip_prefix(MAGIC_V2) {
+        (rest, 2)
+    } else {
+        (payload.strip_prefix(MAGIC_V3)?, 3)
     };
     let mut r = Reader { rest };
     let method = *Method::ALL.get(usize::from(r.take(1)?[0]))?;
@@ -154,13 +182,29 @@ pub(crate) fn decode(payload: &[u8]) -> Option<HttpCallback> {
     for _ in 0..count {
         headers.push((r.string()?, r.string()?));
     }
-    let retry = if with_policy { Some(r.policy()?) } else { None };
+    let flags = match version {
+        1 => 0,
+        2 => HAS_POLICY,
+        // An unknown flag is damage, not something to skip.
+        _ => Some(r.take(1)?[0]).filter(|f| f & !(HAS_POLICY | HAS_FLOW) == 0)?,
+    };
+    let retry = if flags & HAS_POLICY != 0 {
+        Some(r.policy()?)
+    } else {
+        None
+    };
+    let flow = if flags & HAS_FLOW != 0 {
+        Some(r.string()?)
+    } else {
+        None
+    };
     Some(HttpCallback {
         method,
         url,
         headers,
         body: r.rest.to_vec(),
         retry,
+        flow,
     })
 }
 
@@ -189,6 +233,23 @@ mod tests {
     }
 
     #[test]
+    fn a_flow_key_is_written_in_version_3_with_or_without_a_policy() {
+        let flowed = sample().flow("shop");
+        let bytes = encode(&flowed);
+        assert!(bytes.starts_with(MAGIC_V3));
+        assert_eq!(decode(&bytes), Some(flowed.clone()));
+        let both = flowed.retry(RetryPolicy::new().max_attempts(3));
+        assert_eq!(decode(&encode(&both)), Some(both.clone()));
+        // The flags byte follows the headers: an unknown flag is damage.
+        let mut bad = encode(&HttpCallback::new(Method::Get, "http://a/").flow("f"));
+        let flags_at = MAGIC_V3.len() + 1 + 4 + "http://a/".len() + 4;
+        assert_eq!(bad[flags_at], HAS_FLOW);
+        bad[flags_at] |= 4;
+        assert_eq!(decode(&bad), None);
+        assert!(encode(&sample()).starts_with(MAGIC), "no flow key, no policy: version 1");
+    }
+
+    #[test]
     fn codes_follow_the_order_of_all() {
         for (i, m) in Method::ALL.into_iter().enumerate() {
             assert_eq!(usize::from(method_code(m)), i);
@@ -197,7 +258,7 @@ mod tests {
 
     #[test]
     fn payloads_without_the_prefix_are_not_callbacks() {
-        for p in [&b""[..], b"close", b"\0wheel:http", b"\0wheel:http\x03rest"] {
+        for p in [&b""[..], b"close", b"\0wheel:http", b"\0wheel:http\x04rest"] {
             assert!(!is_callback(p), "{p:?}");
             assert_eq!(decode(p), None, "{p:?}");
         }

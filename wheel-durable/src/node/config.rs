@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::flow_key::FlowKeys;
 use crate::store::Millis;
 use crate::{Fired, Outcome, RetryPolicy};
 
@@ -29,6 +30,8 @@ pub(crate) struct NodeConfig {
     pub(crate) poll: Duration,
     pub(crate) max_held: usize,
     pub(crate) retry: RetryPolicy,
+    /// How each timer's flow key is found.
+    pub(crate) flows: FlowKeys,
     /// Async handlers: run as tasks instead of on `workers` threads (which
     /// then size the runtime the node owns).
     #[cfg(feature = "tokio")]

@@ -31,6 +31,8 @@ pub(crate) struct Counters {
     pub(crate) retried: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) stale: AtomicU64,
+    /// Starts refused because the namespace or the flow key was paused.
+    pub(crate) paused: AtomicU64,
     pub(crate) store_errors: AtomicU64,
     pub(crate) claims: AtomicU64,
 }

@@ -133,8 +133,10 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
     let fenced: Vec<Fenced<'_>> = batch.iter().map(Claimed::fenced).collect();
     // The chain steps of schedules' pending runs go with their start.
     let keys: Vec<&str> = batch.iter().map(|c| c.key.as_str()).collect();
+    let flows = shared.config.flows.keys_of(&batch);
+    let flows: Vec<&str> = flows.iter().map(|f| f.as_deref().unwrap_or("")).collect();
     let answers = crate::schedule_store::advances(&*shared.store, &keys)
-        .and_then(|plans| shared.store.start_runs(&fenced, &plans, shared.lease_ms));
+        .and_then(|plans| shared.store.start_runs(&fenced, &plans, &flows, shared.lease_ms));
     let answers = match answers {
         Ok(answers) => answers,
         Err(e) => {
@@ -161,6 +163,15 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
                     key = ?c.key,
                     fence = c.fence,
                     "not started: cancelled, rescheduled or claimed again since this node's claim"
+                );
+            }
+            Start::Paused { .. } => {
+                // The store keeps it (pending or parked) until the resume.
+                shared.counters.paused.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(
+                    namespace = %shared.config.namespace,
+                    key = ?c.key,
+                    "not started: its namespace or flow key is paused"
                 );
             }
             Start::NotYet { now, due } => {

@@ -93,6 +93,9 @@ pub enum DurableOp {
     Start {
         /// (key index, stale fence) of each entry.
         keys: Vec<(u8, bool)>,
+        /// The flow key of each entry, an index into [`FLOWS`] (none for
+        /// an entry past the end).
+        flows: Vec<u8>,
         /// The run's lease, in ms (at least 1).
         lease: u8,
     },
@@ -121,7 +124,7 @@ pub enum DurableOp {
     Counts,
     /// One page of a listing.
     List {
-        /// The listing: pending, claimed, dead (modulo 3).
+        /// The listing: pending, claimed, dead, parked (modulo 4).
         which: u8,
         /// Resume strictly after (score offset from now, key index).
         after: Option<(i16, u8)>,
@@ -131,7 +134,7 @@ pub enum DurableOp {
     /// A whole listing, page by page, each resuming after the last timer
     /// of the page before.
     ListAll {
-        /// The listing: pending, claimed, dead (modulo 3).
+        /// The listing: pending, claimed, dead, parked (modulo 4).
         which: u8,
         /// The page size less one (modulo 4).
         page: u8,
@@ -145,7 +148,21 @@ pub enum DurableOp {
     DedupWindow(u16),
     /// Reads the dedup window's memory of a key.
     Ended(u8),
+    /// Pauses or resumes a flow key (an index into [`FLOWS`]; `""` means
+    /// the namespace).
+    Pause {
+        /// The flow key's index.
+        flow: u8,
+        /// Pause, or resume.
+        paused: bool,
+    },
+    /// The paused state of the namespace and its flow keys.
+    Flows,
 }
+
+/// The flow keys operations name (by index, modulo their count); the
+/// empty one means none (for a start) or the namespace (for a pause).
+pub const FLOWS: [&str; 4] = ["", "https://a.example", "f", "é|g"];
 
 /// Every answer a store gives, in one comparable form.
 #[derive(Debug, PartialEq, Eq)]
@@ -161,6 +178,7 @@ enum Answer {
     Listed(Vec<Listed>),
     Schedule(ScheduleAnswer),
     Ended(Option<super::Memory>),
+    Flows(super::FlowsState),
 }
 
 fn key(k: u8) -> &'static str {
@@ -168,11 +186,16 @@ fn key(k: u8) -> &'static str {
 }
 
 fn listing(which: u8) -> Listing {
-    match which % 3 {
+    match which % 4 {
         0 => Listing::Pending,
         1 => Listing::Claimed,
-        _ => Listing::Dead,
+        2 => Listing::Dead,
+        _ => Listing::Parked,
     }
+}
+
+fn flow(f: u8) -> &'static str {
+    FLOWS[usize::from(f) % FLOWS.len()]
 }
 
 fn mode(if_absent: bool) -> AddMode {
@@ -338,8 +361,12 @@ impl DurableBench {
                 max: usize::from(*max % 8),
                 max_attempts: u32::from(*max_attempts % 4).max(1),
             })?),
-            O::Start { keys, lease } => {
-                Answer::Starts(store.start(&self.held(keys), u64::from(*lease).max(1))?)
+            O::Start { keys, flows, lease } => {
+                let flows: Vec<&str> = (0..keys.len())
+                    .map(|i| flows.get(i).map_or("", |&f| flow(f)))
+                    .collect();
+                let lease = u64::from(*lease).max(1);
+                Answer::Starts(store.start_runs(&self.held(keys), &[], &flows, lease)?)
             }
             O::Renew { keys, lease } => {
                 Answer::Bools(store.renew(&self.held(keys), u64::from(*lease).max(1))?)
@@ -386,6 +413,11 @@ impl DurableBench {
                 Answer::Unit
             }
             O::Ended(k) => Answer::Ended(store.ended(key(*k))?),
+            O::Pause { flow: f, paused } => {
+                let f = Some(flow(*f)).filter(|f| !f.is_empty());
+                Answer::Bool(store.set_paused(f, *paused)?)
+            }
+            O::Flows => Answer::Flows(store.flows()?),
         })
     }
 
@@ -429,9 +461,10 @@ impl DurableBench {
             self.step(&DurableOp::Ended(k));
         }
         self.step(&DurableOp::DeadLetters(u8::MAX));
-        for which in 0..3 {
+        for which in 0..4 {
             self.step(&DurableOp::ListAll { which, page: 3 });
         }
+        self.step(&DurableOp::Flows);
         self.step(&DurableOp::Schedule(ScheduleOp::Read));
     }
 }

@@ -16,7 +16,9 @@
 //!   RUNNING ── finish(Done) ─▶ (none)     finish(Retry) ─▶ PENDING     finish(Dead) ─▶ DEAD
 //!   CLAIMED / RUNNING ── lease passed, at the next claim ─▶ PENDING (or DEAD when a run's
 //!                                                           lease passed on its last attempt)
-//!   PENDING / CLAIMED ── cancel ─▶ (none), answers true
+//!   CLAIMED ── start, flow key paused ─▶ PARKED   (namespace paused: PENDING)
+//!   PARKED  ── resume its flow key / reschedule / add (replace) ─▶ PENDING
+//!   PENDING / CLAIMED / PARKED ── cancel ─▶ (none), answers true
 //!   RUNNING / DEAD    ── cancel ─▶ (none), answers false (a started run finishes; its
 //!                                                         outcome is then ignored)
 //! ```
@@ -24,7 +26,9 @@
 //! Invariants every store keeps:
 //! - A timer is in exactly one index: the due index while `Pending` (by
 //!   `(due, key)`), the lease index while `Claimed` or `Running` (by
-//!   `(lease_until, key)`), the dead index while `Dead`.
+//!   `(lease_until, key)`), the dead index while `Dead`, its flow key's
+//!   parked index while `Parked` (by `(due, key)`; `flow_state.rs` has the
+//!   rules of pausing).
 //! - Fences come from one counter per namespace and only grow, so every
 //!   claim of a key carries a fence larger than any earlier one.
 //! - `start`, `renew`, `finish` and `release` act only when the fence
@@ -65,6 +69,7 @@ use std::sync::Arc;
 #[cfg(any(test, fuzzing))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub(crate) use self::flow_state::{FlowEntry, FlowsState, UNPARK_BATCH};
 use self::schedules::{SchedAnswer, SchedOp, SchedRecord};
 pub(crate) use super::dedup::Memory;
 use super::time::system_now;
@@ -74,6 +79,7 @@ use crate::schedule::chain::Advance;
 
 #[cfg(feature = "embedded")]
 pub(crate) mod embedded;
+pub(crate) mod flow_state;
 #[cfg(all(feature = "embedded", any(test, fuzzing)))]
 pub(crate) mod fuzz;
 #[cfg(all(feature = "embedded", any(test, fuzzing)))]
@@ -220,13 +226,18 @@ pub(crate) enum Start {
     NotYet { now: Millis, due: Millis },
     /// Cancelled, rescheduled, re-added or claimed again since.
     Stale,
+    /// Due, but its namespace or its flow key is paused: not started (no
+    /// attempt counted), handed back or parked (`flow_state.rs`).
+    Paused { now: Millis },
 }
 
 impl Start {
     /// The store's clock when it answered, unless stale.
     pub(crate) fn now(&self) -> Option<Millis> {
         match *self {
-            Start::Started { now, .. } | Start::NotYet { now, .. } => Some(now),
+            Start::Started { now, .. } | Start::NotYet { now, .. } | Start::Paused { now } => {
+                Some(now)
+            }
             Start::Stale => None,
         }
     }
@@ -250,6 +261,8 @@ pub(crate) struct Counts {
     pub(crate) pending: u64,
     pub(crate) claimed: u64,
     pub(crate) dead: u64,
+    /// Parked while their flow key is paused.
+    pub(crate) parked: u64,
     /// The earliest pending due time.
     pub(crate) next_due: Option<Millis>,
 }
@@ -293,18 +306,28 @@ pub(crate) trait Store: Send + Sync + 'static {
     /// answer per timer, in order.
     #[cfg(all(feature = "embedded", any(test, fuzzing)))]
     fn start(&self, claims: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<Start>> {
-        self.start_runs(claims, &[], lease)
+        self.start_runs(claims, &[], &[], lease)
     }
     /// `start`, with the chain step planned for each claim that is a
-    /// schedule's pending run (`advances` is empty or one per claim); a
-    /// schedule's run is started only as the schedule rules allow
-    /// ([`schedule_steps`] says which; a refused one answers `Stale`).
+    /// schedule's pending run (`advances` is empty or one per claim) and
+    /// each claim's flow key (`flows` is empty, meaning none, or one per
+    /// claim, `""` for none); a schedule's run is started only as the
+    /// schedule rules allow ([`schedule_steps`] says which; a refused one
+    /// answers `Stale`), a claim of a paused namespace or flow key is
+    /// handed back or parked (`flow_state.rs`).
     fn start_runs(
         &self,
         claims: &[Fenced<'_>],
         advances: &[Option<Advance>],
+        flows: &[&str],
         lease: Millis,
     ) -> StoreResult<Vec<Start>>;
+    /// Pauses (`paused`) or resumes the namespace (`flow` is `None`) or one
+    /// flow key (not empty); true if that changed its state. Resuming a
+    /// key makes its parked timers pending again (`flow_state.rs`).
+    fn set_paused(&self, flow: Option<&str>, paused: bool) -> StoreResult<bool>;
+    /// The paused state of the namespace and of its flow keys.
+    fn flows(&self) -> StoreResult<FlowsState>;
     /// The store's clock, and the record of each schedule id.
     fn schedules(&self, ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)>;
     /// The store's clock, and the record of the schedule of each claimed

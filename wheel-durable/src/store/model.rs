@@ -11,9 +11,9 @@ use std::sync::Mutex;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Memory,
-    Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake, claim_lease_end, later,
-    lease_lost_reason,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, FlowEntry,
+    FlowsState, Listed, Memory, Millis, NewTimer, Start, Store, StoreClock, StoreResult,
+    UNPARK_BATCH, Wake, claim_lease_end, later, lease_lost_reason,
 };
 use crate::dedup::rememberable;
 use crate::schedule::chain::Advance;
@@ -35,6 +35,15 @@ struct Timer {
     lease_until: Millis,
     /// The fence of the first started run, once a later claim replaced it.
     first_fence: Option<u64>,
+    /// The flow key it is parked under, while `Parked`.
+    parked: Option<String>,
+}
+
+impl Timer {
+    /// Claimed or running: held by a node, in the lease index.
+    fn held_by_node(&self) -> bool {
+        matches!(self.state, TimerState::Claimed | TimerState::Running)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -58,6 +67,12 @@ struct State {
     ended: HashMap<String, Memory>,
     /// The dedup window, in ms (zero: remember nothing).
     dedup: Millis,
+    /// Whether the namespace is paused.
+    paused_all: bool,
+    /// The paused flow keys.
+    paused: BTreeSet<String>,
+    /// Resumed flow keys whose parked timers are not all pending yet.
+    resuming: BTreeSet<String>,
 }
 
 /// The model store; its clock is manual.
@@ -97,6 +112,7 @@ impl State {
             state: TimerState::Pending,
             lease_until: 0,
             first_fence: None,
+            parked: None,
         };
         self.timers.insert(key.to_owned(), t);
     }
@@ -141,7 +157,7 @@ impl State {
         let mut expired: Vec<(Millis, String)> = self
             .timers
             .iter()
-            .filter(|(_, t)| t.state != TimerState::Pending && t.lease_until <= now)
+            .filter(|(_, t)| t.held_by_node() && t.lease_until <= now)
             .map(|(k, t)| (t.lease_until, k.clone()))
             .collect();
         expired.sort();
@@ -197,7 +213,7 @@ impl State {
             Listing::Claimed => self
                 .timers
                 .iter()
-                .filter(|(_, t)| t.state != TimerState::Pending)
+                .filter(|(_, t)| t.held_by_node())
                 .map(|(k, t)| (t.lease_until, k.as_str()))
                 .collect(),
             Listing::Dead => self
@@ -205,6 +221,45 @@ impl State {
                 .iter()
                 .map(|(k, d)| (d.failed_at, k.as_str()))
                 .collect(),
+            Listing::Parked => self.by_due(TimerState::Parked),
+        }
+    }
+
+    /// Makes up to `limit` of `flow`'s parked timers pending, earliest
+    /// `(due, key)` first; answers how many it moved.
+    fn unpark(&mut self, flow: &str, limit: usize) -> usize {
+        let parked: Vec<String> = self
+            .by_due(TimerState::Parked)
+            .into_iter()
+            .filter(|(_, k)| self.timers[*k].parked.as_deref() == Some(flow))
+            .take(limit)
+            .map(|(_, k)| k.to_owned())
+            .collect();
+        for key in &parked {
+            let t = self.timers.get_mut(key).expect("listed above");
+            t.state = TimerState::Pending;
+            t.parked = None;
+        }
+        parked.len()
+    }
+
+    fn parked_count(&self, flow: &str) -> u64 {
+        let of_flow = |t: &&Timer| t.parked.as_deref() == Some(flow);
+        self.timers.values().filter(of_flow).count() as u64
+    }
+
+    /// A claim's first step after taking leases back: up to
+    /// [`UNPARK_BATCH`] parked timers of resuming keys made pending.
+    fn continue_resumes(&mut self) {
+        let mut budget = UNPARK_BATCH;
+        for flow in self.resuming.clone() {
+            budget -= self.unpark(&flow, budget);
+            if self.parked_count(&flow) == 0 {
+                self.resuming.remove(&flow);
+            }
+            if budget == 0 {
+                break;
+            }
         }
     }
 
@@ -255,6 +310,7 @@ impl Store for Model {
                 t.due = due.resolve(now);
                 t.first_due = t.due;
                 t.state = TimerState::Pending;
+                t.parked = None;
                 true
             }
             _ => false,
@@ -277,6 +333,16 @@ impl Store for Model {
         Ok(self.with(|s, now| {
             let mut batch = ClaimBatch::empty(now);
             s.expire_leases(now, req.max_attempts, &mut batch);
+            s.continue_resumes();
+            batch.next_lease = s
+                .timers
+                .values()
+                .filter(|t| t.held_by_node())
+                .map(|t| t.lease_until)
+                .min();
+            if s.paused_all {
+                return batch;
+            }
             let horizon = now.saturating_add(req.window);
             let due: Vec<(Millis, String)> = s
                 .by_due(TimerState::Pending)
@@ -307,12 +373,9 @@ impl Store for Model {
                 });
             }
             batch.next_due = s.by_due(TimerState::Pending).first().map(|(d, _)| *d);
-            batch.next_lease = s
-                .timers
-                .values()
-                .filter(|t| t.state != TimerState::Pending)
-                .map(|t| t.lease_until)
-                .min();
+            batch.next_lease = batch.next_lease.into_iter().chain(
+                batch.timers.iter().map(|c| claim_lease_end(c.due, now, req.lease)),
+            ).min();
             batch
         }))
     }
@@ -321,6 +384,7 @@ impl Store for Model {
         &self,
         claims: &[Fenced<'_>],
         advances: &[Option<Advance>],
+        flows: &[&str],
         lease: Millis,
     ) -> StoreResult<Vec<Start>> {
         self.with(|s, now| {
@@ -335,6 +399,18 @@ impl Store for Model {
                 };
                 if due > now {
                     answers.push(Start::NotYet { now, due });
+                    continue;
+                }
+                let flow = flows.get(i).copied().unwrap_or("");
+                if s.paused_all || s.paused.contains(flow) {
+                    let t = s.timers.get_mut(c.key).expect("held above");
+                    if s.paused_all {
+                        t.state = TimerState::Pending;
+                    } else {
+                        t.state = TimerState::Parked;
+                        t.parked = Some(flow.to_owned());
+                    }
+                    answers.push(Start::Paused { now });
                     continue;
                 }
                 let advance = advances.get(i).and_then(Option::as_ref);
@@ -358,7 +434,7 @@ impl Store for Model {
     fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
         Ok(self.with(|s, now| {
             let renew = |s: &mut State, h: &Fenced<'_>| match s.timers.get_mut(h.key) {
-                Some(t) if t.fence == h.fence && t.state != TimerState::Pending => {
+                Some(t) if t.fence == h.fence && t.held_by_node() => {
                     t.lease_until = t.lease_until.max(later(now, lease));
                     true
                 }
@@ -462,11 +538,13 @@ impl Store for Model {
     fn counts(&self) -> StoreResult<Counts> {
         Ok(self.with(|s, now| {
             let pending = s.by_due(TimerState::Pending);
+            let parked = s.by_due(TimerState::Parked).len();
             Counts {
                 now,
                 pending: pending.len() as u64,
-                claimed: (s.timers.len() - pending.len()) as u64,
+                claimed: (s.timers.len() - pending.len() - parked) as u64,
                 dead: s.dead.len() as u64,
+                parked: parked as u64,
                 next_due: pending.first().map(|(d, _)| *d),
             }
         }))
@@ -506,6 +584,46 @@ impl Store for Model {
                 .take(limit)
                 .map(|(id, _)| id.clone())
                 .collect()
+        }))
+    }
+
+    fn set_paused(&self, flow: Option<&str>, paused: bool) -> StoreResult<bool> {
+        Ok(self.with(|s, _| {
+            let Some(flow) = flow else {
+                let changed = s.paused_all != paused;
+                s.paused_all = paused;
+                return changed;
+            };
+            if paused {
+                s.resuming.remove(flow);
+                return s.paused.insert(flow.to_owned());
+            }
+            if !s.paused.remove(flow) {
+                return false;
+            }
+            s.unpark(flow, UNPARK_BATCH);
+            if s.parked_count(flow) > 0 {
+                s.resuming.insert(flow.to_owned());
+            }
+            true
+        }))
+    }
+
+    fn flows(&self) -> StoreResult<FlowsState> {
+        Ok(self.with(|s, _| {
+            let mut keys: BTreeSet<&str> = s.paused.iter().map(String::as_str).collect();
+            keys.extend(s.timers.values().filter_map(|t| t.parked.as_deref()));
+            FlowsState {
+                paused: s.paused_all,
+                keys: keys
+                    .into_iter()
+                    .map(|k| FlowEntry {
+                        key: k.to_owned(),
+                        paused: s.paused.contains(k),
+                        parked: s.parked_count(k),
+                    })
+                    .collect(),
+            }
         }))
     }
 

@@ -80,6 +80,7 @@ fn state_byte(s: TimerState) -> u8 {
         TimerState::Claimed => 1,
         TimerState::Running => 2,
         TimerState::Dead => 3,
+        TimerState::Parked => 4,
     }
 }
 
@@ -88,6 +89,7 @@ fn state_of(b: u8) -> Option<TimerState> {
         0 => TimerState::Pending,
         1 => TimerState::Claimed,
         2 => TimerState::Running,
+        4 => TimerState::Parked,
         _ => return None,
     })
 }
@@ -283,6 +285,7 @@ mod tests {
             TimerState::Pending,
             TimerState::Claimed,
             TimerState::Running,
+            TimerState::Parked,
         ] {
             for (first_due, first_fence) in [
                 (u64::MAX, None),

@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 
 use super::Store;
-use super::fuzz::{DurableBench, DurableOp as Op, KEYS};
+use super::fuzz::{DurableBench, DurableOp as Op, FLOWS, KEYS};
 use super::fuzz_schedules::{IDS, ScheduleOp};
 
 /// A key index.
@@ -39,7 +39,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (0u8..100, 1u8..100, 0u8..5, 1u8..4).prop_map(|(window, lease, max, max_attempts)| {
             Op::Claim { window, lease, max, max_attempts }
         }),
-        4 => (fenced(), 1u8..100).prop_map(|(keys, lease)| Op::Start { keys, lease }),
+        4 => (fenced(), flows(), 1u8..100)
+            .prop_map(|(keys, flows, lease)| Op::Start { keys, flows, lease }),
         1 => (fenced(), 1u8..100).prop_map(|(keys, lease)| Op::Renew { keys, lease }),
         4 => prop::collection::vec((key(), prop::bool::weighted(0.2), 0u8..3, 0u8..50), 1..5)
             .prop_map(Op::Finish),
@@ -47,15 +48,24 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..4).prop_map(Op::DeadLetters),
         1 => (key(), at()).prop_map(|(key, at)| Op::RetryDead { key, at }),
         1 => Just(Op::Counts),
-        2 => (0u8..3, prop::option::of((-60i16..200, key())), 0u8..4)
+        2 => (0u8..4, prop::option::of((-60i16..200, key())), 0u8..4)
             .prop_map(|(which, after, limit)| Op::List { which, after, limit }),
-        1 => (0u8..3, 0u8..3).prop_map(|(which, page)| Op::ListAll { which, page }),
+        1 => (0u8..4, 0u8..3).prop_map(|(which, page)| Op::ListAll { which, page }),
         3 => (0u16..60).prop_map(Op::Advance),
         1 => (500u16..8_000).prop_map(Op::Advance),
         6 => schedule_op().prop_map(Op::Schedule),
         1 => (0u16..300).prop_map(Op::DedupWindow),
         1 => key().prop_map(Op::Ended),
+        2 => (0..FLOWS.len() as u8, prop::bool::weighted(0.6))
+            .prop_map(|(flow, paused)| Op::Pause { flow, paused }),
+        1 => Just(Op::Flows),
     ]
+}
+
+/// The flow keys of a start's entries: mostly a key, sometimes none (an
+/// entry past the end of the list has none too).
+fn flows() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(0..FLOWS.len() as u8, 0..5)
 }
 
 /// A schedule operation: the runs' starts and finishes most often, so
@@ -109,6 +119,7 @@ fn add_if_absent(key: u8, at: i16, payload: u8) -> Op {
 fn start(key: u8, stale: bool, lease: u8) -> Op {
     Op::Start {
         keys: vec![(key, stale)],
+        flows: Vec::new(),
         lease,
     }
 }
@@ -219,6 +230,7 @@ fn a_batch_starts_only_the_timers_still_held_with_their_fence() {
                 (4, false),
                 (4, false),
             ],
+            flows: Vec::new(),
             lease: 20,
         },
         Finish(vec![
@@ -562,4 +574,114 @@ fn pause_resume_and_delete(mut bench: DurableBench, claim: &Op, start: &Op) {
     bench.step(&Schedule(S::Delete(0)));
     assert_eq!(record(&bench), None);
     bench.check_all();
+}
+
+fn start_in(key: u8, flow: u8) -> Op {
+    Op::Start {
+        keys: vec![(key, false)],
+        flows: vec![flow],
+        lease: 30,
+    }
+}
+
+fn pause(flow: u8, paused: bool) -> Op {
+    Op::Pause { flow, paused }
+}
+
+/// Parking and resuming, step by step: a claim of a paused flow key is
+/// parked at its start (no attempt), claimed by nobody, cancelled,
+/// rescheduled or replaced out of the parked index; a resume makes the
+/// rest pending in due order; a paused namespace claims nothing and hands
+/// claims back at their start.
+#[test]
+fn pauses_park_and_resumes_unpark_as_the_model_does() {
+    use Op::*;
+    walk(&[
+        add(0, 0),
+        add(1, 3),
+        add(2, 0),
+        add(3, 0),
+        claim(10),
+        pause(1, true),
+        pause(1, true), // already paused: false
+        Advance(3),
+        start_in(0, 1), // parked
+        start_in(1, 1), // parked
+        start_in(2, 2), // another key: started
+        start_in(3, 1), // parked, then cancelled below
+        Get(0),
+        Flows,
+        ListAll { which: 3, page: 0 },
+        claim(10), // nothing parked is claimed
+        Cancel(3),
+        Renew {
+            keys: vec![(0, false)],
+            lease: 9,
+        },
+        Release(vec![(1, false)]),
+        Counts,
+        pause(1, false),
+        Flows,
+        claim(10), // 0 and 1, earliest due first
+        pause(0, true), // the namespace
+        start_in(0, 1), // handed back, pending
+        claim(10),      // nothing while paused
+        Counts,
+        pause(0, false),
+        claim(10),
+        start_in(0, 1),
+        // Parked, then moved out by a reschedule and by a replace.
+        pause(2, true),
+        start_in(1, 2),
+        Reschedule { key: 1, at: 50 },
+        add(4, 0),
+        claim(10),
+        start_in(4, 2),
+        add(4, 7),
+        Flows,
+        Counts,
+    ]);
+}
+
+/// A resume makes at most `UNPARK_BATCH` parked timers pending at once;
+/// the claims that follow make the rest pending, earliest first.
+#[test]
+fn a_long_resume_continues_in_the_claims() {
+    use super::model::Model;
+    use super::{ClaimRequest, Due, Fenced, NewTimer, StoreClock, UNPARK_BATCH};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+
+    let clock = Arc::new(AtomicU64::new(1_000));
+    let model = Model::new(StoreClock::Manual(clock));
+    let keys: Vec<String> = (0..UNPARK_BATCH + 5).map(|i| format!("t{i:05}")).collect();
+    let timers: Vec<NewTimer<'_>> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| NewTimer {
+            key: k,
+            due: Due::At(i as u64 / 2),
+            payload: b"",
+        })
+        .collect();
+    model.add(&timers, crate::AddMode::Replace).unwrap();
+    let req = ClaimRequest {
+        window: 0,
+        lease: 10_000,
+        max: usize::MAX,
+        max_attempts: 3,
+    };
+    let claimed = model.claim(&req).unwrap().timers;
+    model.set_paused(Some("f"), true).unwrap();
+    let held: Vec<Fenced<'_>> = claimed.iter().map(|c| c.fenced()).collect();
+    let flows = vec!["f"; held.len()];
+    model.start_runs(&held, &[], &flows, 100).unwrap();
+    assert_eq!(model.flows().unwrap().keys[0].parked, keys.len() as u64);
+    assert!(model.set_paused(Some("f"), false).unwrap());
+    assert_eq!(model.flows().unwrap().keys[0].parked, 5, "the rest waits");
+    assert_eq!(model.counts().unwrap().pending, UNPARK_BATCH as u64);
+    let next = model.claim(&ClaimRequest { max: 0, ..req }).unwrap();
+    assert_eq!(next.next_due, Some(0), "the earliest were made pending first");
+    assert!(model.flows().unwrap().keys.is_empty());
+    assert_eq!(model.counts().unwrap().pending, keys.len() as u64);
 }

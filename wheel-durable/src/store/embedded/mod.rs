@@ -300,10 +300,19 @@ impl Store for Embedded {
         }
     }
 
+    fn set_paused(&self, _flow: Option<&str>, _paused: bool) -> StoreResult<bool> {
+        todo!("FLOWS-TODO")
+    }
+
+    fn flows(&self) -> StoreResult<crate::store::FlowsState> {
+        todo!("FLOWS-TODO")
+    }
+
     fn start_runs(
         &self,
         claims: &[Fenced<'_>],
         advances: &[Option<Advance>],
+        _flows: &[&str],
         lease: Millis,
     ) -> StoreResult<Vec<Start>> {
         let claims = owned(claims);

@@ -552,6 +552,7 @@ impl<'s> Tables<'s> {
     /// The counts of timers in each state.
     pub(super) fn counts(&mut self) -> StoreResult<Counts> {
         Ok(Counts {
+            parked: 0, // FLOWS-TODO
             now: self.now,
             pending: self.cursor.pending,
             claimed: self.cursor.claimed,

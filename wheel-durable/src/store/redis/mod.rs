@@ -426,10 +426,19 @@ impl Store for RedisStore {
         Ok(batch)
     }
 
+    fn set_paused(&self, _flow: Option<&str>, _paused: bool) -> StoreResult<bool> {
+        todo!("FLOWS-TODO")
+    }
+
+    fn flows(&self) -> StoreResult<crate::store::FlowsState> {
+        todo!("FLOWS-TODO")
+    }
+
     fn start_runs(
         &self,
         claims: &[Fenced<'_>],
         advances: &[Option<Advance>],
+        _flows: &[&str],
         lease: Millis,
     ) -> StoreResult<Vec<Start>> {
         if claims.is_empty() {
@@ -545,6 +554,7 @@ impl Store for RedisStore {
                 Listing::Pending => "d",
                 Listing::Claimed => "l",
                 Listing::Dead => "q",
+                Listing::Parked => todo!("FLOWS-TODO"),
             });
             match after {
                 Some((score, key)) => inv.arg(score).arg(key),
@@ -568,6 +578,7 @@ impl Store for RedisStore {
         let n = |v: i64| u64::try_from(v).ok();
         match reply.as_slice() {
             [now, pending, claimed, dead, next] => Some(Counts {
+                parked: 0, // FLOWS-TODO
                 now: n(*now).ok_or_else(|| bad_reply("counts"))?,
                 pending: n(*pending).unwrap_or(0),
                 claimed: n(*claimed).unwrap_or(0),
