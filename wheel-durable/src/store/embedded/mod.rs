@@ -22,6 +22,9 @@
 
 mod dir;
 mod ended;
+#[cfg(test)]
+mod flow_tests;
+mod flows;
 mod read;
 mod schedules;
 mod spaces;
@@ -43,8 +46,8 @@ use self::writer::{Job, Reply, Step, Writer, call};
 use super::record::DeadRecord;
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Memory, Millis, NewTimer, Start,
-    Store, StoreClock, StoreResult, Wake,
+    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, FlowsState, Listed, Memory, Millis,
+    NewTimer, Start, Store, StoreClock, StoreResult, Wake,
 };
 use crate::schedule::chain::Advance;
 use crate::sync::lock;
@@ -300,30 +303,42 @@ impl Store for Embedded {
         }
     }
 
-    fn set_paused(&self, _flow: Option<&str>, _paused: bool) -> StoreResult<bool> {
-        todo!("FLOWS-TODO")
+    fn set_paused(&self, flow: Option<&str>, paused: bool) -> StoreResult<bool> {
+        let flow = flow.map(str::to_owned);
+        self.bool(
+            true,
+            Box::new(move |t| t.set_paused(flow.as_deref(), paused).map(Reply::Bool)),
+        )
     }
 
-    fn flows(&self) -> StoreResult<crate::store::FlowsState> {
-        todo!("FLOWS-TODO")
+    fn flows(&self) -> StoreResult<FlowsState> {
+        match self.call(
+            false,
+            Box::new(|t| Ok(Reply::Flows(t.cursor.flows.state()))),
+        )? {
+            Reply::Flows(f) => Ok(f),
+            other => Err(unexpected(other)),
+        }
     }
 
     fn start_runs(
         &self,
         claims: &[Fenced<'_>],
         advances: &[Option<Advance>],
-        _flows: &[&str],
+        flows: &[&str],
         lease: Millis,
     ) -> StoreResult<Vec<Start>> {
         let claims = owned(claims);
         let advances = advances.to_vec();
+        let flows: Vec<String> = flows.iter().map(|f| (*f).to_owned()).collect();
         let step: Step = Box::new(move |t| {
             let started: StoreResult<Vec<Start>> = claims
                 .iter()
                 .enumerate()
                 .map(|(i, (key, fence))| {
                     let advance = advances.get(i).and_then(Option::as_ref);
-                    t.start(key, *fence, lease, advance)
+                    let flow = flows.get(i).map_or("", String::as_str);
+                    t.start(key, *fence, lease, advance, flow)
                 })
                 .collect();
             started.map(Reply::Starts)
