@@ -27,9 +27,10 @@ use std::time::Duration;
 
 use fjall::{Database, PersistMode};
 
+use super::cursor::Cursor;
 use super::db_err;
 use super::spaces::Spaces;
-use super::tables::{Cursor, Tables};
+use super::tables::Tables;
 use crate::DurableError;
 use crate::store::schedules::SchedAnswer;
 use crate::store::{ClaimBatch, Counts, FlowsState, Millis, Start, StoreClock, StoreResult, Wake};
