@@ -110,7 +110,7 @@ pub enum DurableError {
     /// time range is empty or cannot be stored.
     InvalidReplay(String),
     /// A flow key is empty, longer than 512 bytes, or holds a control
-    /// character.
+    /// character; or a flow key's limit is out of its range.
     InvalidFlow(String),
 }
 
@@ -137,7 +137,7 @@ impl fmt::Display for DurableError {
             DurableError::InvalidUrl(why) => write!(f, "invalid callback URL: {why}"),
             DurableError::InvalidHeader(why) => write!(f, "invalid callback header: {why}"),
             DurableError::InvalidReplay(why) => write!(f, "invalid replay: {why}"),
-            DurableError::InvalidFlow(why) => write!(f, "invalid flow key: {why}"),
+            DurableError::InvalidFlow(why) => write!(f, "invalid flow key or limits: {why}"),
         }
     }
 }

@@ -11,8 +11,13 @@
 //!
 //! Node state: none: every call goes to the store.
 
+use std::time::SystemTime;
+
 use super::flow_key::check_flow_key;
+use super::flow_limits::FlowLimits;
 use super::store::FlowsState;
+use super::store::flow_state::Phase;
+use super::time::system_time_of;
 use super::{DurableError, DurableTimers};
 
 /// The paused state of a namespace and its flow keys, from
@@ -37,8 +42,11 @@ use super::{DurableError, DurableTimers};
 pub struct Flows {
     /// Whether the whole namespace is paused.
     pub paused: bool,
-    /// Every flow key that is paused or still has parked timers, in byte
-    /// order.
+    /// The limits of keys without their own, if set.
+    pub defaults: Option<FlowLimits>,
+    /// Every flow key that is paused, has parked timers, has its own
+    /// limits, has runs in flight under a parallelism, or whose breaker
+    /// is open or counting failures, in byte order.
     pub keys: Vec<FlowStatus>,
 }
 
@@ -64,15 +72,85 @@ pub struct FlowStatus {
     pub key: String,
     /// Whether it is paused.
     pub paused: bool,
-    /// Its timers parked in the store: came due while it was paused, or
-    /// not yet made pending again since it resumed.
+    /// Its timers parked in the store: came due while it was paused or
+    /// its breaker open, and not made pending again yet.
     pub parked: u64,
+    /// Its own limits, if set (else the defaults apply).
+    pub limits: Option<FlowLimits>,
+    /// Its runs in flight that hold a permit of its parallelism.
+    pub in_flight: u32,
+    /// Its circuit breaker.
+    pub breaker: BreakerStatus,
+}
+
+/// Where a flow key's circuit breaker is, in [`FlowStatus`].
+///
+/// # Examples
+///
+/// ```
+/// use wheel_durable::{BreakerState, DurableTimers, FlowLimits};
+/// # fn main() -> Result<(), wheel_durable::DurableError> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let timers = DurableTimers::builder().embedded(dir.path().join("timers")).build()?;
+/// timers.set_flow_limits("reports", &FlowLimits::new().parallelism(1))?;
+/// let status = &timers.flows()?.keys[0];
+/// assert_eq!(status.breaker.state, BreakerState::Closed);
+/// assert_eq!(status.breaker.next_probe, None);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BreakerStatus {
+    /// Closed, open or half-open.
+    pub state: BreakerState,
+    /// Consecutive failures counted while closed.
+    pub failures: u32,
+    /// Open: when it lets a probe through; half-open: when another probe
+    /// candidate is let through if the probe has not answered.
+    pub next_probe: Option<SystemTime>,
+}
+
+/// The state of a circuit breaker.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(wheel_durable::BreakerState::Open.as_str(), "open");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BreakerState {
+    /// Runs start as the other limits allow.
+    Closed,
+    /// Nothing starts until the cool-down ends; timers coming due are
+    /// parked.
+    Open,
+    /// One probe run is let through; the rest wait for its outcome.
+    HalfOpen,
+}
+
+impl BreakerState {
+    /// `closed`, `open` or `half-open`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(wheel_durable::BreakerState::HalfOpen.as_str(), "half-open");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half-open",
+        }
+    }
 }
 
 impl From<FlowsState> for Flows {
     fn from(s: FlowsState) -> Flows {
         Flows {
             paused: s.paused,
+            defaults: s.defaults.as_ref().map(FlowLimits::of),
             keys: s
                 .keys
                 .into_iter()
@@ -80,6 +158,17 @@ impl From<FlowsState> for Flows {
                     key: k.key,
                     paused: k.paused,
                     parked: k.parked,
+                    limits: k.limits.as_ref().map(FlowLimits::of),
+                    in_flight: k.in_flight,
+                    breaker: BreakerStatus {
+                        state: match k.breaker.phase {
+                            Phase::Closed => BreakerState::Closed,
+                            Phase::Open => BreakerState::Open,
+                            Phase::HalfOpen => BreakerState::HalfOpen,
+                        },
+                        failures: k.breaker.failures,
+                        next_probe: k.breaker.until.map(system_time_of),
+                    },
                 })
                 .collect(),
         }

@@ -102,6 +102,7 @@ mod dedup;
 mod error;
 mod fired;
 mod flow_key;
+mod flow_limits;
 mod flows;
 #[cfg(feature = "http")]
 pub mod http;
@@ -137,7 +138,10 @@ pub use self::dead_filter::DeadFilter;
 pub use self::dedup::{EndedHow, EndedTimer};
 pub use self::error::{DurableError, ErrorDetail};
 pub use self::fired::{Fired, Outcome};
-pub use self::flows::{FlowStatus, Flows};
+pub use self::flow_limits::{
+    CircuitBreaker, FlowLimits, MAX_FLOW_PARALLELISM, MAX_FLOW_PERIOD, MAX_FLOW_RATE,
+};
+pub use self::flows::{BreakerState, BreakerStatus, FlowStatus, Flows};
 pub use self::info::{
     DeadLetter, DurableStats, HttpCounts, LatenessBuckets, TimerInfo, TimerState,
 };

@@ -269,8 +269,12 @@ mod tests {
         fn finish(
             &self,
             r: &[(crate::store::Fenced<'_>, crate::store::Finish)],
+            f: &[crate::store::FlowOutcome<'_>],
         ) -> StoreResult<Vec<bool>> {
-            self.0.finish(r)
+            self.0.finish(r, f)
+        }
+        fn set_limits(&self, f: Option<&str>, l: Option<&crate::store::Limits>) -> StoreResult<()> {
+            self.0.set_limits(f, l)
         }
         fn release(&self, c: &[crate::store::Fenced<'_>]) -> StoreResult<Vec<bool>> {
             self.0.release(c)

@@ -215,6 +215,22 @@ fn renew(shared: &NodeShared) {
         }
         shared.runs.renewed(part, now);
     }
+    // Claims waiting for their flow key: renewed too, so that a long wait
+    // behind a rate does not lose them to their lease.
+    let waiting = shared.flow_waits.to_renew(every, now);
+    for part in waiting.chunks(STORE_BATCH) {
+        let held: Vec<Fenced<'_>> = part
+            .iter()
+            .map(|(key, fence)| Fenced { key, fence: *fence })
+            .collect();
+        match shared.store.renew(&held, shared.lease_ms) {
+            Ok(kept) => shared.flow_waits.renewed(part, &kept, now),
+            Err(e) => {
+                shared.store_error();
+                tracing::debug!(namespace = %shared.config.namespace, error = %e, "renewal failed; retried");
+            }
+        }
+    }
 }
 
 /// The next instant a running handler's lease wants renewing.

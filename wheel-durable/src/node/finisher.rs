@@ -16,10 +16,14 @@ use std::time::{Duration, Instant};
 use super::config::STORE_BATCH;
 use super::finishes::Ending;
 use super::shared::NodeShared;
-use crate::store::{Fenced, Finish};
+use std::sync::Arc;
+
+use super::starter;
+use crate::store::flow_state::FlowClass;
+use crate::store::{Fenced, Finish, FlowOutcome};
 use crate::time::Backoff;
 
-pub(super) fn run(shared: &NodeShared) {
+pub(super) fn run(shared: &Arc<NodeShared>) {
     while let Some(mut batch) = shared.finishes.take_up_to(STORE_BATCH) {
         let mut backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
         while !record(shared, &batch) {
@@ -48,7 +52,7 @@ pub(super) fn run(shared: &NodeShared) {
 }
 
 /// One store call for the batch; false if the store could not take it.
-fn record(shared: &NodeShared, batch: &[Ending]) -> bool {
+fn record(shared: &Arc<NodeShared>, batch: &[Ending]) -> bool {
     let runs: Vec<(Fenced<'_>, Finish)> = batch
         .iter()
         .map(|e| {
@@ -59,14 +63,47 @@ fn record(shared: &NodeShared, batch: &[Ending]) -> bool {
             (run, e.finish.clone())
         })
         .collect();
-    match shared.store.finish(&runs) {
+    // One flow outcome per run, or none at all when no run has a key.
+    let flows: Vec<FlowOutcome<'_>> = if batch.iter().any(|e| e.flow.is_some()) {
+        batch.iter().map(flow_outcome).collect()
+    } else {
+        Vec::new()
+    };
+    match shared.store.finish(&runs, &flows) {
         Ok(recorded) => {
             log_dead_letters(shared, batch, &recorded);
+            nudge_flows(shared, batch, &recorded);
             true
         }
         Err(e) => {
             tracing::debug!(namespace = %shared.config.namespace, error = %e, "finish failed; retried");
             false
+        }
+    }
+}
+
+fn flow_outcome(e: &Ending) -> FlowOutcome<'_> {
+    match &e.flow {
+        Some((flow, class)) => FlowOutcome {
+            flow,
+            class: *class,
+        },
+        None => FlowOutcome {
+            flow: "",
+            class: FlowClass::Neutral,
+        },
+    }
+}
+
+/// Retries at once the claims waiting for the flow keys of recorded
+/// runs: each gave its permit back.
+fn nudge_flows(shared: &Arc<NodeShared>, batch: &[Ending], recorded: &[bool]) {
+    let now = Instant::now();
+    for (e, _) in batch.iter().zip(recorded).filter(|&(_, &r)| r) {
+        if let Some((flow, _)) = &e.flow
+            && let Some(at) = shared.flow_waits.nudge(flow, now)
+        {
+            starter::schedule_retry(shared, flow.clone(), at);
         }
     }
 }

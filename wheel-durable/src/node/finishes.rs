@@ -11,12 +11,15 @@ use std::time::{Duration, Instant};
 
 use super::queue::Queue;
 use crate::store::Finish;
+use crate::store::flow_state::FlowClass;
 
 /// A run's outcome on its way to the store.
 pub(super) struct Ending {
     pub(super) key: String,
     pub(super) fence: u64,
     pub(super) finish: Finish,
+    /// Its flow key and how it went, if it has a flow key.
+    pub(super) flow: Option<(String, FlowClass)>,
     /// After this the run's lease is over: the store has handed the timer
     /// to another run, and recording this outcome is pointless.
     pub(super) give_up: Instant,
@@ -41,12 +44,14 @@ impl Finishes {
         key: String,
         fence: u64,
         finish: Finish,
+        flow: Option<(String, FlowClass)>,
         lease: Duration,
     ) -> Result<(), Ending> {
         self.waiting.push(Ending {
             key,
             fence,
             finish,
+            flow,
             give_up: Instant::now() + lease,
         })
     }

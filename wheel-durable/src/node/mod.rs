@@ -33,6 +33,8 @@
 //! - [`runs::Runs`]: the started runs: waiting for a handler, renewed by
 //!   the claimer until their outcome is recorded, and their lateness;
 //! - [`finishes::Finishes`]: the outcomes waiting for the finisher;
+//! - [`flow_waits::FlowWaits`]: the claims whose flow key's parallelism or
+//!   rate holds them back, by key, until their retry;
 //! - [`clock::StoreTime`] and [`signal::Signal`]: what the claimer plans
 //!   by.
 //!
@@ -59,6 +61,7 @@ mod clock;
 mod config;
 mod finisher;
 mod finishes;
+mod flow_waits;
 mod hold;
 mod holdings;
 mod outcome;
@@ -177,6 +180,7 @@ impl Node {
         s.scheduler.shutdown();
         // No closure runs any more: whatever waits to start goes back.
         s.holdings.hand_back_all(s.starts.close());
+        s.holdings.hand_back_all(s.flow_waits.close());
         // Started runs are the store's `Running`: they run to the end.
         s.runs.close();
         for w in threads.workers.drain(..) {

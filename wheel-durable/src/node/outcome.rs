@@ -15,6 +15,7 @@ use super::runs::Started;
 use super::shared::NodeShared;
 use crate::retry::gave_up;
 use crate::store::Finish;
+use crate::store::flow_state::FlowClass;
 use crate::time::{millis_ceil, system_time_of};
 use crate::{Fired, Outcome};
 
@@ -54,15 +55,36 @@ pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
         .unwrap_or("(not a string)")
 }
 
-/// Gives a run's outcome to the finisher.
-pub(super) fn hand_over(shared: &NodeShared, key: String, fence: u64, finish: Finish) {
+/// Gives a run's outcome to the finisher, with its flow key and class if
+/// it has a flow key.
+pub(super) fn hand_over(
+    shared: &NodeShared,
+    key: String,
+    fence: u64,
+    finish: Finish,
+    flow: Option<(String, FlowClass)>,
+) {
     if let Err(e) = shared
         .finishes
-        .hand_over(key, fence, finish, shared.config.lease)
+        .hand_over(key, fence, finish, flow, shared.config.lease)
     {
         // Only while stopping, after the finisher is gone (it never is
         // before the workers): the lease ends the run.
         shared.runs.forget(&e.key, e.fence);
+    }
+}
+
+/// How a handler's outcome counts for its flow key's breaker: done is a
+/// success, a retry (a connection error, a timeout, a 5xx or a 429 for a
+/// callback) a failure, a refusal neither.
+pub(super) fn class_of(outcome: &Outcome) -> FlowClass {
+    match outcome {
+        Outcome::Done => FlowClass::Success,
+        Outcome::Retry => FlowClass::Failure { retry_after: 0 },
+        Outcome::RetryAfter(d) => FlowClass::Failure {
+            retry_after: millis_ceil(*d).unwrap_or(u64::MAX),
+        },
+        Outcome::Fail(_) => FlowClass::Neutral,
     }
 }
 

@@ -13,7 +13,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use super::outcome::{fired_of, hand_over, log_panic, panic_message, settle};
+use super::outcome::{class_of, fired_of, hand_over, log_panic, panic_message, settle};
 use super::runs::Started;
 use super::shared::NodeShared;
 use super::starter;
@@ -29,10 +29,16 @@ pub(super) fn work(shared: &Arc<NodeShared>) {
 }
 
 fn run(shared: &NodeShared, started: Started) {
+    let flow = started.flow.clone();
     let fired = fired_of(started);
     let guard = shared.runs.guard(&fired.key, fired.fence);
-    let outcome = catch_unwind(AssertUnwindSafe(|| (shared.config.handler)(&fired)))
-        .unwrap_or_else(|panic| {
+    let handled = catch_unwind(AssertUnwindSafe(|| (shared.config.handler)(&fired)));
+    let (outcome, flow) = match handled {
+        Ok(outcome) => {
+            let flow = flow.map(|f| (f, class_of(&outcome)));
+            (outcome, flow)
+        }
+        Err(panic) => {
             log_panic(
                 shared,
                 &fired.key,
@@ -40,9 +46,11 @@ fn run(shared: &NodeShared, started: Started) {
                 fired.fence,
                 panic_message(&*panic),
             );
-            Outcome::Retry
-        });
+            // A panic is this node's fault, not the flow key's target's.
+            (Outcome::Retry, None)
+        }
+    };
     let finish = settle(shared, fired.attempt, outcome);
-    hand_over(shared, fired.key, fired.fence, finish);
+    hand_over(shared, fired.key, fired.fence, finish, flow);
     guard.disarm();
 }

@@ -35,6 +35,17 @@ pub(super) const RUN_AHEAD: usize = STORE_BATCH;
 pub(super) struct Started {
     pub(super) claim: Claimed,
     pub(super) attempt: u32,
+    /// Its flow key, if it has one: its outcome is reported with it.
+    pub(super) flow: Option<String>,
+}
+
+/// A run the store started, as the starter enters it.
+pub(super) struct Begun {
+    pub(super) claim: Claimed,
+    /// The store's clock at the start.
+    pub(super) now: Millis,
+    pub(super) attempt: u32,
+    pub(super) flow: Option<String>,
 }
 
 /// A started timer whose lease the claimer renews.
@@ -63,23 +74,28 @@ impl Runs {
     /// attempt), answered at `received`: counts their lateness, renews
     /// them from `received` on, and queues them for the handlers, earliest
     /// first as given.
-    pub(super) fn enter(&self, started: Vec<(Claimed, Millis, u32)>, received: Instant) {
+    pub(super) fn enter(&self, started: Vec<Begun>, received: Instant) {
         let mut lateness = lock(&self.lateness);
-        for (c, now, _) in &started {
-            lateness.record(Duration::from_millis(now.saturating_sub(c.due)));
+        for b in &started {
+            lateness.record(Duration::from_millis(b.now.saturating_sub(b.claim.due)));
         }
         drop(lateness);
         let mut running = lock(&self.running);
-        for (c, _, _) in &started {
+        for b in &started {
             let r = Running {
-                fence: c.fence,
+                fence: b.claim.fence,
                 renewed: received,
             };
-            running.insert(c.key.clone(), r);
+            running.insert(b.claim.key.clone(), r);
         }
         drop(running);
-        for (claim, _, attempt) in started {
-            if let Err(s) = self.waiting.push(Started { claim, attempt }) {
+        for b in started {
+            let s = Started {
+                claim: b.claim,
+                attempt: b.attempt,
+                flow: b.flow,
+            };
+            if let Err(s) = self.waiting.push(s) {
                 // Only while stopping, after the workers are gone: the
                 // lease ends the run, and another node runs the timer again.
                 self.forget(&s.claim.key, s.claim.fence);
@@ -197,8 +213,8 @@ mod tests {
     use std::panic::{AssertUnwindSafe, catch_unwind};
     use std::time::{Duration, Instant};
 
-    use super::Runs;
-    use crate::store::Claimed;
+    use super::{Begun, Runs};
+    use crate::store::{Claimed, Millis};
 
     fn claim(key: &str, fence: u64, due: u64) -> Claimed {
         Claimed {
@@ -209,6 +225,15 @@ mod tests {
             attempts: 0,
             fence,
             first_fence: fence,
+        }
+    }
+
+    fn begun(claim: Claimed, now: Millis, attempt: u32) -> Begun {
+        Begun {
+            claim,
+            now,
+            attempt,
+            flow: None,
         }
     }
 
@@ -226,7 +251,10 @@ mod tests {
     fn a_panic_between_start_and_hand_over_stops_the_renewals() {
         let runs = Runs::new();
         let at = Instant::now();
-        runs.enter(vec![(claim("a", 7, 0), 0, 1), (claim("b", 9, 0), 0, 1)], at);
+        runs.enter(
+            vec![begun(claim("a", 7, 0), 0, 1), begun(claim("b", 9, 0), 0, 1)],
+            at,
+        );
         let unwound = catch_unwind(AssertUnwindSafe(|| {
             let _guard = runs.guard("a", 7);
             panic!("our own code failed mid run");
@@ -248,7 +276,10 @@ mod tests {
         let runs = Runs::new();
         let at = Instant::now();
         runs.enter(
-            vec![(claim("a", 1, 100), 130, 1), (claim("b", 2, 100), 100, 2)],
+            vec![
+                begun(claim("a", 1, 100), 130, 1),
+                begun(claim("b", 2, 100), 100, 2),
+            ],
             at,
         );
         assert_eq!(runs.room(), super::RUN_AHEAD - 2);

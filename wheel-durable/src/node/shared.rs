@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::clock::{Reading, StoreTime};
 use super::config::{NodeConfig, STORE_BATCH, millis};
 use super::finishes::Finishes;
+use super::flow_waits::FlowWaits;
 use super::holdings::Holdings;
 use super::runs::Runs;
 use super::signal::Signal;
@@ -48,6 +49,7 @@ pub(crate) struct NodeShared {
     pub(super) starts: Starts<Claimed>,
     pub(super) runs: Runs,
     pub(super) finishes: Finishes,
+    pub(super) flow_waits: FlowWaits,
     pub(super) store_time: StoreTime,
     pub(super) signal: Signal,
     stopping: AtomicBool,
@@ -66,6 +68,7 @@ impl NodeShared {
             starts: Starts::new(),
             runs: Runs::new(),
             finishes: Finishes::new(),
+            flow_waits: FlowWaits::default(),
             store_time: StoreTime::default(),
             signal: Signal::default(),
             stopping: AtomicBool::new(false),
@@ -93,10 +96,10 @@ impl NodeShared {
         self.runs.lateness_buckets()
     }
 
-    /// Claims this node holds: scheduled, or at their instant and waiting
-    /// to start. What `max_claimed` bounds.
+    /// Claims this node holds: scheduled, at their instant and waiting
+    /// to start, or waiting for their flow key. What `max_claimed` bounds.
     pub(crate) fn held_count(&self) -> usize {
-        self.holdings.len() + self.starts.len()
+        self.holdings.len() + self.starts.len() + self.flow_waits.len()
     }
 
     /// Takes in a store reply's clock reading; the reading to schedule by.

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use super::config::STORE_BATCH;
 use super::hold::hold;
-use super::runs::RUN_AHEAD;
+use super::runs::{Begun, RUN_AHEAD};
 use super::shared::NodeShared;
 use crate::store::{Claimed, Fenced, Start};
 
@@ -133,10 +133,16 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
     let fenced: Vec<Fenced<'_>> = batch.iter().map(Claimed::fenced).collect();
     // The chain steps of schedules' pending runs go with their start.
     let keys: Vec<&str> = batch.iter().map(|c| c.key.as_str()).collect();
-    let flows = shared.config.flows.keys_of(&batch);
-    let flows: Vec<&str> = flows.iter().map(|f| f.as_deref().unwrap_or("")).collect();
-    let answers = crate::schedule_store::advances(&*shared.store, &keys)
-        .and_then(|plans| shared.store.start_runs(&fenced, &plans, &flows, shared.lease_ms));
+    let flow_keys = shared.config.flows.keys_of(&batch);
+    let flows: Vec<&str> = flow_keys
+        .iter()
+        .map(|f| f.as_deref().unwrap_or(""))
+        .collect();
+    let answers = crate::schedule_store::advances(&*shared.store, &keys).and_then(|plans| {
+        shared
+            .store
+            .start_runs(&fenced, &plans, &flows, shared.lease_ms)
+    });
     let answers = match answers {
         Ok(answers) => answers,
         Err(e) => {
@@ -154,7 +160,7 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
         shared.observe(now, received);
     }
     let mut started = Vec::with_capacity(batch.len());
-    for (c, answer) in batch.into_iter().zip(answers) {
+    for ((c, answer), flow) in batch.into_iter().zip(answers).zip(flow_keys) {
         match answer {
             Start::Stale => {
                 shared.counters.stale.fetch_add(1, Ordering::Relaxed);
@@ -174,6 +180,21 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
                     "not started: its namespace or flow key is paused"
                 );
             }
+            Start::Wait { now, until } => {
+                let at = received + Duration::from_millis(until.saturating_sub(now));
+                wait_for_flow(shared, c, flow.unwrap_or_default(), at, received);
+            }
+            Start::Reserved { now, attempt, at } => {
+                let send = received + Duration::from_millis(at.saturating_sub(now));
+                // Its lateness counts to its slot, when it is sent.
+                let run = Begun {
+                    claim: c,
+                    now: at,
+                    attempt,
+                    flow,
+                };
+                enter_at(shared, run, send, received);
+            }
             Start::NotYet { now, due } => {
                 hold(
                     shared,
@@ -182,7 +203,12 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
                     offer,
                 );
             }
-            Start::Started { now, attempt } => started.push((c, now, attempt)),
+            Start::Started { now, attempt } => started.push(Begun {
+                claim: c,
+                now,
+                attempt,
+                flow,
+            }),
         }
     }
     if !started.is_empty() {
@@ -193,7 +219,7 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
         // Runs of schedules are told apart by their reserved key prefix.
         let schedule_runs = started
             .iter()
-            .filter(|(c, _, _)| crate::schedule::is_reserved_key(&c.key))
+            .filter(|b| crate::schedule::is_reserved_key(&b.claim.key))
             .count();
         shared
             .counters
@@ -201,4 +227,47 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
             .fetch_add(schedule_runs as u64, Ordering::Relaxed);
         shared.runs.enter(started, received);
     }
+}
+
+/// Leaves a claim its flow key holds back to be retried at `at`, and
+/// schedules the key's retry if none as early is.
+fn wait_for_flow(shared: &Arc<NodeShared>, c: Claimed, flow: String, at: Instant, now: Instant) {
+    match shared.flow_waits.wait(c, &flow, at, now) {
+        Err(c) => shared.holdings.hand_back(c),
+        Ok(Some(at)) => schedule_retry(shared, flow, at),
+        Ok(None) => {}
+    }
+}
+
+/// Schedules the retry of `flow`'s waiting claims at `at`. If the
+/// scheduler stops first, shutdown hands them back.
+pub(super) fn schedule_retry(shared: &Arc<NodeShared>, flow: String, at: Instant) {
+    let s = shared.clone();
+    let _ = shared.scheduler.schedule_at(at, move || {
+        let claims = s.flow_waits.take(&flow);
+        for c in claims {
+            if let Err(c) = s.starts.offer(c) {
+                s.holdings.hand_back(c);
+            }
+        }
+        drain(&s);
+    });
+}
+
+/// Enters a run started with a rate slot for its handler at the slot's
+/// instant. A run whose entry the stopping scheduler drops is entered at
+/// once (up to the rate's horizon before its slot): it is started in the
+/// store, and a run left out would only wait for its lease to end.
+fn enter_at(shared: &Arc<NodeShared>, run: Begun, at: Instant, received: Instant) {
+    struct Entry(Option<(Arc<NodeShared>, Begun, Instant)>);
+    impl Drop for Entry {
+        fn drop(&mut self) {
+            if let Some((s, run, received)) = self.0.take() {
+                s.runs.enter(vec![run], received);
+            }
+        }
+    }
+    let entry = Entry(Some((shared.clone(), run, received)));
+    // Dropping the closure, run or not, enters the run.
+    let _ = shared.scheduler.schedule_at(at, move || drop(entry));
 }

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
 
-use super::outcome::{fired_of, hand_over, log_panic, panic_message, settle};
+use super::outcome::{class_of, fired_of, hand_over, log_panic, panic_message, settle};
 use super::runs::Started;
 use super::shared::NodeShared;
 use super::starter;
@@ -105,7 +105,7 @@ pub(super) fn dispatch(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>) {
             // The node stops and no slot freed within the grace period:
             // back to the store, due at once, as for a cancelled run.
             let c = started.claim;
-            hand_over(shared, c.key, c.fence, Finish::Retry { delay: 0 });
+            hand_over(shared, c.key, c.fence, Finish::Retry { delay: 0 }, None);
             handed_back += 1;
             continue;
         }
@@ -150,6 +150,7 @@ fn wait_for_room(shared: &NodeShared, tasks: &Tasks, stop_by: &mut Option<Instan
 
 /// One run: the user's future as a task of its own, under the run timeout.
 async fn run_task(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>, run: u64, started: Started) {
+    let flow = started.flow.clone();
     let fired = fired_of(started);
     let (key, fence, attempt) = (fired.key.clone(), fired.fence, fired.attempt);
     let guard = shared.runs.guard(&key, fence);
@@ -157,8 +158,11 @@ async fn run_task(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>, run: u64, starte
     lock(&tasks.aborts).insert(run, user.abort_handle());
     let abort = user.abort_handle();
     let timed = shared.scheduler.timeout(tasks.config.run_timeout, user);
-    let finish = match timed.await {
-        Ok(Ok(outcome)) => settle(shared, attempt, outcome),
+    let (finish, class) = match timed.await {
+        Ok(Ok(outcome)) => {
+            let class = class_of(&outcome);
+            (settle(shared, attempt, outcome), Some(class))
+        }
         Ok(Err(e)) if e.is_panic() => {
             log_panic(
                 shared,
@@ -167,10 +171,11 @@ async fn run_task(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>, run: u64, starte
                 fence,
                 panic_message(&*e.into_panic()),
             );
-            settle(shared, attempt, Outcome::Retry)
+            // This node's fault, not the flow key's target's.
+            (settle(shared, attempt, Outcome::Retry), None)
         }
         // Aborted at shutdown: back to the store, due at once.
-        Ok(Err(_)) => Finish::Retry { delay: 0 },
+        Ok(Err(_)) => (Finish::Retry { delay: 0 }, None),
         Err(_) => {
             abort.abort();
             tracing::warn!(
@@ -181,11 +186,14 @@ async fn run_task(shared: &Arc<NodeShared>, tasks: &Arc<Tasks>, run: u64, starte
                 timeout_ms = tasks.config.run_timeout.as_millis(),
                 "async handler did not finish within its run timeout; cancelled, the run counts as a retry"
             );
-            settle(shared, attempt, Outcome::Retry)
+            // The target did not answer in time: a failure of its key.
+            let class = class_of(&Outcome::Retry);
+            (settle(shared, attempt, Outcome::Retry), Some(class))
         }
     };
     lock(&tasks.aborts).remove(&run);
-    hand_over(shared, key, fence, finish);
+    let flow = flow.zip(class);
+    hand_over(shared, key, fence, finish, flow);
     guard.disarm();
     *lock(&tasks.in_flight) -= 1;
     tasks.fell.notify_all();

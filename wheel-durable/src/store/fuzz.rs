@@ -24,11 +24,12 @@ use std::sync::{Arc, OnceLock};
 
 use arbitrary::Arbitrary;
 
+use super::flow_state::{BreakerLimits, FlowClass, Rate};
 use super::fuzz_schedules::{RunClaims, ScheduleAnswer, ScheduleOp};
 use super::model::Model;
 use super::{
-    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Millis, NewTimer, Start, Store,
-    StoreClock, StoreResult, embedded,
+    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, FlowOutcome, Limits, Listed, Millis,
+    NewTimer, Start, Store, StoreClock, StoreResult, embedded,
 };
 use crate::{AddMode, DeadLetter, Listing, TimerInfo};
 
@@ -156,8 +157,57 @@ pub enum DurableOp {
         /// Pause, or resume.
         paused: bool,
     },
-    /// The paused state of the namespace and its flow keys.
+    /// The flow-control state of the namespace and its flow keys.
     Flows,
+    /// Sets or removes a flow key's limits (`""`: the defaults), one of
+    /// [`limits`]' sets.
+    SetLimits {
+        /// The flow key's index.
+        flow: u8,
+        /// Which limits.
+        limits: u8,
+    },
+    /// One batch of outcomes with their flow keys: (key index, stale
+    /// fence, how, retry delay or reason number, flow key index, class
+    /// modulo 3 — success, failure with a `Retry-After` of 10 times the
+    /// delay, neutral —) each.
+    FlowFinish(Vec<(u8, bool, u8, u8, u8, u8)>),
+}
+
+/// The limits [`DurableOp::SetLimits`] names by index (modulo their
+/// count); `None` removes them. Short periods and cool-downs, so that
+/// the operations' few milliseconds reach every state.
+pub fn limits(i: u8) -> Option<Limits> {
+    let rate = |count, period, burst| Rate {
+        count,
+        period,
+        burst,
+    };
+    let breaker = |failures, cooldown, max_cooldown, pause_after| BreakerLimits {
+        failures,
+        cooldown,
+        max_cooldown,
+        pause_after,
+    };
+    let l = |rate, parallelism, breaker| Limits {
+        rate,
+        parallelism,
+        breaker,
+    };
+    Some(match i % 8 {
+        0 => return None,
+        1 => l(Some(rate(1, 10, 1)), None, None),
+        2 => l(Some(rate(3, 100, 2)), None, None),
+        3 => l(None, Some(1), None),
+        4 => l(None, Some(2), Some(breaker(2, 30, 100, None))),
+        5 => l(None, None, Some(breaker(1, 50, 200, Some(150)))),
+        6 => l(
+            Some(rate(1, 300, 1)),
+            Some(2),
+            Some(breaker(1, 20, 40, None)),
+        ),
+        _ => Limits::default(),
+    })
 }
 
 /// The flow keys operations name (by index, modulo their count); the
@@ -179,6 +229,28 @@ enum Answer {
     Schedule(ScheduleAnswer),
     Ended(Option<super::Memory>),
     Flows(super::FlowsState),
+}
+
+fn how(how: u8, delay: u8) -> Finish {
+    match how % 3 {
+        0 => Finish::Done,
+        1 => Finish::Retry {
+            delay: u64::from(delay),
+        },
+        _ => Finish::Dead {
+            reason: format!("failed after {delay}"),
+        },
+    }
+}
+
+fn class(class: u8, delay: u8) -> FlowClass {
+    match class % 3 {
+        0 => FlowClass::Success,
+        1 => FlowClass::Failure {
+            retry_after: u64::from(delay) * 10,
+        },
+        _ => FlowClass::Neutral,
+    }
 }
 
 fn key(k: u8) -> &'static str {
@@ -374,20 +446,27 @@ impl DurableBench {
             O::Finish(runs) => {
                 let runs: Vec<(Fenced<'_>, Finish)> = runs
                     .iter()
-                    .map(|&(k, stale, how, delay)| {
-                        let how = match how % 3 {
-                            0 => Finish::Done,
-                            1 => Finish::Retry {
-                                delay: u64::from(delay),
-                            },
-                            _ => Finish::Dead {
-                                reason: format!("failed after {delay}"),
-                            },
-                        };
-                        (self.held(&[(k, stale)])[0], how)
-                    })
+                    .map(|&(k, stale, h, delay)| (self.held(&[(k, stale)])[0], how(h, delay)))
                     .collect();
-                Answer::Bools(store.finish(&runs)?)
+                Answer::Bools(store.finish(&runs, &[])?)
+            }
+            O::FlowFinish(runs) => {
+                let (runs, flows): (Vec<(Fenced<'_>, Finish)>, Vec<FlowOutcome<'_>>) = runs
+                    .iter()
+                    .map(|&(k, stale, h, delay, f, c)| {
+                        let out = FlowOutcome {
+                            flow: flow(f),
+                            class: class(c, delay),
+                        };
+                        ((self.held(&[(k, stale)])[0], how(h, delay)), out)
+                    })
+                    .unzip();
+                Answer::Bools(store.finish(&runs, &flows)?)
+            }
+            O::SetLimits { flow: f, limits: l } => {
+                let f = Some(flow(*f)).filter(|f| !f.is_empty());
+                store.set_limits(f, limits(*l).as_ref())?;
+                Answer::Unit
             }
             O::Release(keys) => Answer::Bools(store.release(&self.held(keys))?),
             O::DeadLetters(limit) => Answer::Dead(store.dead_letters(usize::from(*limit))?),

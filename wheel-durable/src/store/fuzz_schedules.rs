@@ -154,7 +154,12 @@ impl RunClaims {
                 let held = self.held(stale);
                 let keys: Vec<&str> = held.iter().map(|f| f.key).collect();
                 let plans = schedule_store::advances(store, &keys)?;
-                ScheduleAnswer::Starts(store.start_runs(&held, &plans, &[], u64::from(lease).max(1))?)
+                ScheduleAnswer::Starts(store.start_runs(
+                    &held,
+                    &plans,
+                    &[],
+                    u64::from(lease).max(1),
+                )?)
             }
             &O::FinishRuns { how, delay } => {
                 let how = match how % 3 {
@@ -171,7 +176,7 @@ impl RunClaims {
                     .into_iter()
                     .map(|f| (f, how.clone()))
                     .collect();
-                ScheduleAnswer::Bools(store.finish(&runs)?)
+                ScheduleAnswer::Bools(store.finish(&runs, &[])?)
             }
             O::Read => {
                 ScheduleAnswer::Records(store.list_schedules(None, 10)?, store.unplanned(10)?)

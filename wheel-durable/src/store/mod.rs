@@ -69,7 +69,7 @@ use std::sync::Arc;
 #[cfg(any(test, fuzzing))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub(crate) use self::flow_state::{FlowEntry, FlowsState, UNPARK_BATCH};
+pub(crate) use self::flow_state::{FlowOutcome, FlowsState, Limits, UNPARK_BATCH};
 use self::schedules::{SchedAnswer, SchedOp, SchedRecord};
 pub(crate) use super::dedup::Memory;
 use super::time::system_now;
@@ -80,6 +80,8 @@ use crate::schedule::chain::Advance;
 #[cfg(feature = "embedded")]
 pub(crate) mod embedded;
 pub(crate) mod flow_state;
+#[cfg(all(test, feature = "embedded"))]
+mod flow_tests;
 #[cfg(all(feature = "embedded", any(test, fuzzing)))]
 pub(crate) mod fuzz;
 #[cfg(all(feature = "embedded", any(test, fuzzing)))]
@@ -226,18 +228,31 @@ pub(crate) enum Start {
     NotYet { now: Millis, due: Millis },
     /// Cancelled, rescheduled, re-added or claimed again since.
     Stale,
-    /// Due, but its namespace or its flow key is paused: not started (no
-    /// attempt counted), handed back or parked (`flow_state.rs`).
+    /// Due, but its namespace or its flow key is paused, or its key's
+    /// breaker is open: not started (no attempt counted), handed back or
+    /// parked (`flow_state.rs`).
     Paused { now: Millis },
+    /// Due, but its flow key's parallelism or rate holds it back until
+    /// `until`: not started, still claimed with its fence.
+    Wait { now: Millis, until: Millis },
+    /// Now running like `Started`, with a rate slot at `at` (later than
+    /// `now`): the node sends it then, not before.
+    Reserved {
+        now: Millis,
+        attempt: u32,
+        at: Millis,
+    },
 }
 
 impl Start {
     /// The store's clock when it answered, unless stale.
     pub(crate) fn now(&self) -> Option<Millis> {
         match *self {
-            Start::Started { now, .. } | Start::NotYet { now, .. } | Start::Paused { now } => {
-                Some(now)
-            }
+            Start::Started { now, .. }
+            | Start::NotYet { now, .. }
+            | Start::Paused { now }
+            | Start::Wait { now, .. }
+            | Start::Reserved { now, .. } => Some(now),
             Start::Stale => None,
         }
     }
@@ -326,7 +341,10 @@ pub(crate) trait Store: Send + Sync + 'static {
     /// flow key (not empty); true if that changed its state. Resuming a
     /// key makes its parked timers pending again (`flow_state.rs`).
     fn set_paused(&self, flow: Option<&str>, paused: bool) -> StoreResult<bool>;
-    /// The paused state of the namespace and of its flow keys.
+    /// Sets (`Some`) or removes the limits of a flow key (not empty), or
+    /// of every key without its own (`flow` is `None`).
+    fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()>;
+    /// The flow-control state of the namespace and of its flow keys.
     fn flows(&self) -> StoreResult<FlowsState>;
     /// The store's clock, and the record of each schedule id.
     fn schedules(&self, ids: &[&str]) -> StoreResult<(Millis, Vec<Option<SchedRecord>>)>;
@@ -356,8 +374,14 @@ pub(crate) trait Store: Send + Sync + 'static {
     /// fence; true for each one extended.
     fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>>;
     /// Records the end of each run held with its fence; true for each one
-    /// recorded.
-    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>>;
+    /// recorded. `flows` is empty, or one per run: its flow key and how
+    /// it went, for the key's breaker (`flow_state.rs`; a refused finish
+    /// counts for nothing).
+    fn finish(
+        &self,
+        runs: &[(Fenced<'_>, Finish)],
+        flows: &[FlowOutcome<'_>],
+    ) -> StoreResult<Vec<bool>>;
     /// Hands claimed, not started timers back (pending again, same due);
     /// true for each one handed back.
     fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>>;

@@ -11,9 +11,9 @@ use std::sync::Mutex;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, FlowEntry,
-    FlowsState, Listed, Memory, Millis, NewTimer, Start, Store, StoreClock, StoreResult,
-    UNPARK_BATCH, Wake, claim_lease_end, later, lease_lost_reason,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, FlowOutcome,
+    FlowsState, Limits, Listed, Memory, Millis, NewTimer, Start, Store, StoreClock, StoreResult,
+    Wake, claim_lease_end, later, lease_lost_reason,
 };
 use crate::dedup::rememberable;
 use crate::schedule::chain::Advance;
@@ -21,8 +21,12 @@ use crate::sync::lock;
 use crate::time::system_time_of;
 use crate::{AddMode, DeadLetter, EndedHow, Listing, TimerInfo, TimerState};
 
+#[path = "model_flows.rs"]
+mod flows;
 #[path = "model_schedules.rs"]
 mod schedules;
+
+use self::flows::{Flows, Gate};
 
 #[derive(Debug, Clone)]
 struct Timer {
@@ -37,6 +41,9 @@ struct Timer {
     first_fence: Option<u64>,
     /// The flow key it is parked under, while `Parked`.
     parked: Option<String>,
+    /// The flow key whose permit its run took at its last start, if any
+    /// (valid only while that run is running with its lease).
+    permit: Option<String>,
 }
 
 impl Timer {
@@ -67,12 +74,8 @@ struct State {
     ended: HashMap<String, Memory>,
     /// The dedup window, in ms (zero: remember nothing).
     dedup: Millis,
-    /// Whether the namespace is paused.
-    paused_all: bool,
-    /// The paused flow keys.
-    paused: BTreeSet<String>,
-    /// Resumed flow keys whose parked timers are not all pending yet.
-    resuming: BTreeSet<String>,
+    /// Pauses, limits, breakers (`model_flows.rs`).
+    flows: Flows,
 }
 
 /// The model store; its clock is manual.
@@ -113,6 +116,7 @@ impl State {
             lease_until: 0,
             first_fence: None,
             parked: None,
+            permit: None,
         };
         self.timers.insert(key.to_owned(), t);
     }
@@ -225,44 +229,6 @@ impl State {
         }
     }
 
-    /// Makes up to `limit` of `flow`'s parked timers pending, earliest
-    /// `(due, key)` first; answers how many it moved.
-    fn unpark(&mut self, flow: &str, limit: usize) -> usize {
-        let parked: Vec<String> = self
-            .by_due(TimerState::Parked)
-            .into_iter()
-            .filter(|(_, k)| self.timers[*k].parked.as_deref() == Some(flow))
-            .take(limit)
-            .map(|(_, k)| k.to_owned())
-            .collect();
-        for key in &parked {
-            let t = self.timers.get_mut(key).expect("listed above");
-            t.state = TimerState::Pending;
-            t.parked = None;
-        }
-        parked.len()
-    }
-
-    fn parked_count(&self, flow: &str) -> u64 {
-        let of_flow = |t: &&Timer| t.parked.as_deref() == Some(flow);
-        self.timers.values().filter(of_flow).count() as u64
-    }
-
-    /// A claim's first step after taking leases back: up to
-    /// [`UNPARK_BATCH`] parked timers of resuming keys made pending.
-    fn continue_resumes(&mut self) {
-        let mut budget = UNPARK_BATCH;
-        for flow in self.resuming.clone() {
-            budget -= self.unpark(&flow, budget);
-            if self.parked_count(&flow) == 0 {
-                self.resuming.remove(&flow);
-            }
-            if budget == 0 {
-                break;
-            }
-        }
-    }
-
     fn by_due(&self, state: TimerState) -> BTreeSet<(Millis, &str)> {
         self.timers
             .iter()
@@ -333,14 +299,14 @@ impl Store for Model {
         Ok(self.with(|s, now| {
             let mut batch = ClaimBatch::empty(now);
             s.expire_leases(now, req.max_attempts, &mut batch);
-            s.continue_resumes();
+            s.wake_ups(now);
             batch.next_lease = s
                 .timers
                 .values()
                 .filter(|t| t.held_by_node())
                 .map(|t| t.lease_until)
                 .min();
-            if s.paused_all {
+            if s.flows.paused_all {
                 return batch;
             }
             let horizon = now.saturating_add(req.window);
@@ -373,9 +339,16 @@ impl Store for Model {
                 });
             }
             batch.next_due = s.by_due(TimerState::Pending).first().map(|(d, _)| *d);
-            batch.next_lease = batch.next_lease.into_iter().chain(
-                batch.timers.iter().map(|c| claim_lease_end(c.due, now, req.lease)),
-            ).min();
+            batch.next_lease = batch
+                .next_lease
+                .into_iter()
+                .chain(
+                    batch
+                        .timers
+                        .iter()
+                        .map(|c| claim_lease_end(c.due, now, req.lease)),
+                )
+                .min();
             batch
         }))
     }
@@ -402,17 +375,25 @@ impl Store for Model {
                     continue;
                 }
                 let flow = flows.get(i).copied().unwrap_or("");
-                if s.paused_all || s.paused.contains(flow) {
-                    let t = s.timers.get_mut(c.key).expect("held above");
-                    if s.paused_all {
-                        t.state = TimerState::Pending;
-                    } else {
-                        t.state = TimerState::Parked;
-                        t.parked = Some(flow.to_owned());
+                let (slot_us, probe) = match s.gate(flow, now) {
+                    Gate::Release | Gate::Park => {
+                        let park = !s.flows.paused_all;
+                        let t = s.timers.get_mut(c.key).expect("held above");
+                        t.state = if park {
+                            TimerState::Parked
+                        } else {
+                            TimerState::Pending
+                        };
+                        t.parked = park.then(|| flow.to_owned());
+                        answers.push(Start::Paused { now });
+                        continue;
                     }
-                    answers.push(Start::Paused { now });
-                    continue;
-                }
+                    Gate::Wait(until) => {
+                        answers.push(Start::Wait { now, until });
+                        continue;
+                    }
+                    Gate::Pass { slot_us, probe } => (slot_us, probe),
+                };
                 let advance = advances.get(i).and_then(Option::as_ref);
                 if !s.schedule_allows(c.key, advance, now) {
                     answers.push(Start::Stale);
@@ -422,9 +403,10 @@ impl Store for Model {
                 t.state = TimerState::Running;
                 t.attempts += 1;
                 t.lease_until = later(now, lease);
-                answers.push(Start::Started {
-                    now,
-                    attempt: t.attempts,
+                let attempt = t.attempts;
+                answers.push(match s.take(c.key, flow, slot_us, probe, now) {
+                    Some(at) => Start::Reserved { now, attempt, at },
+                    None => Start::Started { now, attempt },
                 });
             }
             Ok(answers)
@@ -444,27 +426,41 @@ impl Store for Model {
         }))
     }
 
-    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
+    fn finish(
+        &self,
+        runs: &[(Fenced<'_>, Finish)],
+        flows: &[FlowOutcome<'_>],
+    ) -> StoreResult<Vec<bool>> {
         self.with(|s, now| {
-            let finish = |s: &mut State, r: &Fenced<'_>, how: &Finish| {
-                let Some(t) = s.held(r.key, r.fence, TimerState::Running) else {
-                    return Ok(false);
+            let finish =
+                |s: &mut State, r: &Fenced<'_>, how: &Finish, flow: Option<&FlowOutcome<'_>>| {
+                    if s.held(r.key, r.fence, TimerState::Running).is_none() {
+                        return Ok(false);
+                    }
+                    if let Some(out) = flow {
+                        s.flow_finished(r.key, r.fence, out, now);
+                    }
+                    let t = s
+                        .held(r.key, r.fence, TimerState::Running)
+                        .expect("held above");
+                    match how {
+                        Finish::Done => {
+                            s.timers.remove(r.key);
+                            s.remember(r.key, EndedHow::Done, now, now);
+                        }
+                        Finish::Retry { delay } => {
+                            t.state = TimerState::Pending;
+                            t.due = later(now, *delay);
+                        }
+                        Finish::Dead { reason } => s.make_dead(r.key, reason.clone(), now),
+                    }
+                    s.schedule_finished(r.key, how, now);
+                    Ok(true)
                 };
-                match how {
-                    Finish::Done => {
-                        s.timers.remove(r.key);
-                        s.remember(r.key, EndedHow::Done, now, now);
-                    }
-                    Finish::Retry { delay } => {
-                        t.state = TimerState::Pending;
-                        t.due = later(now, *delay);
-                    }
-                    Finish::Dead { reason } => s.make_dead(r.key, reason.clone(), now),
-                }
-                s.schedule_finished(r.key, how, now);
-                Ok(true)
-            };
-            runs.iter().map(|(r, how)| finish(s, r, how)).collect()
+            runs.iter()
+                .enumerate()
+                .map(|(i, (r, how))| finish(s, r, how, flows.get(i)))
+                .collect()
         })
     }
 
@@ -588,43 +584,16 @@ impl Store for Model {
     }
 
     fn set_paused(&self, flow: Option<&str>, paused: bool) -> StoreResult<bool> {
-        Ok(self.with(|s, _| {
-            let Some(flow) = flow else {
-                let changed = s.paused_all != paused;
-                s.paused_all = paused;
-                return changed;
-            };
-            if paused {
-                s.resuming.remove(flow);
-                return s.paused.insert(flow.to_owned());
-            }
-            if !s.paused.remove(flow) {
-                return false;
-            }
-            s.unpark(flow, UNPARK_BATCH);
-            if s.parked_count(flow) > 0 {
-                s.resuming.insert(flow.to_owned());
-            }
-            true
-        }))
+        Ok(self.with(|s, now| s.set_paused(flow, paused, now)))
+    }
+
+    fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {
+        self.with(|s, _| s.set_limits(flow, limits));
+        Ok(())
     }
 
     fn flows(&self) -> StoreResult<FlowsState> {
-        Ok(self.with(|s, _| {
-            let mut keys: BTreeSet<&str> = s.paused.iter().map(String::as_str).collect();
-            keys.extend(s.timers.values().filter_map(|t| t.parked.as_deref()));
-            FlowsState {
-                paused: s.paused_all,
-                keys: keys
-                    .into_iter()
-                    .map(|k| FlowEntry {
-                        key: k.to_owned(),
-                        paused: s.paused.contains(k),
-                        parked: s.parked_count(k),
-                    })
-                    .collect(),
-            }
-        }))
+        Ok(self.with(|s, now| s.flows_state(now)))
     }
 
     fn watch(&self, _wake: Wake) -> StoreResult<()> {

@@ -239,7 +239,10 @@ fn a_parked_timer_is_held_by_nobody() {
     let started = store.start_runs(&held, &[], &["f"], 100).unwrap();
     assert!(matches!(started[..], [Start::Paused { now: 5_000 }]));
     assert_eq!(store.renew(&held, 100).unwrap(), [false]);
-    assert_eq!(store.finish(&[(held[0], Finish::Done)]).unwrap(), [false]);
+    assert_eq!(
+        store.finish(&[(held[0], Finish::Done)], &[]).unwrap(),
+        [false]
+    );
     assert_eq!(store.release(&held).unwrap(), [false]);
     assert_eq!(store.counts().unwrap().claimed, 0);
     let e = store.set_paused(Some(""), true).unwrap_err();

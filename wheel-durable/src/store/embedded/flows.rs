@@ -32,8 +32,9 @@ use super::spaces::{Space, Spaces, corrupt, flow_prefix, index_key};
 use super::tables::Tables;
 use crate::TimerState;
 use crate::flow_key::check_flow_key;
+use crate::store::flow_state::FlowEntry;
 use crate::store::record::Record;
-use crate::store::{FlowEntry, FlowsState, Millis, Start, StoreResult, UNPARK_BATCH};
+use crate::store::{FlowsState, Millis, Start, StoreResult, UNPARK_BATCH};
 
 /// The name of the namespace's pause in `meta` (present: paused).
 const PAUSED_ALL: &[u8] = b"paused";
@@ -114,12 +115,16 @@ impl FlowMarks {
         keys.extend(self.parked.keys().map(String::as_str));
         FlowsState {
             paused: self.paused_all,
+            defaults: None, // FLOWS-TODO
             keys: keys
                 .into_iter()
                 .map(|k| FlowEntry {
                     key: k.to_owned(),
                     paused: self.paused.contains(k),
                     parked: self.parked.get(k).copied().unwrap_or(0),
+                    limits: None, // FLOWS-TODO
+                    in_flight: 0,
+                    breaker: Default::default(),
                 })
                 .collect(),
         }

@@ -362,7 +362,19 @@ impl Store for Embedded {
         })
     }
 
-    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
+    fn set_limits(
+        &self,
+        _flow: Option<&str>,
+        _limits: Option<&crate::store::Limits>,
+    ) -> StoreResult<()> {
+        todo!("FLOWS-TODO")
+    }
+
+    fn finish(
+        &self,
+        runs: &[(Fenced<'_>, Finish)],
+        _flows: &[crate::store::FlowOutcome<'_>],
+    ) -> StoreResult<Vec<bool>> {
         let runs: Vec<(String, u64, Finish)> = runs
             .iter()
             .map(|(r, how)| (r.key.to_owned(), r.fence, how.clone()))

@@ -84,7 +84,7 @@ fn claims_resume_after_fired_timers_and_still_see_earlier_adds() {
                 .all(|s| matches!(s, Start::Started { attempt: 1, .. }))
         );
         let done: Vec<(Fenced<'_>, Finish)> = held.iter().map(|h| (*h, Finish::Done)).collect();
-        assert!(store.finish(&done).unwrap().iter().all(|d| *d));
+        assert!(store.finish(&done, &[]).unwrap().iter().all(|d| *d));
         claimed.extend(batch.timers.iter().map(|c| c.key.clone()));
     }
     assert_eq!(claimed, keys[..30]);

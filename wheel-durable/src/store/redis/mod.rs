@@ -485,7 +485,19 @@ impl Store for RedisStore {
         })
     }
 
-    fn finish(&self, runs: &[(Fenced<'_>, Finish)]) -> StoreResult<Vec<bool>> {
+    fn set_limits(
+        &self,
+        _flow: Option<&str>,
+        _limits: Option<&crate::store::Limits>,
+    ) -> StoreResult<()> {
+        todo!("FLOWS-TODO")
+    }
+
+    fn finish(
+        &self,
+        runs: &[(Fenced<'_>, Finish)],
+        _flows: &[crate::store::FlowOutcome<'_>],
+    ) -> StoreResult<Vec<bool>> {
         if runs.is_empty() {
             return Ok(Vec::new());
         }
