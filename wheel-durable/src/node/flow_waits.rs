@@ -25,10 +25,14 @@ use std::time::{Duration, Instant};
 use crate::store::{Claimed, Millis};
 use crate::sync::{Mutex, lock};
 
-/// Claims offered per retry of one key at most: a retry is one start
-/// call, and the store reserves a rate's slots for a short horizon only,
-/// so offering more only earns more refusals.
+/// Claims offered per retry of one key at most.
 pub(super) const RETRY_BATCH: usize = 64;
+
+/// Claims offered at a key's first retry. Then as many as its last start
+/// call started, plus one, doubling while all start: the store reserves a
+/// rate's slots for a short horizon only, and each claim offered beyond
+/// what it grants costs a refusal in the store.
+const FIRST_ASK: usize = 4;
 
 /// The longest a key waits between two retries: other nodes' runs give
 /// permits back without this node hearing of it.
@@ -45,6 +49,8 @@ struct Key {
     waiting: BTreeMap<(Millis, String), Waiting>,
     /// When the retry already scheduled for this key comes, if one is.
     retry: Option<Instant>,
+    /// Claims its next retry offers.
+    ask: usize,
 }
 
 #[derive(Default)]
@@ -77,7 +83,10 @@ impl FlowWaits {
             return Err(claim);
         }
         let at = at.min(now + RETRY_AT_MOST);
-        let key = inner.keys.entry(flow.to_owned()).or_default();
+        let key = inner.keys.entry(flow.to_owned()).or_insert_with(|| Key {
+            ask: FIRST_ASK,
+            ..Key::default()
+        });
         let w = Waiting {
             renewed: now,
             claim,
@@ -102,7 +111,7 @@ impl FlowWaits {
         };
         key.retry = None;
         let mut out = Vec::new();
-        while out.len() < RETRY_BATCH {
+        while out.len() < key.ask {
             let Some((_, w)) = key.waiting.pop_first() else {
                 break;
             };
@@ -122,6 +131,19 @@ impl FlowWaits {
         let mut inner = lock(&self.inner);
         let key = inner.keys.get_mut(flow)?;
         schedule(key, now)
+    }
+
+    /// Learns from a start call how many claims of `flow` started and how
+    /// many were held back, to size its next retry.
+    pub(super) fn answered(&self, flow: &str, started: usize, held: usize) {
+        let mut inner = lock(&self.inner);
+        if let Some(key) = inner.keys.get_mut(flow) {
+            key.ask = if held == 0 {
+                (key.ask * 2).min(RETRY_BATCH)
+            } else {
+                (started + 1).min(RETRY_BATCH)
+            };
+        }
     }
 
     /// Claims waiting in all.

@@ -160,56 +160,13 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
         shared.observe(now, received);
     }
     let mut started = Vec::with_capacity(batch.len());
+    let mut tally = Tally::default();
     for ((c, answer), flow) in batch.into_iter().zip(answers).zip(flow_keys) {
-        match answer {
-            Start::Stale => {
-                shared.counters.stale.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(
-                    namespace = %shared.config.namespace,
-                    key = ?c.key,
-                    fence = c.fence,
-                    "not started: cancelled, rescheduled or claimed again since this node's claim"
-                );
-            }
-            Start::Paused { .. } => {
-                // The store keeps it (pending or parked) until the resume.
-                shared.counters.paused.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(
-                    namespace = %shared.config.namespace,
-                    key = ?c.key,
-                    "not started: its namespace or flow key is paused"
-                );
-            }
-            Start::Wait { now, until } => {
-                let at = received + Duration::from_millis(until.saturating_sub(now));
-                wait_for_flow(shared, c, flow.unwrap_or_default(), at, received);
-            }
-            Start::Reserved { now, attempt, at } => {
-                let send = received + Duration::from_millis(at.saturating_sub(now));
-                // Its lateness counts to its slot, when it is sent.
-                let run = Begun {
-                    claim: c,
-                    now: at,
-                    attempt,
-                    flow,
-                };
-                enter_at(shared, run, send, received);
-            }
-            Start::NotYet { now, due } => {
-                hold(
-                    shared,
-                    c,
-                    received + Duration::from_millis(due - now),
-                    offer,
-                );
-            }
-            Start::Started { now, attempt } => started.push(Begun {
-                claim: c,
-                now,
-                attempt,
-                flow,
-            }),
-        }
+        tally.count(flow.as_deref(), &answer);
+        settle(shared, c, answer, flow, received, &mut started);
+    }
+    for (flow, (went, held)) in tally.0 {
+        shared.flow_waits.answered(&flow, went, held);
     }
     if !started.is_empty() {
         shared
@@ -270,4 +227,84 @@ fn enter_at(shared: &Arc<NodeShared>, run: Begun, at: Instant, received: Instant
     let entry = Entry(Some((shared.clone(), run, received)));
     // Dropping the closure, run or not, enters the run.
     let _ = shared.scheduler.schedule_at(at, move || drop(entry));
+}
+
+/// Per flow key of a start call: claims started, claims held back.
+#[derive(Default)]
+struct Tally(std::collections::HashMap<String, (usize, usize)>);
+
+impl Tally {
+    fn count(&mut self, flow: Option<&str>, answer: &Start) {
+        let Some(flow) = flow else { return };
+        let (went, held) = match answer {
+            Start::Started { .. } | Start::Reserved { .. } => (1, 0),
+            Start::Wait { .. } => (0, 1),
+            _ => return,
+        };
+        let t = self.0.entry(flow.to_owned()).or_default();
+        t.0 += went;
+        t.1 += held;
+    }
+}
+
+/// Acts on the store's answer to one claim's start: a started run joins
+/// `started` (or waits for its rate slot), the rest wait, are held again,
+/// or are dropped.
+fn settle(
+    shared: &Arc<NodeShared>,
+    c: Claimed,
+    answer: Start,
+    flow: Option<String>,
+    received: Instant,
+    started: &mut Vec<Begun>,
+) {
+    match answer {
+        Start::Stale => {
+            shared.counters.stale.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                namespace = %shared.config.namespace,
+                key = ?c.key,
+                fence = c.fence,
+                "not started: cancelled, rescheduled or claimed again since this node's claim"
+            );
+        }
+        Start::Paused { .. } => {
+            // The store keeps it (pending or parked) until the resume.
+            shared.counters.paused.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                namespace = %shared.config.namespace,
+                key = ?c.key,
+                "not started: its namespace or flow key is paused, or its breaker open"
+            );
+        }
+        Start::Wait { now, until } => {
+            let at = received + Duration::from_millis(until.saturating_sub(now));
+            wait_for_flow(shared, c, flow.unwrap_or_default(), at, received);
+        }
+        Start::Reserved { now, attempt, at } => {
+            let send = received + Duration::from_millis(at.saturating_sub(now));
+            // Its lateness counts to its slot, when it is sent.
+            let run = Begun {
+                claim: c,
+                now: at,
+                attempt,
+                flow,
+            };
+            enter_at(shared, run, send, received);
+        }
+        Start::NotYet { now, due } => {
+            hold(
+                shared,
+                c,
+                received + Duration::from_millis(due - now),
+                offer,
+            );
+        }
+        Start::Started { now, attempt } => started.push(Begun {
+            claim: c,
+            now,
+            attempt,
+            flow,
+        }),
+    }
 }
