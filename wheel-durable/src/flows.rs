@@ -77,8 +77,13 @@ pub struct FlowStatus {
     pub parked: u64,
     /// Its own limits, if set (else the defaults apply).
     pub limits: Option<FlowLimits>,
-    /// Its runs in flight that hold a permit of its parallelism.
+    /// Its runs in flight that hold a permit of its parallelism, on all
+    /// nodes.
     pub in_flight: u32,
+    /// Its timers this node has claimed and holds back for its rate or
+    /// parallelism (they wait in the node, still claimed; `parked` ones
+    /// wait in the store).
+    pub waiting: u64,
     /// Its circuit breaker.
     pub breaker: BreakerStatus,
 }
@@ -160,6 +165,7 @@ impl From<FlowsState> for Flows {
                     parked: k.parked,
                     limits: k.limits.as_ref().map(FlowLimits::of),
                     in_flight: k.in_flight,
+                    waiting: 0,
                     breaker: BreakerStatus {
                         state: match k.breaker.phase {
                             Phase::Closed => BreakerState::Closed,
@@ -292,7 +298,30 @@ impl DurableTimers {
     /// # Ok(()) }
     /// ```
     pub fn flows(&self) -> Result<Flows, DurableError> {
-        Ok(self.store.flows()?.into())
+        let mut flows: Flows = self.store.flows()?.into();
+        let mut waiting = self.waiting_by_flow();
+        for k in &mut flows.keys {
+            k.waiting = waiting.remove(&k.key).map_or(0, |n| n as u64);
+        }
+        // Keys the store does not list (limited by the defaults only, with
+        // nothing in flight) that claims wait for here.
+        for (key, n) in waiting {
+            flows.keys.push(FlowStatus {
+                key,
+                paused: false,
+                parked: 0,
+                limits: None,
+                in_flight: 0,
+                waiting: n as u64,
+                breaker: BreakerStatus {
+                    state: BreakerState::Closed,
+                    failures: 0,
+                    next_probe: None,
+                },
+            });
+        }
+        flows.keys.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(flows)
     }
 }
 

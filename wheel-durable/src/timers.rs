@@ -79,6 +79,17 @@ impl std::fmt::Debug for DurableTimers {
 }
 
 impl DurableTimers {
+    /// The claims this node holds back for each flow key's limits (none
+    /// on a node that fires nothing).
+    pub(crate) fn waiting_by_flow(&self) -> std::collections::HashMap<String, usize> {
+        self.node
+            .as_ref()
+            .map(|n| n.shared().waiting_by_flow())
+            .unwrap_or_default()
+    }
+}
+
+impl DurableTimers {
     /// A builder with the defaults of [`DurableTimersBuilder`].
     ///
     /// # Examples

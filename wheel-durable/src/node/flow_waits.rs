@@ -146,6 +146,13 @@ impl FlowWaits {
         }
     }
 
+    /// Claims waiting for each key.
+    pub(super) fn by_key(&self) -> HashMap<String, usize> {
+        let inner = lock(&self.inner);
+        let counts = inner.keys.iter().map(|(k, w)| (k.clone(), w.waiting.len()));
+        counts.collect()
+    }
+
     /// Claims waiting in all.
     pub(super) fn len(&self) -> usize {
         lock(&self.inner).len

@@ -102,6 +102,11 @@ impl NodeShared {
         self.holdings.len() + self.starts.len() + self.flow_waits.len()
     }
 
+    /// The claims this node holds back for each flow key's limits.
+    pub(crate) fn waiting_by_flow(&self) -> std::collections::HashMap<String, usize> {
+        self.flow_waits.by_key()
+    }
+
     /// Takes in a store reply's clock reading; the reading to schedule by.
     pub(super) fn observe(&self, now: Millis, received: Instant) -> Reading {
         self.store_time.observe(now, received)
