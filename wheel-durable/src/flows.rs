@@ -11,7 +11,7 @@
 //!
 //! Node state: none: every call goes to the store.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::flow_key::check_flow_key;
 use super::flow_limits::FlowLimits;
@@ -46,7 +46,8 @@ pub struct Flows {
     pub defaults: Option<FlowLimits>,
     /// Every flow key that is paused, has parked timers, has its own
     /// limits, has runs in flight under a parallelism, or whose breaker
-    /// is open or counting failures, in byte order.
+    /// is open or counting failures, and every key this node holds claims
+    /// of for its limits or keeps the lateness of, in byte order.
     pub keys: Vec<FlowStatus>,
 }
 
@@ -84,6 +85,12 @@ pub struct FlowStatus {
     /// parallelism (they wait in the node, still claimed; `parked` ones
     /// wait in the store).
     pub waiting: u64,
+    /// The median lateness (start minus due) of its runs on this node, if
+    /// it ran any here: what its limits cost. A node keeps this for the
+    /// first 64 flow keys it runs.
+    pub lateness_p50: Option<Duration>,
+    /// The 99th percentile of the same.
+    pub lateness_p99: Option<Duration>,
     /// Its circuit breaker.
     pub breaker: BreakerStatus,
 }
@@ -151,6 +158,27 @@ impl BreakerState {
     }
 }
 
+impl FlowStatus {
+    /// A key the store keeps nothing of.
+    fn unlisted(key: String) -> FlowStatus {
+        FlowStatus {
+            key,
+            paused: false,
+            parked: 0,
+            limits: None,
+            in_flight: 0,
+            waiting: 0,
+            lateness_p50: None,
+            lateness_p99: None,
+            breaker: BreakerStatus {
+                state: BreakerState::Closed,
+                failures: 0,
+                next_probe: None,
+            },
+        }
+    }
+}
+
 impl From<FlowsState> for Flows {
     fn from(s: FlowsState) -> Flows {
         Flows {
@@ -166,6 +194,8 @@ impl From<FlowsState> for Flows {
                     limits: k.limits.as_ref().map(FlowLimits::of),
                     in_flight: k.in_flight,
                     waiting: 0,
+                    lateness_p50: None,
+                    lateness_p99: None,
                     breaker: BreakerStatus {
                         state: match k.breaker.phase {
                             Phase::Closed => BreakerState::Closed,
@@ -300,27 +330,30 @@ impl DurableTimers {
     pub fn flows(&self) -> Result<Flows, DurableError> {
         let mut flows: Flows = self.store.flows()?.into();
         let mut waiting = self.waiting_by_flow();
+        let lateness = self.flow_lateness();
+        // Keys the store does not list (limited by the defaults only, with
+        // nothing in flight) that this node holds claims of or ran.
+        let known: std::collections::HashSet<String> =
+            flows.keys.iter().map(|k| k.key.clone()).collect();
+        let extra: std::collections::BTreeSet<String> = waiting
+            .keys()
+            .chain(lateness.iter().map(|(k, _, _)| k))
+            .filter(|k| !known.contains(*k))
+            .cloned()
+            .collect();
+        flows
+            .keys
+            .extend(extra.into_iter().map(FlowStatus::unlisted));
+        flows.keys.sort_by(|a, b| a.key.cmp(&b.key));
         for k in &mut flows.keys {
             k.waiting = waiting.remove(&k.key).map_or(0, |n| n as u64);
         }
-        // Keys the store does not list (limited by the defaults only, with
-        // nothing in flight) that claims wait for here.
-        for (key, n) in waiting {
-            flows.keys.push(FlowStatus {
-                key,
-                paused: false,
-                parked: 0,
-                limits: None,
-                in_flight: 0,
-                waiting: n as u64,
-                breaker: BreakerStatus {
-                    state: BreakerState::Closed,
-                    failures: 0,
-                    next_probe: None,
-                },
-            });
+        for (key, p50, p99) in lateness {
+            if let Ok(i) = flows.keys.binary_search_by(|k| k.key.as_str().cmp(&key)) {
+                flows.keys[i].lateness_p50 = Some(p50);
+                flows.keys[i].lateness_p99 = Some(p99);
+            }
         }
-        flows.keys.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(flows)
     }
 }

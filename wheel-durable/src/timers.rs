@@ -87,6 +87,15 @@ impl DurableTimers {
             .map(|n| n.shared().waiting_by_flow())
             .unwrap_or_default()
     }
+
+    /// The median and 99th percentile lateness of each flow key's runs on
+    /// this node (the first keys seen).
+    pub(crate) fn flow_lateness(&self) -> Vec<(String, Duration, Duration)> {
+        self.node
+            .as_ref()
+            .map(|n| n.shared().flow_lateness())
+            .unwrap_or_default()
+    }
 }
 
 impl DurableTimers {

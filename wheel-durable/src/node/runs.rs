@@ -54,11 +54,18 @@ struct Running {
     renewed: Instant,
 }
 
+/// Flow keys whose lateness a node keeps apart at most; the runs of
+/// further keys count in the node's lateness only.
+pub(crate) const FLOW_LATENESS_KEYS: usize = 64;
+
 /// The runs this node has started and not finished.
 pub(super) struct Runs {
     waiting: Queue<Started>,
     running: Mutex<Map<Running>>,
     lateness: Mutex<Histogram>,
+    /// Lateness by flow key, for the first [`FLOW_LATENESS_KEYS`] keys
+    /// seen: what each key's limits cost its runs.
+    flow_lateness: Mutex<Map<Histogram>>,
 }
 
 impl Runs {
@@ -67,6 +74,7 @@ impl Runs {
             waiting: Queue::new(),
             running: Mutex::new(Map::default()),
             lateness: Mutex::new(Histogram::new()),
+            flow_lateness: Mutex::new(Map::default()),
         }
     }
 
@@ -80,6 +88,20 @@ impl Runs {
             lateness.record(Duration::from_millis(b.now.saturating_sub(b.claim.due)));
         }
         drop(lateness);
+        if started.iter().any(|b| b.flow.is_some()) {
+            let mut by_flow = lock(&self.flow_lateness);
+            for b in &started {
+                let Some(flow) = &b.flow else { continue };
+                let late = Duration::from_millis(b.now.saturating_sub(b.claim.due));
+                if let Some(h) = by_flow.get_mut(flow) {
+                    h.record(late);
+                } else if by_flow.len() < FLOW_LATENESS_KEYS {
+                    let mut h = Histogram::new();
+                    h.record(late);
+                    by_flow.insert(flow.clone(), h);
+                }
+            }
+        }
         let mut running = lock(&self.running);
         for b in &started {
             let r = Running {
@@ -164,6 +186,15 @@ impl Runs {
     pub(super) fn lateness(&self) -> (Duration, Duration, Duration) {
         let h = lock(&self.lateness);
         (h.quantile(0.5), h.quantile(0.99), h.max())
+    }
+
+    /// The median and 99th percentile lateness of each flow key's runs
+    /// (of the keys kept apart).
+    pub(super) fn flow_lateness(&self) -> Vec<(String, Duration, Duration)> {
+        let by_flow = lock(&self.flow_lateness);
+        let each = by_flow.iter();
+        each.map(|(k, h)| (k.clone(), h.quantile(0.5), h.quantile(0.99)))
+            .collect()
     }
 
     /// Lateness as cumulative counts, for stats.

@@ -107,6 +107,12 @@ impl NodeShared {
         self.flow_waits.by_key()
     }
 
+    /// The median and 99th percentile lateness of each flow key's runs on
+    /// this node (the first keys seen).
+    pub(crate) fn flow_lateness(&self) -> Vec<(String, Duration, Duration)> {
+        self.runs.flow_lateness()
+    }
+
     /// Takes in a store reply's clock reading; the reading to schedule by.
     pub(super) fn observe(&self, now: Millis, received: Instant) -> Reading {
         self.store_time.observe(now, received)
