@@ -1,5 +1,6 @@
 -- ARGV 4: window, 5: lease, 6: max, 7: max attempts, 8: expired leases per call.
--- ARGV 9: keys of expired leases to report at most.
+-- ARGV 9: keys of expired leases to report at most, 10: parked timers of
+-- resuming flow keys made pending at most.
 -- Returns {now, reclaimed, expired_dead, next_due, next_lease, n,
 --          then the first n keys whose lease had passed,
 --          then key, due, first due, attempts, fence, first fence, payload,
@@ -27,11 +28,16 @@ for _, key in ipairs(expired) do
     reclaimed = reclaimed + 1
   end
 end
--- The timers taken back are pending again: the due scan must see them.
+continue_resumes(tonumber(ARGV[10]))
+-- The timers taken back or unparked are pending again: the due scan must
+-- see them.
 flush()
 local out = { NOW, reclaimed, expired_dead, 0, 0, shown }
 for i = 1, shown do out[#out + 1] = expired[i] end
-if max > 0 then
+-- A paused namespace claims nothing and reports no next due time: its
+-- nodes wait for the resume's wake-up or their safety poll.
+local paused = paused_all()
+if max > 0 and not paused then
   local due = redis.call('ZRANGEBYSCORE', DUE, '-inf', NOW + window, 'LIMIT', 0, max)
   prefetch(timers, due)
   -- The chain runs' schedule ids, and where their records go in `out`.
@@ -66,6 +72,6 @@ if max > 0 then
   hmget_each(SCHED, ids, function(_, r, n) out[slots[n]] = r end)
   flush()
 end
-out[4] = first_score(DUE)
+out[4] = paused and -1 or first_score(DUE)
 out[5] = first_score(LEASE)
 return done(out)

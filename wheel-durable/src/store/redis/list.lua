@@ -1,10 +1,17 @@
--- ARGV 4: the listing ('d' pending, 'l' claimed and running, 'q' dead);
+-- ARGV 4: the listing ('d' pending, 'l' claimed and running, 'q' dead,
+-- 'k' parked);
 -- 5: '' from the start, else the score to resume after; 6: the key to
 -- resume after; 7: how many at most.
 -- Returns {key, record, ...} in the sorted set's order (score, then
 -- member bytes), strictly after (score, key).
 local zset, hash = DUE, T
-if ARGV[4] == 'l' then zset = LEASE elseif ARGV[4] == 'q' then zset, hash = DEADQ, DEAD end
+if ARGV[4] == 'l' then
+  zset = LEASE
+elseif ARGV[4] == 'q' then
+  zset, hash = DEADQ, DEAD
+elseif ARGV[4] == 'k' then
+  zset = PARKQ
+end
 
 -- True if `m` sorts after `key` byte by byte, as the sorted set orders
 -- members of one score (Lua's `<` on strings follows the locale).

@@ -9,6 +9,8 @@
 //! window's memory and `{ns}:endedq` sorted set of remembered keys by
 //! expiry (see `prelude.lua`), and the channel `{ns}:wake`.
 //!
+//! Flow control keeps its own keys (`flows.rs`).
+//!
 //! Every operation is one Lua script (`*.lua` beside this file, each after
 //! `prelude.lua`), so it is atomic and reads the clock once, with `TIME`,
 //! on the server. Scripts are called by SHA (`EVALSHA`) and loaded again
@@ -26,6 +28,7 @@
 //! and the subscriber thread (`watch.rs`).
 
 mod claimed_schedules;
+mod flows;
 mod schedules;
 mod scripts;
 mod watch;
@@ -44,8 +47,8 @@ use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, Listed, Memory,
-    Millis, NewTimer, Start, Store, StoreClock, StoreResult, Wake,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, FlowsState,
+    Listed, Memory, Millis, NewTimer, Start, Store, StoreClock, StoreResult, UNPARK_BATCH, Wake,
 };
 use crate::schedule::chain::Advance;
 use crate::sync::lock;
@@ -74,7 +77,7 @@ pub(crate) struct Options {
 pub(crate) struct RedisStore {
     client: redis::Client,
     pool: Mutex<Vec<Connection>>,
-    keys: [String; 11],
+    keys: [String; 16],
     channel: String,
     scripts: Scripts,
     options: Options,
@@ -109,6 +112,7 @@ impl RedisStore {
         let ns = &options.namespace;
         let keys = [
             "t", "due", "lease", "dead", "deadq", "fence", "s", "sids", "splan", "ended", "endedq",
+            "paused", "parked", "pflow", "pflows", "resuming",
         ]
         .map(|k| format!("{{{ns}}}:{k}"));
         let health = Health::new(ns);
@@ -286,7 +290,7 @@ fn listed(key: &str, rec: &Value, dead: bool) -> Option<Listed> {
     }
     let r = Record::decode(&rec)?;
     let score = match r.state {
-        TimerState::Pending => r.due,
+        TimerState::Pending | TimerState::Parked => r.due,
         _ => r.lease_until,
     };
     Some(Listed {
@@ -419,26 +423,27 @@ impl Store for RedisStore {
                 .arg(req.max)
                 .arg(req.max_attempts)
                 .arg(EXPIRED_PER_CLAIM)
-                .arg(EXPIRED_KEYS);
+                .arg(EXPIRED_KEYS)
+                .arg(UNPARK_BATCH);
         })?;
         let (batch, records) = claim_batch(&reply).ok_or_else(|| bad_reply("claim"))?;
         self.claimed_schedules.keep(batch.now, records);
         Ok(batch)
     }
 
-    fn set_paused(&self, _flow: Option<&str>, _paused: bool) -> StoreResult<bool> {
-        todo!("FLOWS-TODO")
+    fn set_paused(&self, flow: Option<&str>, paused: bool) -> StoreResult<bool> {
+        self.set_flow_paused(flow, paused)
     }
 
-    fn flows(&self) -> StoreResult<crate::store::FlowsState> {
-        todo!("FLOWS-TODO")
+    fn flows(&self) -> StoreResult<FlowsState> {
+        self.read_flows()
     }
 
     fn start_runs(
         &self,
         claims: &[Fenced<'_>],
         advances: &[Option<Advance>],
-        _flows: &[&str],
+        flows: &[&str],
         lease: Millis,
     ) -> StoreResult<Vec<Start>> {
         if claims.is_empty() {
@@ -454,8 +459,9 @@ impl Store for RedisStore {
             .collect();
         let reply: Vec<i64> = self.run(&self.scripts.start, |inv| {
             inv.arg(lease);
-            for (f, step) in claims.iter().zip(&steps) {
-                inv.arg(f.key).arg(f.fence).arg(step.as_slice());
+            for (i, (f, step)) in claims.iter().zip(&steps).enumerate() {
+                let flow = flows.get(i).copied().unwrap_or("");
+                inv.arg(f.key).arg(f.fence).arg(step.as_slice()).arg(flow);
             }
         })?;
         let ms = |n: i64| u64::try_from(n).ok();
@@ -467,6 +473,7 @@ impl Store for RedisStore {
             [2, now, attempt] => ms(now)
                 .zip(u32::try_from(attempt).ok())
                 .map(|(now, attempt)| Start::Started { now, attempt }),
+            [3, now, _] => ms(now).map(|now| Start::Paused { now }),
             _ => None,
         };
         let starts: Option<Vec<Start>> = reply.chunks(3).map(start).collect();
@@ -566,7 +573,7 @@ impl Store for RedisStore {
                 Listing::Pending => "d",
                 Listing::Claimed => "l",
                 Listing::Dead => "q",
-                Listing::Parked => todo!("FLOWS-TODO"),
+                Listing::Parked => "k",
             });
             match after {
                 Some((score, key)) => inv.arg(score).arg(key),
@@ -589,8 +596,8 @@ impl Store for RedisStore {
         let reply: Vec<i64> = self.run(&self.scripts.counts, |_| {})?;
         let n = |v: i64| u64::try_from(v).ok();
         match reply.as_slice() {
-            [now, pending, claimed, dead, next] => Some(Counts {
-                parked: 0, // FLOWS-TODO
+            [now, pending, claimed, dead, next, parked] => Some(Counts {
+                parked: n(*parked).unwrap_or(0),
                 now: n(*now).ok_or_else(|| bad_reply("counts"))?,
                 pending: n(*pending).unwrap_or(0),
                 claimed: n(*claimed).unwrap_or(0),

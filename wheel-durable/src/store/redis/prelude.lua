@@ -1,7 +1,13 @@
 -- Shared by every script of the Redis store (see docs/durable.md).
 -- KEYS: 1 timers hash, 2 due zset, 3 lease zset, 4 dead hash,
 --       5 dead order zset, 6 fence counter (7..9: schedule.lua's),
---       10 the dedup window's memories hash, 11 their expiry zset.
+--       10 the dedup window's memories hash, 11 their expiry zset,
+--       12 paused hash (flow key -> '1'; the field '' is the namespace),
+--       13 parked zset (every parked key by due), 14 parked flows hash
+--       (parked key -> its flow key), 15 parked flow keys zset (score 0,
+--       by bytes), 16 resuming flow keys zset (score 0, by bytes); and for
+--       each flow key with parked timers, KEYS[13] .. ':' .. flow, a zset
+--       of its parked keys by due (same hash tag, so the same slot).
 -- ARGV: 1 the clock ('' = the server's TIME, else ms set by a test),
 --       2 the notify window in ms, 3 the wake channel; then the script's own.
 -- A timer record: due, lease_until, fence (8 bytes each), attempts (4),
@@ -19,7 +25,8 @@
 -- batch of n timers costs a handful of commands, not a few per timer.
 local T, DUE, LEASE, DEAD, DEADQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local ENDED, ENDEDQ = KEYS[10], KEYS[11]
-local PENDING, CLAIMED, RUNNING = 0, 1, 2
+local PAUSED, PARKQ, PFLOW, PFLOWS, RESUMING = KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
+local PENDING, CLAIMED, RUNNING, PARKED = 0, 1, 2, 4
 local MAX_MS = 9007199254740991 -- 2^53 - 1: exact in a double and a score
 local FIRST, DEAD_FIRST = 128, 2147483648 -- the flags: first_due follows
 local FIRST_FENCE = 64 -- the flag: first_fence follows
@@ -92,8 +99,8 @@ end
 
 -- A cache of one hash: `val[key]` is the record as the script has made it
 -- (false: none), `from[key]` what the server holds (for timers: 'd' in the
--- due index, 'l' in the lease index, false: none), `order` the keys changed
--- since the last flush.
+-- due index, 'l' in the lease index, 'p' parked, false: none), `order` the
+-- keys changed since the last flush.
 local function cache(hash, decode)
   return { hash = hash, decode = decode, val = {}, from = {}, dirty = {}, order = {} }
 end
@@ -103,7 +110,17 @@ local deads = cache(DEAD, decode_dead)
 local function index_of(x)
   if not x then return false end
   if x.state == PENDING then return 'd' end
+  if x.state == PARKED then return 'p' end
   return 'l'
+end
+
+-- The flow key of each key this script parked or unparked (the record does
+-- not hold it: PFLOW does, read at the flush for a key leaving the index).
+local flow_of = {}
+
+-- The parked index of one flow key.
+local function parked_index(flow)
+  return PARKQ .. ':' .. flow
 end
 
 -- The keys of `keys` without a value in `val`, each once, in order.
@@ -210,36 +227,101 @@ local function multi(cmd, key, args)
   end
 end
 
+-- Moves the keys that left the parked state (`out`) and those that entered
+-- it (`into`) between the parked indexes: the global one, PFLOW, their flow
+-- key's own, and PFLOWS, which names the flow keys whose own is not empty
+-- (a flow key that has none left is no longer resuming either).
+local function flush_parked(out, into)
+  if #out == 0 and #into == 0 then return end
+  local need = {}
+  for _, k in ipairs(out) do
+    if not flow_of[k] then need[#need + 1] = k end
+  end
+  hmget_each(PFLOW, need, function(k, f) flow_of[k] = f end)
+  local flows, rem, add = {}, {}, {}
+  local function of(f)
+    if not rem[f] then
+      flows[#flows + 1] = f
+      rem[f], add[f] = {}, {}
+    end
+  end
+  for _, k in ipairs(out) do
+    local f = flow_of[k]
+    -- A parked key always has its flow key in PFLOW; `false` only if the
+    -- data were changed by hand, and then there is no own index to clean.
+    if f then
+      of(f)
+      rem[f][#rem[f] + 1] = k
+    end
+  end
+  multi('HDEL', PFLOW, out)
+  multi('ZREM', PARKQ, out)
+  local pflow, pq = {}, {}
+  for _, k in ipairs(into) do
+    local f, due = flow_of[k], timers.val[k].due
+    of(f)
+    local a = add[f]
+    a[#a + 1], a[#a + 2] = due, k
+    pflow[#pflow + 1], pflow[#pflow + 2] = k, f
+    pq[#pq + 1], pq[#pq + 2] = due, k
+  end
+  multi('HSET', PFLOW, pflow)
+  multi('ZADD', PARKQ, pq)
+  for _, f in ipairs(flows) do
+    local idx = parked_index(f)
+    multi('ZREM', idx, rem[f])
+    multi('ZADD', idx, add[f])
+    if #add[f] > 0 then
+      redis.call('ZADD', PFLOWS, 0, f)
+    elseif redis.call('EXISTS', idx) == 0 then
+      redis.call('ZREM', PFLOWS, f)
+      redis.call('ZREM', RESUMING, f)
+    end
+  end
+end
+
 local function flush_timers()
-  local hset, hdel, add_due, add_lease, rem_due, rem_lease = {}, {}, {}, {}, {}, {}
+  local hset, hdel = {}, {}
+  local add = { d = {}, l = {} }
+  local rem = { d = {}, l = {} }
+  local unparked, parked = {}, {}
   for _, k in ipairs(timers.order) do
     local x, from = timers.val[k], timers.from[k]
+    local to = index_of(x)
     if x then
       hset[#hset + 1] = k
       hset[#hset + 1] = encode_timer(x)
-      if x.state == PENDING then
-        add_due[#add_due + 1] = x.due
-        add_due[#add_due + 1] = k
-        if from == 'l' then rem_lease[#rem_lease + 1] = k end
-      else
-        add_lease[#add_lease + 1] = x.lease
-        add_lease[#add_lease + 1] = k
-        if from == 'd' then rem_due[#rem_due + 1] = k end
+      -- A record stays parked unchanged: nothing but leaving the state
+      -- rewrites a parked one, so its index entries stay right.
+      if to == 'd' then
+        add.d[#add.d + 1], add.d[#add.d + 2] = x.due, k
+      elseif to == 'l' then
+        add.l[#add.l + 1], add.l[#add.l + 2] = x.lease, k
+      elseif from ~= 'p' then
+        parked[#parked + 1] = k
       end
     elseif from then
       hdel[#hdel + 1] = k
-      if from == 'd' then rem_due[#rem_due + 1] = k else rem_lease[#rem_lease + 1] = k end
     end
-    timers.from[k] = index_of(x)
+    if from and from ~= to then
+      if from == 'p' then
+        unparked[#unparked + 1] = k
+      else
+        local r = rem[from]
+        r[#r + 1] = k
+      end
+    end
+    timers.from[k] = to
     timers.dirty[k] = nil
   end
   timers.order = {}
   multi('HDEL', T, hdel)
-  multi('ZREM', DUE, rem_due)
-  multi('ZREM', LEASE, rem_lease)
+  multi('ZREM', DUE, rem.d)
+  multi('ZREM', LEASE, rem.l)
   multi('HSET', T, hset)
-  multi('ZADD', DUE, add_due)
-  multi('ZADD', LEASE, add_lease)
+  multi('ZADD', DUE, add.d)
+  multi('ZADD', LEASE, add.l)
+  flush_parked(unparked, parked)
 end
 
 local function flush_deads()
@@ -333,5 +415,44 @@ local function prune_ended(limit)
   if #old > 0 then
     multi('HDEL', ENDED, old)
     multi('ZREM', ENDEDQ, old)
+  end
+end
+
+-- Flow control (store/flow_state.rs states the rules).
+
+-- Makes up to `limit` (at least 1) of `flow`'s parked timers pending,
+-- earliest (due, key) first, as its index orders them. Returns how many it
+-- moved and how many stay parked.
+local function unpark(flow, limit)
+  local idx = parked_index(flow)
+  local keys = redis.call('ZRANGE', idx, 0, limit - 1)
+  prefetch(timers, keys)
+  for _, k in ipairs(keys) do
+    local x = load(k)
+    flow_of[k] = flow
+    unindex(k, x, false)
+    x.state = PENDING
+    put(k, x)
+  end
+  return #keys, redis.call('ZCARD', idx) - #keys
+end
+
+-- Whether the namespace is paused.
+local function paused_all()
+  return redis.call('HEXISTS', PAUSED, '') == 1
+end
+
+-- A claim's step after taking leases back: up to `budget` parked timers of
+-- the resuming flow keys made pending, keys in byte order, each earliest
+-- first. Every resuming key has parked timers (the flush drops a key whose
+-- index emptied), so each one visited takes budget and `budget` keys are
+-- enough to read.
+local function continue_resumes(budget)
+  if budget < 1 then return end
+  for _, f in ipairs(redis.call('ZRANGE', RESUMING, 0, budget - 1)) do
+    local moved, left = unpark(f, budget)
+    budget = budget - moved
+    if left <= 0 then redis.call('ZREM', RESUMING, f) end
+    if budget <= 0 then return end
   end
 end

@@ -5,7 +5,7 @@ local out = {}
 for i = 5, #ARGV, 2 do
   local key = ARGV[i]
   local x = load(key)
-  if not x or x.fence ~= tonumber(ARGV[i + 1]) or x.state == PENDING then
+  if not x or x.fence ~= tonumber(ARGV[i + 1]) or (x.state ~= CLAIMED and x.state ~= RUNNING) then
     out[#out + 1] = 0
   else
     unindex(key, x, false)

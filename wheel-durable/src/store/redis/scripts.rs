@@ -39,6 +39,8 @@ pub(super) struct Scripts {
     pub(super) list: Script,
     pub(super) schedule_write: Script,
     pub(super) schedules: Script,
+    pub(super) pause: Script,
+    pub(super) flows: Script,
 }
 
 impl Scripts {
@@ -60,6 +62,8 @@ impl Scripts {
             list: script!("list.lua"),
             schedule_write: script!(schedules, "schedule_write.lua"),
             schedules: script!(schedules, "schedules.lua"),
+            pause: script!("pause.lua"),
+            flows: script!("flows.lua"),
         }
     }
 }

@@ -10,8 +10,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{Options, RedisStore};
-use crate::store::{Due, NewTimer, Store, StoreClock};
-use crate::{AddMode, DurableError, DurableTimers, Fired, Outcome};
+use crate::store::{Claimed, Due, NewTimer, Store, StoreClock};
+use crate::sync::lock;
+use crate::{AddMode, DurableError, DurableTimers, Fired, Listing, Outcome};
 use wheel_testkit::{RedisServer, ServerOptions};
 
 fn options(url: String, clock: StoreClock) -> Options {
@@ -309,7 +310,7 @@ fn a_chain_step_planned_from_the_claim_s_record_is_the_fresh_read_s_or_refused()
     assert_eq!(store.schedules_to_start(&[(key, "a")]).unwrap(), fresh);
     let steps = advances(&store, &[key]).unwrap();
     let fenced = [claimed[0].fenced()];
-    let started = store.start_runs(&fenced, &steps, 60_000).unwrap();
+    let started = store.start_runs(&fenced, &steps, &[], 60_000).unwrap();
     assert!(matches!(started[0], Start::Started { .. }), "{started:?}");
     let next = "sched:a:1700000002000";
     let (_, r) = store.schedules(&["a"]).unwrap();
@@ -325,7 +326,7 @@ fn a_chain_step_planned_from_the_claim_s_record_is_the_fresh_read_s_or_refused()
     let steps = advances(&store, &[next]).unwrap();
     assert!(steps[0].is_some(), "planned from the claim's copy");
     let started = store
-        .start_runs(&[claimed[0].fenced()], &steps, 60_000)
+        .start_runs(&[claimed[0].fenced()], &steps, &[], 60_000)
         .unwrap();
     assert_eq!(started, [Start::Stale]);
     let (_, r) = store.schedules(&["a"]).unwrap();
@@ -377,4 +378,168 @@ fn expired_memories_are_deleted_by_a_claim() {
     };
     store.claim(&req).unwrap();
     assert_eq!(sizes(&mut c), (0, 0));
+}
+
+/// Parks `n` timers under each flow key of `flows` (keys `<flow>-<i>`,
+/// due times with ties), in `store` as in `model`, then resumes the keys in
+/// the order given: more than `UNPARK_BATCH` are left parked, and the
+/// claims that follow make them pending as the model does.
+#[test]
+fn a_resume_of_more_than_a_batch_continues_in_the_claims_as_the_model_does() {
+    use crate::store::model::Model;
+    use crate::store::{ClaimRequest, Fenced, Start, UNPARK_BATCH};
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let clock = Arc::new(AtomicU64::new(1_000));
+    let manual = StoreClock::Manual(clock.clone());
+    let redis = RedisStore::open(options(server.url(), manual.clone())).unwrap();
+    let model = Model::new(manual);
+    let stores: [&dyn Store; 2] = [&model, &redis];
+    // Each answer of the Redis store is the model's.
+    let both = |f: &dyn Fn(&dyn Store) -> String| {
+        let (m, r) = (f(stores[0]), f(stores[1]));
+        assert_eq!(m, r);
+        m
+    };
+    let flows = [("b", 1_300), ("a", 1_200), ("c", 2_500)];
+    let keys: Vec<(String, &str)> = flows
+        .iter()
+        .flat_map(|&(f, n)| (0..n).map(move |i| (format!("{f}-{i:05}"), f)))
+        .collect();
+    let timers: Vec<NewTimer<'_>> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| NewTimer {
+            key: k,
+            due: Due::At(900 + (i as u64 * 7) % 50),
+            payload: b"",
+        })
+        .collect();
+    let req = ClaimRequest {
+        window: 0,
+        lease: 10_000,
+        max: 10_000,
+        max_attempts: 3,
+    };
+    both(&|s| format!("{:?}", s.add(&timers, AddMode::Replace).unwrap()));
+    for (f, _) in flows {
+        both(&|s| format!("{:?}", s.set_paused(Some(f), true).unwrap()));
+    }
+    let starts = both(&|s| {
+        let claimed = s.claim(&req).unwrap().timers;
+        let held: Vec<Fenced<'_>> = claimed.iter().map(Claimed::fenced).collect();
+        let of: Vec<&str> = claimed
+            .iter()
+            .map(|c| keys.iter().find(|(k, _)| *k == c.key).unwrap().1)
+            .collect();
+        let started = s.start_runs(&held, &[], &of, 100).unwrap();
+        assert!(started.iter().all(|a| matches!(a, Start::Paused { .. })));
+        format!("{started:?}")
+    });
+    assert!(!starts.is_empty());
+    let look = |s: &dyn Store| {
+        let parked = s.list(Listing::Parked, None, 3).unwrap();
+        let pending = s.list(Listing::Pending, None, 3).unwrap();
+        format!(
+            "{:?} {:?} {parked:?} {pending:?}",
+            s.counts().unwrap(),
+            s.flows().unwrap()
+        )
+    };
+    both(&look);
+    for (f, _) in flows {
+        both(&|s| format!("{:?}", s.set_paused(Some(f), false).unwrap()));
+        both(&look);
+    }
+    // Left parked: 300 of b, 200 of a, 1500 of c; the first claim takes
+    // a's and b's rest and 500 of c, the second c's last 1000.
+    let counts = redis.counts().unwrap();
+    assert_eq!(counts.parked, 2_000);
+    assert_eq!(counts.pending, 3 * UNPARK_BATCH as u64);
+    let none = ClaimRequest { max: 0, ..req };
+    for left in [1_000, 0] {
+        both(&|s| format!("{:?}", s.claim(&none).unwrap()));
+        both(&look);
+        assert_eq!(redis.counts().unwrap().parked, left);
+    }
+    both(&|s| format!("{:?}", s.claim(&req).unwrap()));
+    assert!(redis.flows().unwrap().keys.is_empty());
+    // Nothing of the flow control is left behind in Redis.
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for key in [
+        "paused", "parked", "pflow", "pflows", "resuming", "parked:a",
+    ] {
+        let n: u64 = redis::cmd("EXISTS")
+            .arg(format!("{{diff}}:{key}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(n, 0, "{key}");
+    }
+}
+
+/// Resuming a flow key whose parked timers come due, and resuming the
+/// namespace, announce the earliest due time on the wake channel, as an
+/// add of a due timer does.
+#[test]
+fn resumes_wake_the_nodes() {
+    use crate::store::{ClaimRequest, Claimed, Start};
+    use std::sync::mpsc;
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let store = RedisStore::open(options(server.url(), StoreClock::Manual(clock))).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    store
+        .watch(Arc::new(move |due| {
+            let _ = lock(&tx).send(due);
+        }))
+        .unwrap();
+    // The watcher wakes once (0) when subscribed: from then on nothing
+    // published is missed.
+    let wait_for = |want: u64| loop {
+        let got = rx.recv_timeout(Duration::from_secs(30)).expect("a wake-up");
+        if got == want {
+            break;
+        }
+    };
+    wait_for(0);
+    let add = |key, at| {
+        let t = NewTimer {
+            key,
+            due: Due::At(at),
+            payload: b"",
+        };
+        store.add(&[t], AddMode::Replace).unwrap();
+    };
+    add("k", 4_990);
+    let req = ClaimRequest {
+        window: 0,
+        lease: 1_000,
+        max: 10,
+        max_attempts: 3,
+    };
+    let start = |flow: &str| {
+        let claimed = store.claim(&req).unwrap().timers;
+        let held: Vec<_> = claimed.iter().map(Claimed::fenced).collect();
+        store.start_runs(&held, &[], &[flow], 1_000).unwrap()
+    };
+    assert!(store.set_paused(Some("f"), true).unwrap());
+    assert_eq!(start("f"), [Start::Paused { now: 5_000 }]);
+    add("marker", 4_991);
+    wait_for(4_991);
+    assert!(store.set_paused(Some("f"), false).unwrap());
+    wait_for(4_990);
+
+    assert!(store.set_paused(None, true).unwrap());
+    let claimed = store.claim(&req).unwrap();
+    assert!(claimed.timers.is_empty());
+    assert_eq!(claimed.next_due, None, "a paused namespace reports none");
+    assert!(store.set_paused(None, false).unwrap());
+    wait_for(4_990);
 }
