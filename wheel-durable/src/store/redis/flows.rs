@@ -26,7 +26,8 @@ use redis::Value;
 
 use super::{RedisStore, bad_reply, bytes, int, millis};
 use crate::DurableError;
-use crate::store::{FlowEntry, FlowsState, StoreResult, UNPARK_BATCH};
+use crate::store::flow_state::FlowEntry;
+use crate::store::{FlowsState, StoreResult, UNPARK_BATCH};
 
 /// The flows script's answer, its keys in byte order.
 fn flows_state(reply: &[Value]) -> Option<FlowsState> {
@@ -41,12 +42,16 @@ fn flows_state(reply: &[Value]) -> Option<FlowsState> {
                 key: String::from_utf8(bytes(&e[0])?).ok()?,
                 paused: int(&e[1])? == 1,
                 parked: millis(&e[2])?,
+                limits: None, // FLOWS-TODO
+                in_flight: 0,
+                breaker: Default::default(),
             })
         })
         .collect::<Option<Vec<FlowEntry>>>()?;
     keys.sort_by(|a, b| a.key.cmp(&b.key));
     Some(FlowsState {
         paused: int(paused)? == 1,
+        defaults: None, // FLOWS-TODO
         keys,
     })
 }
