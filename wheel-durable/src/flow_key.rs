@@ -102,7 +102,10 @@ mod tests {
         let keys = FlowKeys::new(Some(Arc::new(|key: &str, _: &[u8]| {
             key.split_once(':').map(|(k, _)| k.to_owned())
         })));
-        assert_eq!(keys.key_of("tenant7:order:1", b"x").as_deref(), Some("tenant7"));
+        assert_eq!(
+            keys.key_of("tenant7:order:1", b"x").as_deref(),
+            Some("tenant7")
+        );
         assert_eq!(keys.key_of("no-colon", b"x"), None);
         assert_eq!(keys.key_of(":empty", b"x"), None, "an empty key is none");
         assert_eq!(FlowKeys::default().key_of("tenant7:order:1", b"x"), None);

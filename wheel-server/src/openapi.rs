@@ -21,7 +21,7 @@ use utoipa::{Modify, OpenApi};
 use wheel_durable::http::MAX_HEADERS;
 
 use crate::openapi_patterns::{cursor_pattern, delay_pattern, ms, reserved_headers};
-use crate::{dead, error, json, listing, replays, schedule_json, schedules, timers};
+use crate::{dead, error, flows, json, listing, replays, schedule_json, schedules, timers};
 
 /// The document, as the annotations give it.
 #[derive(OpenApi)]
@@ -32,7 +32,8 @@ use crate::{dead, error, json, listing, replays, schedule_json, schedules, timer
         dead::list, dead::retry, dead::remove,
         replays::replay, replays::progress, replays::cancel,
         schedules::upsert, schedules::read, schedules::list, schedules::remove,
-        schedules::pause, schedules::resume, schedules::trigger, document,
+        schedules::pause, schedules::resume, schedules::trigger,
+        flows::list, flows::pause, flows::resume, document,
     ),
     components(schemas(
         json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
@@ -42,6 +43,7 @@ use crate::{dead, error, json, listing, replays, schedule_json, schedules, timer
         schedule_json::NewSchedule, schedule_json::CatchUpIn, schedule_json::CatchUpPolicy, schedule_json::OverlapIn,
         schedule_json::ScheduleOut, schedule_json::CatchUpOut, schedule_json::SkippedOut, schedule_json::LastRun,
         schedule_json::RunOutcome, schedules::Triggered, schedules::SchedulePageOut,
+        flows::FlowTarget, flows::FlowChange, flows::FlowsOut, flows::FlowOut,
     )),
     modifiers(&Bearer),
 )]
@@ -99,6 +101,7 @@ fn contract(doc: &mut Value) {
     schemas["RetryIn"]["properties"]["backoff"]["oneOf"][1]["$ref"] =
         json!("#/components/schemas/Backoff");
     schedule_contract(schemas);
+    flow_contract(schemas);
     for name in ["NewTimer", "Reschedule"] {
         // Exactly one of the two, non-null (null stands for absent).
         schemas[name]["oneOf"] = json!([
@@ -133,18 +136,33 @@ fn contract(doc: &mut Value) {
     // A value is any text without control characters but tab.
     headers["additionalProperties"] =
         json!({ "type": "string", "pattern": "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$" });
-    for (path, listings) in [("/v1/timers", "[pc]"), ("/v1/dead-letters", "d")] {
+    for (path, listings) in [("/v1/timers", "[pck]"), ("/v1/dead-letters", "d")] {
         let params = doc["paths"][path]["get"]["parameters"].as_array_mut();
         for p in params.into_iter().flatten() {
             if p["name"] == "cursor" {
                 p["schema"]["pattern"] = json!(cursor_pattern(listings));
             }
             if p["name"] == "state" {
-                p["schema"] =
-                    json!({ "type": "string", "enum": ["pending", "claimed", "running"] });
+                p["schema"] = json!({
+                    "type": "string",
+                    "enum": ["pending", "claimed", "running", "parked"],
+                });
             }
         }
     }
+}
+
+/// A flow target's either-or, and what a flow key may hold.
+fn flow_contract(schemas: &mut Value) {
+    for (schema, field) in [("FlowTarget", "flow"), ("CallbackIn", "flow")] {
+        schemas[schema]["properties"][field]["pattern"] = json!(flows::FLOW_KEY_PATTERN);
+    }
+    // Exactly one of the two, non-null (null stands for absent); `all`
+    // is `true` when given.
+    schemas["FlowTarget"]["oneOf"] = json!([
+        { "required": ["flow"], "properties": { "flow": { "type": "string" }, "all": { "type": "null" } } },
+        { "required": ["all"], "properties": { "all": { "const": true }, "flow": { "type": "null" } } },
+    ]);
 }
 
 /// A schedule's either-ors and its delays, which the annotations cannot
@@ -303,6 +321,9 @@ mod tests {
             "/v1/dead-letters/{key}/retry",
             "/v1/dead-letters:replay",
             "/v1/dead-letters/replays/{id}",
+            "/v1/flows",
+            "/v1/flows:pause",
+            "/v1/flows:resume",
             "/v1/openapi.json",
         ] {
             assert!(paths.contains_key(p), "{p} is missing");
@@ -357,6 +378,13 @@ mod tests {
                 "/v1/dead-letters/replays/{id}",
                 "delete",
                 "200 400 401 404 422 503",
+            ),
+            ("/v1/flows", "get", "200 401 503"),
+            ("/v1/flows:pause", "post", "200 400 401 408 413 415 422 503"),
+            (
+                "/v1/flows:resume",
+                "post",
+                "200 400 401 408 413 415 422 503",
             ),
             ("/v1/openapi.json", "get", "200 401"),
         ];
@@ -423,7 +451,7 @@ mod tests {
         assert_eq!(param("limit")["maximum"], 1000);
         assert_eq!(
             param("state")["enum"],
-            json!(["pending", "claimed", "running"])
+            json!(["pending", "claimed", "running", "parked"])
         );
         assert_eq!(param("due_before")["format"], "date-time");
         let key = &doc["paths"]["/v1/timers/{key}"]["get"]["parameters"][0]["schema"];
@@ -503,6 +531,7 @@ mod tests {
             for (tag, listing) in [
                 ("p", Listing::Pending),
                 ("c", Listing::Claimed),
+                ("k", Listing::Parked),
                 ("d", Listing::Dead),
             ] {
                 let text = format!("{tag}.1700000000000.{hex}");

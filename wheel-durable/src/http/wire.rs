@@ -246,7 +246,10 @@ mod tests {
         assert_eq!(bad[flags_at], HAS_FLOW);
         bad[flags_at] |= 4;
         assert_eq!(decode(&bad), None);
-        assert!(encode(&sample()).starts_with(MAGIC), "no flow key, no policy: version 1");
+        assert!(
+            encode(&sample()).starts_with(MAGIC),
+            "no flow key, no policy: version 1"
+        );
     }
 
     #[test]

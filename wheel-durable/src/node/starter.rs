@@ -135,8 +135,11 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
     let keys: Vec<&str> = batch.iter().map(|c| c.key.as_str()).collect();
     let flows = shared.config.flows.keys_of(&batch);
     let flows: Vec<&str> = flows.iter().map(|f| f.as_deref().unwrap_or("")).collect();
-    let answers = crate::schedule_store::advances(&*shared.store, &keys)
-        .and_then(|plans| shared.store.start_runs(&fenced, &plans, &flows, shared.lease_ms));
+    let answers = crate::schedule_store::advances(&*shared.store, &keys).and_then(|plans| {
+        shared
+            .store
+            .start_runs(&fenced, &plans, &flows, shared.lease_ms)
+    });
     let answers = match answers {
         Ok(answers) => answers,
         Err(e) => {

@@ -154,7 +154,12 @@ impl RunClaims {
                 let held = self.held(stale);
                 let keys: Vec<&str> = held.iter().map(|f| f.key).collect();
                 let plans = schedule_store::advances(store, &keys)?;
-                ScheduleAnswer::Starts(store.start_runs(&held, &plans, &[], u64::from(lease).max(1))?)
+                ScheduleAnswer::Starts(store.start_runs(
+                    &held,
+                    &plans,
+                    &[],
+                    u64::from(lease).max(1),
+                )?)
             }
             &O::FinishRuns { how, delay } => {
                 let how = match how % 3 {

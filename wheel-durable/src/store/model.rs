@@ -373,9 +373,16 @@ impl Store for Model {
                 });
             }
             batch.next_due = s.by_due(TimerState::Pending).first().map(|(d, _)| *d);
-            batch.next_lease = batch.next_lease.into_iter().chain(
-                batch.timers.iter().map(|c| claim_lease_end(c.due, now, req.lease)),
-            ).min();
+            batch.next_lease = batch
+                .next_lease
+                .into_iter()
+                .chain(
+                    batch
+                        .timers
+                        .iter()
+                        .map(|c| claim_lease_end(c.due, now, req.lease)),
+                )
+                .min();
             batch
         }))
     }

@@ -622,7 +622,7 @@ fn pauses_park_and_resumes_unpark_as_the_model_does() {
         Counts,
         pause(1, false),
         Flows,
-        claim(10), // 0 and 1, earliest due first
+        claim(10),      // 0 and 1, earliest due first
         pause(0, true), // the namespace
         start_in(0, 1), // handed back, pending
         claim(10),      // nothing while paused
@@ -681,7 +681,11 @@ fn a_long_resume_continues_in_the_claims() {
     assert_eq!(model.flows().unwrap().keys[0].parked, 5, "the rest waits");
     assert_eq!(model.counts().unwrap().pending, UNPARK_BATCH as u64);
     let next = model.claim(&ClaimRequest { max: 0, ..req }).unwrap();
-    assert_eq!(next.next_due, Some(0), "the earliest were made pending first");
+    assert_eq!(
+        next.next_due,
+        Some(0),
+        "the earliest were made pending first"
+    );
     assert!(model.flows().unwrap().keys.is_empty());
     assert_eq!(model.counts().unwrap().pending, keys.len() as u64);
 }
