@@ -275,17 +275,18 @@ fn problem_response(description: &str) -> Value {
     })
 }
 
-/// The timer an add answers is the one the keyed operations act on.
+/// The timer a `201` answers is the one the keyed operations act on. A
+/// `200` has no links: its key may be one the dedup window remembers,
+/// which names no timer (`GET` answers 404), and a link cannot depend on
+/// which of its two bodies came.
 fn links(doc: &mut Value) {
     let key = json!({ "key": "$response.body#/key" });
     let created = &mut doc["paths"]["/v1/timers"]["post"]["responses"];
-    for status in ["200", "201"] {
-        created[status]["links"] = json!({
-            "GetTimer": { "operationId": "getTimer", "parameters": key },
-            "RescheduleTimer": { "operationId": "rescheduleTimer", "parameters": key },
-            "CancelTimer": { "operationId": "cancelTimer", "parameters": key },
-        });
-    }
+    created["201"]["links"] = json!({
+        "GetTimer": { "operationId": "getTimer", "parameters": key },
+        "RescheduleTimer": { "operationId": "rescheduleTimer", "parameters": key },
+        "CancelTimer": { "operationId": "cancelTimer", "parameters": key },
+    });
 }
 
 #[cfg(test)]
@@ -458,6 +459,21 @@ mod tests {
         assert_eq!(
             (key["minLength"].clone(), key["maxLength"].clone()),
             (json!(1), json!(1024))
+        );
+    }
+
+    #[test]
+    fn only_a_created_timer_links_to_the_keyed_operations() {
+        let doc = doc();
+        let responses = &doc["paths"]["/v1/timers"]["post"]["responses"];
+        assert_eq!(
+            responses["201"]["links"]["GetTimer"]["operationId"],
+            "getTimer"
+        );
+        assert!(
+            responses["200"].get("links").is_none(),
+            "{}",
+            responses["200"]
         );
     }
 
