@@ -7,7 +7,7 @@
 //! the steps of many callers in one group and one fsync. Deletes leave
 //! tombstones until compaction; the index keys start with their time, so
 //! the tombstones of fired timers gather at the head of the due index, and
-//! the claim scan starts after them ([`tables::Cursor`]). Reads run on the
+//! the claim scan starts after them ([`cursor::Cursor`]). Reads run on the
 //! caller's thread, each from one snapshot ([`read`]).
 //!
 //! The process holds the directory exclusively (fjall locks it against
@@ -15,13 +15,19 @@
 //! a path that is not a store of ours), so a claim can only belong to this
 //! process: [`Embedded::open`] turns every
 //! claimed or running timer back into a pending one, which fires at once
-//! if overdue.
+//! if overdue; parked timers stay parked, and the paused namespace and
+//! keys stay paused ([`flows`] keeps flow control; [`spaces`] names the
+//! keyspaces).
 //!
 //! Node state: none: the store is below the node and is called through the
 //! store trait. It owns the fjall database and the writer thread's queue.
 
+mod cursor;
 mod dir;
 mod ended;
+#[cfg(test)]
+mod flow_tests;
+mod flows;
 mod read;
 mod schedules;
 mod spaces;
@@ -36,15 +42,16 @@ use std::thread::JoinHandle;
 
 use fjall::{Database, PersistMode};
 
+use self::cursor::Cursor;
 use self::read::first_keys;
 use self::spaces::{Space, Spaces};
-use self::tables::{Cursor, Tables};
+use self::tables::Tables;
 use self::writer::{Job, Reply, Step, Writer, call};
 use super::record::DeadRecord;
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, Listed, Memory, Millis, NewTimer, Start,
-    Store, StoreClock, StoreResult, Wake,
+    ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, FlowsState, Listed, Memory, Millis,
+    NewTimer, Start, Store, StoreClock, StoreResult, Wake,
 };
 use crate::schedule::chain::Advance;
 use crate::sync::lock;
@@ -300,30 +307,42 @@ impl Store for Embedded {
         }
     }
 
-    fn set_paused(&self, _flow: Option<&str>, _paused: bool) -> StoreResult<bool> {
-        todo!("FLOWS-TODO")
+    fn set_paused(&self, flow: Option<&str>, paused: bool) -> StoreResult<bool> {
+        let flow = flow.map(str::to_owned);
+        self.bool(
+            true,
+            Box::new(move |t| t.set_paused(flow.as_deref(), paused).map(Reply::Bool)),
+        )
     }
 
-    fn flows(&self) -> StoreResult<crate::store::FlowsState> {
-        todo!("FLOWS-TODO")
+    fn flows(&self) -> StoreResult<FlowsState> {
+        match self.call(
+            false,
+            Box::new(|t| Ok(Reply::Flows(t.cursor.flows.state()))),
+        )? {
+            Reply::Flows(f) => Ok(f),
+            other => Err(unexpected(other)),
+        }
     }
 
     fn start_runs(
         &self,
         claims: &[Fenced<'_>],
         advances: &[Option<Advance>],
-        _flows: &[&str],
+        flows: &[&str],
         lease: Millis,
     ) -> StoreResult<Vec<Start>> {
         let claims = owned(claims);
         let advances = advances.to_vec();
+        let flows: Vec<String> = flows.iter().map(|f| (*f).to_owned()).collect();
         let step: Step = Box::new(move |t| {
             let started: StoreResult<Vec<Start>> = claims
                 .iter()
                 .enumerate()
                 .map(|(i, (key, fence))| {
                     let advance = advances.get(i).and_then(Option::as_ref);
-                    t.start(key, *fence, lease, advance)
+                    let flow = flows.get(i).map_or("", String::as_str);
+                    t.start(key, *fence, lease, advance, flow)
                 })
                 .collect();
             started.map(Reply::Starts)
@@ -449,177 +468,4 @@ impl Drop for Embedded {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::Claimed;
-
-    /// Adds one timer per key, the i-th due at `due(i)`, with no payload.
-    fn add_each(store: &Embedded, keys: &[String], due: impl Fn(usize) -> Millis) {
-        let timers: Vec<NewTimer<'_>> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, key)| NewTimer {
-                key,
-                due: Due::At(due(i)),
-                payload: b"",
-            })
-            .collect();
-        store.add(&timers, AddMode::Replace).unwrap();
-    }
-
-    /// A claim of what is due now, up to `max` timers.
-    fn claim_up_to(max: usize) -> ClaimRequest {
-        ClaimRequest {
-            window: 0,
-            lease: 60_000,
-            max,
-            max_attempts: 3,
-        }
-    }
-
-    fn open(path: &Path) -> StoreResult<Embedded> {
-        Embedded::open(path, StoreClock::Real, 1_000)
-    }
-
-    #[test]
-    fn a_second_open_in_the_same_process_is_locked_until_close() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("store");
-        let first = open(&path).unwrap();
-        assert!(matches!(open(&path), Err(DurableError::Locked(_))));
-        first.close().unwrap();
-        open(&path).unwrap().close().unwrap();
-    }
-
-    #[test]
-    fn another_program_s_fjall_database_is_refused_untouched() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("theirs");
-        let db = Database::builder(&path).open().unwrap();
-        db.keyspace("photos", fjall::KeyspaceCreateOptions::default)
-            .unwrap();
-        drop(db);
-        let Err(e) = open(&path) else {
-            panic!("not ours")
-        };
-        assert!(matches!(e, DurableError::Corrupt(_)), "{e:?}");
-        assert!(e.to_string().contains("not a wheel store"), "{e}");
-        let db = Database::builder(&path).open().unwrap();
-        assert!(
-            !db.keyspace_exists(spaces::NAMES[0]),
-            "nothing of ours added"
-        );
-        // A fresh fjall database with no keyspace yet is taken.
-        let fresh = dir.path().join("fresh");
-        drop(Database::builder(&fresh).open().unwrap());
-        open(&fresh).unwrap().close().unwrap();
-    }
-
-    #[test]
-    fn claims_resume_after_fired_timers_and_still_see_earlier_adds() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir.path().join("store")).unwrap();
-        let keys: Vec<String> = (0..50).map(|i| format!("k{i:02}")).collect();
-        add_each(&store, &keys, |i| 1_000 + i as u64);
-        let req = claim_up_to(10);
-        let mut claimed = Vec::new();
-        for _ in 0..3 {
-            let batch = store.claim(&req).unwrap();
-            let held: Vec<Fenced<'_>> = batch.timers.iter().map(Claimed::fenced).collect();
-            let started = store.start(&held, 60_000).unwrap();
-            assert!(
-                started
-                    .iter()
-                    .all(|s| matches!(s, Start::Started { attempt: 1, .. }))
-            );
-            let done: Vec<(Fenced<'_>, Finish)> = held.iter().map(|h| (*h, Finish::Done)).collect();
-            assert!(store.finish(&done).unwrap().iter().all(|d| *d));
-            claimed.extend(batch.timers.iter().map(|c| c.key.clone()));
-        }
-        assert_eq!(claimed, keys[..30]);
-        // Due before everything fired so far: the claim still finds it.
-        store
-            .add(
-                &[NewTimer {
-                    key: "early",
-                    due: Due::At(5),
-                    payload: b"",
-                }],
-                AddMode::Replace,
-            )
-            .unwrap();
-        let batch = store.claim(&req).unwrap();
-        let got: Vec<&str> = batch.timers.iter().map(|c| c.key.as_str()).collect();
-        assert_eq!(got[0], "early");
-        assert_eq!(
-            got[1..],
-            keys[30..39].iter().map(String::as_str).collect::<Vec<_>>()[..]
-        );
-        assert_eq!(batch.next_due, Some(1_039));
-        let counts = store.counts().unwrap();
-        assert_eq!((counts.pending, counts.claimed), (11, 10));
-        store.close().unwrap();
-    }
-
-    /// Many timers due at the same millisecond: each claim goes on after
-    /// the last one claimed (the scans start at an index key, not a time),
-    /// and a timer added later with a key before them is still found.
-    #[test]
-    fn claims_of_timers_sharing_a_due_time_resume_by_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir.path().join("store")).unwrap();
-        let keys: Vec<String> = (0..300).map(|i| format!("k{i:03}")).collect();
-        add_each(&store, &keys, |_| 1_000);
-        let req = claim_up_to(64);
-        let mut claimed: Vec<String> = Vec::new();
-        for round in 0..5 {
-            if round == 2 {
-                let early = NewTimer {
-                    key: "a",
-                    due: Due::At(1_000),
-                    payload: b"",
-                };
-                store.add(&[early], AddMode::Replace).unwrap();
-            }
-            let batch = store.claim(&req).unwrap();
-            claimed.extend(batch.timers.iter().map(|c| c.key.clone()));
-        }
-        let mut want: Vec<String> = keys[..128].to_vec();
-        want.push("a".into());
-        want.extend(keys[128..].iter().cloned());
-        assert_eq!(claimed, want[..claimed.len()]);
-        assert_eq!(claimed.len(), 301);
-    }
-
-    /// Only a timer actually added wakes the watchers: an add if absent
-    /// that finds the key taken announces nothing.
-    #[test]
-    fn an_add_kept_out_by_an_existing_timer_wakes_nobody() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir.path().join("store")).unwrap();
-        let woken = Arc::new(AtomicUsize::new(0));
-        let w = woken.clone();
-        store
-            .watch(Arc::new(move |_| {
-                w.fetch_add(1, Ordering::SeqCst);
-            }))
-            .unwrap();
-        let t = |payload: &'static [u8]| NewTimer {
-            key: "k",
-            due: Due::After(0),
-            payload,
-        };
-        // The writer wakes the watchers of a group before it runs the next
-        // one, so a later call's answer means the earlier wakes happened.
-        let added = |mode, payload| {
-            let a = store.add(&[t(payload)], mode).unwrap();
-            store.counts().unwrap();
-            (a, woken.load(Ordering::SeqCst))
-        };
-        assert_eq!(added(AddMode::IfAbsent, b"1"), (vec![true], 1));
-        assert_eq!(added(AddMode::IfAbsent, b"2"), (vec![false], 1));
-        assert_eq!(added(AddMode::Replace, b"3"), (vec![true], 2));
-        assert_eq!(store.get("k").unwrap().unwrap().payload, b"3");
-    }
-}
+mod tests;

@@ -77,7 +77,7 @@ pub(super) fn list(
         Listing::Pending => Space::Due,
         Listing::Claimed => Space::Leases,
         Listing::Dead => Space::DeadOrder,
-        Listing::Parked => todo!("FLOWS-TODO"),
+        Listing::Parked => Space::Parked,
     };
     let mut out = Vec::new();
     for (score, key) in keys_after(snap, spaces.get(index), after, limit)? {

@@ -9,7 +9,15 @@
 //! [`SchedRecord`](crate::store::schedules::SchedRecord)) and `unplanned`
 //! (id → empty, for the records marked unplanned; see `schedules.rs`),
 //! `ended` (key → [`Memory`](crate::store::Memory): the dedup window's
-//! memories) and `ended_order` ((expires, key) → empty). An
+//! memories) and `ended_order` ((expires, key) → empty), and for flow
+//! control (`flows.rs`): `parked` ((due, key) → the flow key it is parked
+//! under) for every parked timer, `flow_parked` ((flow key, due, key) →
+//! empty: each flow key's parked timers, the flow key prefixed by its
+//! length as a big-endian u32 so that no key's entries run into
+//! another's) and `flows` (flow key → one byte: 1 paused, 2 resuming; a
+//! key neither has no entry), with the namespace's pause in `meta`
+//! (`paused`). A store created before these keyspaces existed gets them,
+//! empty, when it is opened. An
 //! index key is the time as a big-endian u64 followed by the timer's key,
 //! so an index is ordered by time, then by key, and the tombstones that
 //! deletes leave behind cluster at its head.
@@ -46,10 +54,13 @@ pub(super) enum Space {
     Unplanned = 7,
     Ended = 8,
     EndedOrder = 9,
+    Parked = 10,
+    FlowParked = 11,
+    Flows = 12,
 }
 
 /// How many keyspaces there are.
-pub(super) const SPACES: usize = 10;
+pub(super) const SPACES: usize = 13;
 
 pub(super) const NAMES: [&str; SPACES] = [
     "timers",
@@ -62,6 +73,9 @@ pub(super) const NAMES: [&str; SPACES] = [
     "unplanned",
     "ended",
     "ended_order",
+    "parked",
+    "flow_parked",
+    "flows",
 ];
 
 impl Spaces {
@@ -94,6 +108,18 @@ pub(super) fn index_key(at: Millis, key: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + key.len());
     k.extend_from_slice(&at.to_be_bytes());
     k.extend_from_slice(key.as_bytes());
+    k
+}
+
+/// The prefix of a flow key's entries in `flow_parked`: its length (a
+/// big-endian u32), then its bytes.
+pub(super) fn flow_prefix(flow: &str) -> Vec<u8> {
+    // Only a paused key parks timers, and `set_paused` refuses one over
+    // `MAX_FLOW_KEY` bytes, so the length always fits.
+    let len = u32::try_from(flow.len()).unwrap_or(u32::MAX);
+    let mut k = Vec::with_capacity(4 + flow.len());
+    k.extend_from_slice(&len.to_be_bytes());
+    k.extend_from_slice(flow.as_bytes());
     k
 }
 

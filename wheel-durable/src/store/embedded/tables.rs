@@ -13,8 +13,9 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use fjall::{Database, Readable};
+use fjall::Database;
 
+use super::cursor::{Cursor, end};
 use super::db_err;
 use super::spaces::{SPACES, Space, Spaces, corrupt, index_key, parse_index_key};
 use crate::schedule::chain::Advance;
@@ -24,62 +25,13 @@ use crate::store::{
     ClaimBatch, ClaimRequest, Claimed, Counts, EXPIRED_KEYS, Finish, Millis, Start, StoreResult,
     claim_lease_end, later, lease_lost_reason,
 };
-use crate::{AddMode, EndedHow, TimerState};
+use crate::{AddMode, DurableError, EndedHow, TimerState};
 
 /// The name of the fence counter in `meta`.
 const FENCE: &[u8] = b"fence";
 
 /// Expired leases handled by one claim at most (the rest wait for the next).
 const MAX_EXPIRED_PER_CLAIM: usize = 10_000;
-
-/// What the writer keeps between groups: the counts of each index, and a
-/// lower bound of the entries of the due and lease indexes (an index key:
-/// time and timer key), where their scans start, so that the tombstones
-/// of entries deleted before it are never read again, however many timers
-/// share one due time.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Cursor {
-    pub(super) pending: u64,
-    pub(super) claimed: u64,
-    pub(super) dead: u64,
-    /// The dedup window's memories, expired ones included until pruned.
-    pub(super) ended: u64,
-    pub(super) due_from: Vec<u8>,
-    pub(super) lease_from: Vec<u8>,
-    /// A lower bound of the expiry index's entries (`ended.rs`).
-    pub(super) ended_from: Vec<u8>,
-}
-
-/// Past every index key (a time of `u64::MAX` is never stored).
-fn end() -> Vec<u8> {
-    u64::MAX.to_be_bytes().to_vec()
-}
-
-impl Cursor {
-    /// Counts every index of the store as it is on disk (once, at open).
-    pub(super) fn scan(db: &Database, spaces: &Spaces) -> StoreResult<Cursor> {
-        let snap = db.snapshot();
-        let len = |s: Space| snap.len(spaces.get(s)).map(|n| n as u64).map_err(db_err);
-        // The first entry is parsed, not copied, so that a corrupt index
-        // fails the open instead of a later scan.
-        let first = |s: Space| -> StoreResult<Vec<u8>> {
-            let Some(entry) = snap.first_key_value(spaces.get(s)) else {
-                return Ok(end());
-            };
-            let (at, key) = parse_index_key(&entry.key().map_err(db_err)?)?;
-            Ok(index_key(at, &key))
-        };
-        Ok(Cursor {
-            pending: len(Space::Due)?,
-            claimed: len(Space::Leases)?,
-            dead: len(Space::Dead)?,
-            ended: len(Space::Ended)?,
-            due_from: first(Space::Due)?,
-            lease_from: first(Space::Leases)?,
-            ended_from: first(Space::EndedOrder)?,
-        })
-    }
-}
 
 /// One group's view of the store: the keyspaces under the group's own
 /// writes, with the group's clock reading.
@@ -156,6 +108,20 @@ impl<'s> Tables<'s> {
         max: usize,
         until: Millis,
     ) -> StoreResult<Vec<(Millis, String)>> {
+        self.scan(space, &[], from, max, until)
+    }
+
+    /// [`first`](Self::first) over the entries whose key starts with
+    /// `prefix` (an index key follows it), from key `from` on (which
+    /// starts with `prefix`).
+    pub(super) fn scan(
+        &self,
+        space: Space,
+        prefix: &[u8],
+        from: &[u8],
+        max: usize,
+        until: Millis,
+    ) -> StoreResult<Vec<(Millis, String)>> {
         let mut out = Vec::new();
         if max == 0 {
             return Ok(out);
@@ -194,7 +160,10 @@ impl<'s> Tables<'s> {
                     None => break,
                 }
             };
-            let (at, key) = parse_index_key(&key)?;
+            let Some(entry) = key.strip_prefix(prefix) else {
+                break;
+            };
+            let (at, key) = parse_index_key(entry)?;
             if at > until {
                 break;
             }
@@ -241,9 +210,13 @@ impl<'s> Tables<'s> {
                 }
                 self.write(Space::Due, k, Some(Vec::new()));
                 self.cursor.pending += 1;
-                if r.due <= self.wake_before {
-                    self.wake = Some(self.wake.map_or(r.due, |w| w.min(r.due)));
-                }
+                self.note_pending(r.due);
+            }
+            // Parking needs the flow key (`hold_back`).
+            TimerState::Parked => {
+                return Err(DurableError::Store(
+                    "a parked timer is written with its flow key".into(),
+                ));
             }
             _ => {
                 let k = index_key(r.lease_until, key);
@@ -257,6 +230,14 @@ impl<'s> Tables<'s> {
         Ok(())
     }
 
+    /// Wakes the watchers (after the group) for a timer made pending at
+    /// `due`, if that is within the notify window.
+    pub(super) fn note_pending(&mut self, due: Millis) {
+        if due <= self.wake_before {
+            self.wake = Some(self.wake.map_or(due, |w| w.min(due)));
+        }
+    }
+
     /// Removes `r`'s index entry and, with `forget`, the record itself.
     pub(super) fn unindex(&mut self, key: &str, r: &Record, forget: bool) -> StoreResult<()> {
         match r.state {
@@ -264,6 +245,7 @@ impl<'s> Tables<'s> {
                 self.write(Space::Due, index_key(r.due, key), None);
                 self.cursor.pending = self.cursor.pending.saturating_sub(1);
             }
+            TimerState::Parked => self.unindex_parked(key, r)?,
             _ => {
                 self.write(Space::Leases, index_key(r.lease_until, key), None);
                 self.cursor.claimed = self.cursor.claimed.saturating_sub(1);
@@ -372,6 +354,11 @@ impl<'s> Tables<'s> {
         let now = self.now;
         let mut batch = ClaimBatch::empty(now);
         self.expire_leases(req.max_attempts, &mut batch)?;
+        self.continue_resumes()?;
+        if self.cursor.flows.paused_all() {
+            batch.next_lease = self.next_lease()?;
+            return Ok(batch);
+        }
         let horizon = now.saturating_add(req.window);
         let due = self.first(Space::Due, &self.cursor.due_from, req.max, horizon)?;
         let mut fence = self.fence()?;
@@ -470,6 +457,7 @@ impl<'s> Tables<'s> {
         fence: u64,
         lease: Millis,
         advance: Option<&Advance>,
+        flow: &str,
     ) -> StoreResult<Start> {
         let Some(r) = self.held(key, fence, TimerState::Claimed)? else {
             return Ok(Start::Stale);
@@ -479,6 +467,9 @@ impl<'s> Tables<'s> {
                 now: self.now,
                 due: r.due,
             });
+        }
+        if self.cursor.flows.holds(flow) {
+            return self.hold_back(key, r, flow);
         }
         if schedule_steps::start_gate(self, key, advance)? == Gate::Refused {
             return Ok(Start::Stale);
@@ -499,7 +490,10 @@ impl<'s> Tables<'s> {
 
     pub(super) fn renew(&mut self, key: &str, fence: u64, lease: Millis) -> StoreResult<bool> {
         match self.record(key)? {
-            Some(mut r) if r.fence == fence && r.state != TimerState::Pending => {
+            Some(mut r)
+                if r.fence == fence
+                    && matches!(r.state, TimerState::Claimed | TimerState::Running) =>
+            {
                 let until = r.lease_until.max(later(self.now, lease));
                 self.unindex(key, &r, false)?;
                 r.lease_until = until;
@@ -552,7 +546,7 @@ impl<'s> Tables<'s> {
     /// The counts of timers in each state.
     pub(super) fn counts(&mut self) -> StoreResult<Counts> {
         Ok(Counts {
-            parked: 0, // FLOWS-TODO
+            parked: self.cursor.flows.parked(),
             now: self.now,
             pending: self.cursor.pending,
             claimed: self.cursor.claimed,

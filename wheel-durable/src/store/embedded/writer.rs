@@ -7,7 +7,7 @@
 //! then it commits the group's writes as one atomic write batch into the
 //! journal and the memtables, and, if the group holds a change callers were
 //! promised as durable (`add`, `cancel`, `reschedule`, `release`,
-//! `retry_dead`, `finish`, a schedule's change), makes the journal durable with one
+//! `retry_dead`, `finish`, a schedule's change, a pause or resume), makes the journal durable with one
 //! `fdatasync` before answering: concurrent callers share one fsync. A
 //! group of claims, starts and renewals alone is answered without an
 //! fsync, and is made durable by the next durable group or, when none
@@ -27,12 +27,13 @@ use std::time::Duration;
 
 use fjall::{Database, PersistMode};
 
+use super::cursor::Cursor;
 use super::db_err;
 use super::spaces::Spaces;
-use super::tables::{Cursor, Tables};
+use super::tables::Tables;
 use crate::DurableError;
 use crate::store::schedules::SchedAnswer;
-use crate::store::{ClaimBatch, Counts, Millis, Start, StoreClock, StoreResult, Wake};
+use crate::store::{ClaimBatch, Counts, FlowsState, Millis, Start, StoreClock, StoreResult, Wake};
 use crate::sync::lock;
 
 /// How long a non-durable commit may stay the last one.
@@ -49,6 +50,7 @@ pub(super) enum Reply {
     Starts(Vec<Start>),
     Claim(ClaimBatch),
     Counts(Counts),
+    Flows(FlowsState),
     Schedule(SchedAnswer),
 }
 

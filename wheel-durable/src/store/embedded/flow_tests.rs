@@ -1,0 +1,248 @@
+//! Flow control on the embedded store beyond what the differential
+//! harness's short inputs reach: a resume longer than one batch, compared
+//! with the model step by step and across a reopen; the paused state
+//! surviving a reopen; a store whose directory predates the flow
+//! keyspaces; the wake-up a resume gives.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use super::*;
+use crate::store::model::Model;
+use crate::store::{Claimed, UNPARK_BATCH};
+
+fn manual(clock: &Arc<AtomicU64>) -> StoreClock {
+    StoreClock::Manual(clock.clone())
+}
+
+/// Every claim due by now, however many.
+fn claim_all() -> ClaimRequest {
+    ClaimRequest {
+        window: 0,
+        lease: 10_000,
+        max: usize::MAX,
+        max_attempts: 3,
+    }
+}
+
+/// Adds `n` timers, two per due time, claims them and starts them under
+/// flow key `flow`: the store answers each start as the model does.
+fn park_all(stores: &[&dyn Store], n: usize, flow: &str) {
+    let keys: Vec<String> = (0..n).map(|i| format!("t{i:05}")).collect();
+    let timers: Vec<NewTimer<'_>> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| NewTimer {
+            key: k,
+            due: Due::At(i as u64 / 2),
+            payload: b"",
+        })
+        .collect();
+    let answers: Vec<Vec<Start>> = stores
+        .iter()
+        .map(|s| {
+            s.add(&timers, AddMode::Replace).unwrap();
+            let claimed = s.claim(&claim_all()).unwrap().timers;
+            assert_eq!(claimed.len(), n);
+            assert!(s.set_paused(Some(flow), true).unwrap());
+            let held: Vec<Fenced<'_>> = claimed.iter().map(Claimed::fenced).collect();
+            s.start_runs(&held, &[], &vec![flow; n], 100).unwrap()
+        })
+        .collect();
+    assert!(answers[0].iter().all(|a| matches!(a, Start::Paused { .. })));
+    assert!(answers.windows(2).all(|w| w[0] == w[1]));
+}
+
+/// What the two stores hold, as far as flow control shows it.
+fn same(model: &Model, store: &Embedded) {
+    assert_eq!(store.flows().unwrap(), model.flows().unwrap());
+    assert_eq!(store.counts().unwrap(), model.counts().unwrap());
+    for which in [Listing::Pending, Listing::Parked] {
+        let page = |s: &dyn Store| s.list(which, None, 3).unwrap();
+        assert_eq!(page(store), page(model), "{which:?}");
+    }
+}
+
+#[test]
+fn a_long_resume_continues_in_the_claims_as_the_model_does_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let model = Model::new(manual(&clock));
+    let mut store = Embedded::open(&path, manual(&clock), 10).unwrap();
+    let n = 2 * UNPARK_BATCH + 7;
+    park_all(&[&model, &store], n, "f");
+    same(&model, &store);
+    assert!(store.set_paused(Some("f"), false).unwrap());
+    assert!(model.set_paused(Some("f"), false).unwrap());
+    same(&model, &store);
+    assert_eq!(
+        store.flows().unwrap().keys[0].parked,
+        (n - UNPARK_BATCH) as u64
+    );
+    // The resume is durable half-way: the reopened store goes on with it.
+    store.close().unwrap();
+    store = Embedded::open(&path, manual(&clock), 10).unwrap();
+    same(&model, &store);
+    let peek = ClaimRequest {
+        max: 0,
+        ..claim_all()
+    };
+    for _ in 0..3 {
+        assert_eq!(store.claim(&peek).unwrap(), model.claim(&peek).unwrap());
+        same(&model, &store);
+    }
+    assert!(store.flows().unwrap().keys.is_empty());
+    assert_eq!(store.counts().unwrap().pending, n as u64);
+    // Fences jumped ahead at the reopen: the claims agree but for them.
+    let order = |s: &dyn Store| -> Vec<(Millis, String)> {
+        let batch = s.claim(&claim_all()).unwrap();
+        batch.timers.into_iter().map(|c| (c.due, c.key)).collect()
+    };
+    let all = order(&store);
+    assert!(all == order(&model), "the claims differ from the model's");
+    assert_eq!(all.len(), n);
+    assert!(all.is_sorted(), "due order, as they were added");
+    store.close().unwrap();
+}
+
+/// Pausing a key again stops its resume; resuming it once more starts
+/// over from its earliest parked timer.
+#[test]
+fn a_pause_during_a_resume_stops_it_as_the_model_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let model = Model::new(manual(&clock));
+    let store = Embedded::open(&dir.path().join("store"), manual(&clock), 10).unwrap();
+    park_all(&[&model, &store], UNPARK_BATCH + 3, "f");
+    let peek = ClaimRequest {
+        max: 0,
+        ..claim_all()
+    };
+    for s in [&model as &dyn Store, &store] {
+        assert!(s.set_paused(Some("f"), false).unwrap());
+        assert!(s.set_paused(Some("f"), true).unwrap());
+        s.claim(&peek).unwrap();
+    }
+    same(&model, &store);
+    assert_eq!(store.flows().unwrap().keys[0].parked, 3, "still parked");
+    // A cancel and a reschedule take parked timers out of the count.
+    let last = format!("t{:05}", UNPARK_BATCH + 2);
+    for s in [&model as &dyn Store, &store] {
+        assert!(s.cancel(&last).unwrap());
+        assert!(
+            s.reschedule(&format!("t{:05}", UNPARK_BATCH), Due::At(1))
+                .unwrap()
+        );
+        assert!(s.set_paused(Some("f"), false).unwrap());
+    }
+    same(&model, &store);
+    assert!(store.flows().unwrap().keys.is_empty());
+}
+
+#[test]
+fn the_paused_state_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let model = Model::new(manual(&clock));
+    let store = Embedded::open(&path, manual(&clock), 10).unwrap();
+    park_all(&[&model, &store], 4, "g");
+    for s in [&model as &dyn Store, &store] {
+        assert!(s.set_paused(Some("h"), true).unwrap());
+        assert!(s.set_paused(None, true).unwrap());
+    }
+    store.close().unwrap();
+    let store = Embedded::open(&path, manual(&clock), 10).unwrap();
+    same(&model, &store);
+    let flows = store.flows().unwrap();
+    assert!(flows.paused);
+    let keys: Vec<(&str, bool, u64)> = flows
+        .keys
+        .iter()
+        .map(|k| (k.key.as_str(), k.paused, k.parked))
+        .collect();
+    assert_eq!(keys, [("g", true, 4), ("h", true, 0)]);
+    let info = store.get("t00000").unwrap().unwrap();
+    assert_eq!(info.state, crate::TimerState::Parked);
+    // Still paused: a claim takes nothing and names no next due time.
+    let batch = store.claim(&claim_all()).unwrap();
+    assert_eq!(batch, model.claim(&claim_all()).unwrap());
+    assert_eq!((batch.timers.len(), batch.next_due), (0, None));
+    store.close().unwrap();
+}
+
+/// A directory written before the flow keyspaces existed (only the
+/// keyspaces it had then) opens, and pausing works on it.
+#[test]
+fn a_store_from_before_flow_control_opens_and_pauses() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let db = Database::builder(&path).open().unwrap();
+    for name in &spaces::NAMES[..10] {
+        db.keyspace(name, fjall::KeyspaceCreateOptions::default)
+            .unwrap();
+    }
+    drop(db);
+    let store = Embedded::open(&path, StoreClock::Real, 10).unwrap();
+    assert_eq!(store.flows().unwrap(), FlowsState::default());
+    assert!(store.set_paused(Some("f"), true).unwrap());
+    assert_eq!(store.flows().unwrap().keys[0].key, "f");
+    assert_eq!(store.counts().unwrap().parked, 0);
+    store.close().unwrap();
+}
+
+/// Resuming a key whose parked timers come due, or the namespace, wakes
+/// the watchers as an add of a due timer does; a pause wakes nobody.
+#[test]
+fn resumes_wake_the_watchers() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let store = Embedded::open(&dir.path().join("store"), manual(&clock), 10).unwrap();
+    park_all(&[&store], 2, "f");
+    let woken = Arc::new(AtomicUsize::new(0));
+    let w = woken.clone();
+    store
+        .watch(Arc::new(move |_| {
+            w.fetch_add(1, Ordering::SeqCst);
+        }))
+        .unwrap();
+    // The writer wakes the watchers of a group before it runs the next
+    // one, so a later call's answer means the earlier wakes happened.
+    let after = |paused: Option<&str>, pause: bool| {
+        store.set_paused(paused, pause).unwrap();
+        store.counts().unwrap();
+        woken.load(Ordering::SeqCst)
+    };
+    assert_eq!(after(None, true), 0);
+    assert_eq!(after(Some("f"), false), 1, "two parked timers made pending");
+    assert_eq!(after(None, false), 2, "the namespace's due timers");
+    store.close().unwrap();
+}
+
+/// A parked timer has no fence: renew, finish and release refuse it, a
+/// paused key must be a valid flow key.
+#[test]
+fn a_parked_timer_is_held_by_nobody() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let store = Embedded::open(&dir.path().join("store"), manual(&clock), 10).unwrap();
+    let t = NewTimer {
+        key: "k",
+        due: Due::At(1),
+        payload: b"",
+    };
+    store.add(&[t], AddMode::Replace).unwrap();
+    let claimed = store.claim(&claim_all()).unwrap().timers;
+    let held = [claimed[0].fenced()];
+    store.set_paused(Some("f"), true).unwrap();
+    let started = store.start_runs(&held, &[], &["f"], 100).unwrap();
+    assert!(matches!(started[..], [Start::Paused { now: 5_000 }]));
+    assert_eq!(store.renew(&held, 100).unwrap(), [false]);
+    assert_eq!(store.finish(&[(held[0], Finish::Done)]).unwrap(), [false]);
+    assert_eq!(store.release(&held).unwrap(), [false]);
+    assert_eq!(store.counts().unwrap().claimed, 0);
+    let e = store.set_paused(Some(""), true).unwrap_err();
+    assert!(matches!(e, DurableError::InvalidFlow(_)), "{e:?}");
+    store.close().unwrap();
+}
