@@ -7,6 +7,7 @@ use crate::common;
 
 use std::time::Duration;
 
+use crate::dashboard::row;
 use common::{Receiver, Server, TOKEN, assert_problem, eventually};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -206,4 +207,69 @@ fn every_flow_route_needs_the_token() {
         assert_problem(&common::read(wrong.send().unwrap()), 401, None);
     }
     assert_eq!(s.get("/v1/flows").1["paused"], false, "nothing was paused");
+}
+
+/// A flow key with markup, shown as text.
+const MARKUP_KEY: &str = "shop <b>eu</b>";
+
+#[test]
+fn the_dashboard_pauses_and_resumes_flow_keys_and_the_namespace() {
+    let Some(b) = crate::browser::Browser::for_test() else {
+        return;
+    };
+    let rx = Receiver::start();
+    let s = Server::start(&["--allow-private-targets"]);
+    b.goto(&format!("{}/", s.base));
+    b.type_into(&b.find("#token"), TOKEN);
+    b.click(&b.find("#token-save"));
+    eventually("the notice to go", || b.text(&b.find("#notice")).is_empty());
+    // A key paused by name with the form.
+    b.type_into(&b.find("#flow-key"), MARKUP_KEY);
+    b.click(&b.find("#flow-pause"));
+    eventually("the key paused", || {
+        s.get("/v1/flows").1["flows"][0]["key"] == MARKUP_KEY
+    });
+    let (status, t) = s.post("/v1/timers", due_now("held", &rx, Some(MARKUP_KEY)));
+    assert_eq!(status, 201, "{t}");
+    let shown = |what: &str| {
+        let tr = row(&b, "flows-rows", MARKUP_KEY)?;
+        Some(b.text(&b.find_in(&tr, what)))
+    };
+    eventually("the row with its parked timer", || {
+        shown("td.num").as_deref() == Some("1")
+    });
+    assert_eq!(shown("td.key").as_deref(), Some(MARKUP_KEY));
+    assert_eq!(shown("td.paused").as_deref(), Some("paused"));
+    assert_eq!(
+        b.script("return document.querySelectorAll('b').length", json!([])),
+        0,
+        "markup from the API became elements"
+    );
+    assert_eq!(delivered(&rx, "held"), 0);
+    // The row's button resumes it: the parked callback is sent, and the
+    // key leaves the panel.
+    let tr = row(&b, "flows-rows", MARKUP_KEY).unwrap();
+    let button = b.find_in(&tr, "button.toggle");
+    assert_eq!(b.text(&button), "Resume");
+    b.click(&button);
+    eventually("the parked callback", || delivered(&rx, "held") == 1);
+    eventually("the row to go", || {
+        row(&b, "flows-rows", MARKUP_KEY).is_none()
+    });
+    // The namespace, with its button.
+    let all = b.find("#flows-all");
+    assert_eq!(b.text(&all), "Pause all");
+    b.click(&all);
+    eventually("the namespace paused", || {
+        s.get("/v1/flows").1["paused"] == true
+    });
+    eventually("the button to offer resume", || {
+        b.text(&all) == "Resume all"
+    });
+    assert!(b.text(&b.find("#flows-state")).contains("paused"));
+    b.click(&all);
+    eventually("the namespace running", || {
+        s.get("/v1/flows").1["paused"] == false
+    });
+    eventually("the button to offer pause", || b.text(&all) == "Pause all");
 }
