@@ -25,7 +25,6 @@ use wheel_durable::http::{HttpCallback, Method};
 use wheel_durable::{DeadLetter, RetryPolicy, TimerInfo, TimerState};
 
 use crate::decode::{Whole, object, optional_object};
-pub(crate) use crate::ended::{CreateAnswer, EndedOut, EndedState};
 use crate::error::Problem;
 
 /// A timer to add: `POST /v1/timers`, and each entry of a batch.

@@ -21,7 +21,7 @@ use utoipa::{Modify, OpenApi};
 use wheel_durable::http::MAX_HEADERS;
 
 use crate::openapi_patterns::{cursor_pattern, delay_pattern, ms, reserved_headers};
-use crate::{dead, error, flows, json, listing, replays, schedule_json, schedules, timers};
+use crate::{dead, ended, error, flows, json, listing, replays, schedule_json, schedules, timers};
 
 /// The document, as the annotations give it.
 #[derive(OpenApi)]
@@ -37,7 +37,7 @@ use crate::{dead, error, flows, json, listing, replays, schedule_json, schedules
     ),
     components(schemas(
         json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
-        json::DeadOut, json::EndedOut, json::EndedState, json::CreateAnswer, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
+        json::DeadOut, ended::EndedOut, ended::EndedState, ended::CreateAnswer, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
         listing::TimerPage, listing::DeadPage, error::Problem,
         replays::ReplayRequest, replays::ReplayFilter, replays::ReplayOut, replays::ReplayStateOut,
         schedule_json::NewSchedule, schedule_json::CatchUpIn, schedule_json::CatchUpPolicy, schedule_json::OverlapIn,
