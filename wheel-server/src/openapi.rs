@@ -463,6 +463,29 @@ mod tests {
     }
 
     #[test]
+    fn a_flow_target_is_one_of_a_key_and_all() {
+        let doc = doc();
+        let s = &doc["components"]["schemas"];
+        let one_of = s["FlowTarget"]["oneOf"].as_array().unwrap();
+        assert_eq!(one_of[0]["required"], json!(["flow"]));
+        assert_eq!(one_of[1]["properties"]["all"], json!({ "const": true }));
+        for schema in ["FlowTarget", "CallbackIn"] {
+            let flow = &s[schema]["properties"]["flow"];
+            assert_eq!(
+                (flow["minLength"].clone(), flow["maxLength"].clone()),
+                (json!(1), json!(512))
+            );
+            assert_eq!(flow["pattern"], flows::FLOW_KEY_PATTERN, "{schema}");
+        }
+        assert!(
+            s["State"]["enum"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("parked"))
+        );
+    }
+
+    #[test]
     fn only_a_created_timer_links_to_the_keyed_operations() {
         let doc = doc();
         let responses = &doc["paths"]["/v1/timers"]["post"]["responses"];
