@@ -2,7 +2,8 @@
 
 One rule of the API spans two query parameters, which an OpenAPI document
 cannot state: a listing cursor names the listing it came from (`p.` for
-pending timers, `c.` for claimed and running ones), and `GET /v1/timers`
+pending timers, `c.` for claimed and running ones, `k.` for parked ones),
+and `GET /v1/timers`
 answers 400 when it is given with another `state` (none means pending).
 Queries that pair a cursor with another listing's state are left out of
 the generated ones; every other query, valid or not, is still generated.
@@ -22,7 +23,8 @@ def filter_query(ctx, query):
     if not isinstance(cursor, str) or not cursor:
         return True
     state = query.get("state")
-    if state not in (None, "pending", "claimed", "running"):
+    listings = {None: "p", "pending": "p", "claimed": "c", "running": "c", "parked": "k"}
+    if state not in listings:
         return True
-    expected = "p" if state in (None, "pending") else "c"
+    expected = listings[state]
     return cursor[0] == expected

@@ -21,7 +21,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use crate::auth::{self, Token};
 use crate::context::ApiContext;
 use crate::error::Problem;
-use crate::{dashboard, dead, health, metrics, openapi, requests, schedules, timers};
+use crate::{dashboard, dead, flows, health, metrics, openapi, requests, schedules, timers};
 
 /// The application over `ctx`: `token`, when given, is required on every
 /// `/v1` route.
@@ -30,6 +30,7 @@ pub(crate) fn router(ctx: ApiContext, token: Option<Token>, max_body: usize) -> 
         .merge(timers::router())
         .merge(dead::router())
         .merge(schedules::router())
+        .merge(flows::router())
         .route("/v1/openapi.json", get(openapi::document))
         .route_layer(from_fn_with_state(token, auth::require_token));
     Router::new()

@@ -1,6 +1,7 @@
-//! The page at `/`: a dashboard over the API, one self-contained HTML file
-//! (styles and script inline, no external resource) compiled into the
-//! binary.
+//! The page at `/`: a dashboard over the API, one self-contained HTML page
+//! (styles and scripts inline, no external resource) compiled into the
+//! binary from `dashboard.html` and the flows panel's script,
+//! `dashboard_flows.js`, put inline where the page marks it.
 //!
 //! The page itself holds no data, so it is served without a token; it
 //! asks the user for the token and sends it on its `/v1` calls, and reads
@@ -12,11 +13,23 @@
 //! inline event handler, no other script, no image from elsewhere. It may
 //! not be framed, so its retry buttons cannot be clicked from another site.
 
+use std::sync::LazyLock;
+
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 
 /// The page, compiled into the binary; `__NONCE__` marks its nonces.
 const PAGE: &str = include_str!("dashboard.html");
+
+/// The flows panel's script, a file of its own, put into [`PAGE`] where
+/// [`FLOWS_MARK`] stands (inside a `<script>` element of its own, with
+/// the nonce).
+const FLOWS_SCRIPT: &str = include_str!("dashboard_flows.js");
+
+const FLOWS_MARK: &str = "__FLOWS_SCRIPT__";
+
+/// The whole page, its scripts in place, built once.
+static WHOLE: LazyLock<String> = LazyLock::new(|| PAGE.replace(FLOWS_MARK, FLOWS_SCRIPT));
 
 /// The placeholder in [`PAGE`] replaced by each response's nonce.
 const NONCE_MARK: &str = "__NONCE__";
@@ -51,7 +64,7 @@ pub(crate) async fn page() -> Response {
             (header::REFERRER_POLICY, "no-referrer".to_owned()),
             (header::CACHE_CONTROL, "no-store".to_owned()),
         ],
-        Html(PAGE.replace(NONCE_MARK, &nonce)),
+        Html(WHOLE.replace(NONCE_MARK, &nonce)),
     )
         .into_response()
 }
@@ -82,19 +95,30 @@ mod tests {
         let body = axum::body::to_bytes(a.into_body(), 1 << 20).await.unwrap();
         let body = std::str::from_utf8(&body).unwrap();
         assert!(!body.contains(NONCE_MARK));
-        assert_eq!(body.matches(&format!("nonce=\"{nonce}\"")).count(), 2);
+        // The style and the two scripts.
+        assert_eq!(body.matches(&format!("nonce=\"{nonce}\"")).count(), 3);
         assert!(csp_a.contains("frame-ancestors 'none'"));
     }
 
     #[test]
     fn the_page_loads_nothing_from_elsewhere() {
+        let page: &str = &WHOLE;
         for needle in ["http://", "https://", "src=", "innerHTML", "onclick"] {
-            let found = PAGE
+            let found = page
                 .match_indices(needle)
-                .map(|(i, _)| &PAGE[i.saturating_sub(30)..(i + 40).min(PAGE.len())])
+                .map(|(i, _)| &page[i.saturating_sub(30)..(i + 40).min(page.len())])
                 .filter(|around| !around.contains("www.w3.org/2000/svg"))
                 .collect::<Vec<_>>();
             assert!(found.is_empty(), "{needle} in the page: {found:?}");
+        }
+    }
+
+    #[test]
+    fn the_flows_script_stays_inside_its_element() {
+        assert_eq!(PAGE.matches(FLOWS_MARK).count(), 1);
+        assert!(!WHOLE.contains(FLOWS_MARK));
+        for needle in ["</script", "<!--", NONCE_MARK] {
+            assert!(!FLOWS_SCRIPT.contains(needle), "{needle}");
         }
     }
 }

@@ -175,6 +175,7 @@ impl Problem {
             ),
             DurableError::InvalidUrl(why) => (Some("callback.url"), why.clone()),
             DurableError::InvalidHeader(why) => (Some("callback.headers"), why.clone()),
+            DurableError::InvalidFlow(_) => (Some("callback.flow"), err.to_string()),
             // An input error this server does not place: still the
             // client's, with the library's words.
             other => (None, other.to_string()),

@@ -22,7 +22,7 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use utoipa::ToSchema;
 use wheel_durable::http::{HttpCallback, Method};
-use wheel_durable::{DeadLetter, EndedHow, EndedTimer, RetryPolicy, TimerInfo, TimerState};
+use wheel_durable::{DeadLetter, RetryPolicy, TimerInfo, TimerState};
 
 use crate::decode::{Whole, object, optional_object};
 use crate::error::Problem;
@@ -83,6 +83,11 @@ pub(crate) struct CallbackIn {
     /// application/json` unless `headers` sets one).
     #[schema(value_type = Option<Value>)]
     pub(crate) json: Option<Box<RawValue>>,
+    /// The flow key this callback counts against, for pausing and
+    /// resuming (`POST /v1/flows:pause`): 1 to 512 bytes, no control
+    /// character. Absent: the URL's origin.
+    #[schema(min_length = 1, max_length = 512)]
+    pub(crate) flow: Option<String>,
 }
 
 /// How a callback that fails is retried.
@@ -206,6 +211,10 @@ impl CallbackIn {
             ));
         }
         let mut cb = HttpCallback::new(method, self.url);
+        if let Some(flow) = self.flow {
+            // Checked with the rest by `to_payload` below.
+            cb = cb.flow(flow);
+        }
         let has_type = self
             .headers
             .keys()
@@ -403,6 +412,9 @@ pub(crate) struct CallbackOut {
     /// Attempts in all this callback gets (absent: the node's policy).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) max_attempts: Option<u32>,
+    /// The flow key it counts against: the `flow` it was added with, else
+    /// its URL's origin.
+    pub(crate) flow: String,
 }
 
 /// Where a timer is in its life.
@@ -417,6 +429,9 @@ pub(crate) enum State {
     Running,
     /// It gave up: a dead letter.
     Dead,
+    /// It came due while its flow key was paused: kept in the store, not
+    /// claimed, no attempt spent, until the flow key is resumed.
+    Parked,
 }
 
 impl From<TimerState> for State {
@@ -425,6 +440,7 @@ impl From<TimerState> for State {
             TimerState::Pending => State::Pending,
             TimerState::Claimed => State::Claimed,
             TimerState::Running => State::Running,
+            TimerState::Parked => State::Parked,
             _ => State::Dead,
         }
     }
@@ -451,6 +467,7 @@ impl CallbackOut {
     /// How the API shows `cb`.
     pub(crate) fn of(cb: HttpCallback) -> CallbackOut {
         CallbackOut {
+            flow: cb.flow_key(),
             method: cb.method.as_str(),
             url: cb.url,
             headers: cb.headers.into_iter().collect(),
@@ -541,57 +558,4 @@ mod tests {
         assert!(parse_time("tomorrow").is_err());
         assert!(parse_time("2030-13-01T00:00:00Z").is_err());
     }
-}
-
-/// A timer that ended within the dedup window: nothing was added, and
-/// this is how and when it ended.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub(crate) struct EndedOut {
-    /// The key.
-    pub(crate) key: String,
-    /// How it ended: its callback succeeded (`done`), it was cancelled
-    /// (`cancelled`), or it gave up and its dead letter was then cancelled
-    /// (`dead`).
-    pub(crate) outcome: EndedState,
-    /// When it ended (for `dead`: when it gave up), RFC 3339.
-    pub(crate) ended_at: String,
-}
-
-/// How a remembered timer ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum EndedState {
-    /// Its callback succeeded.
-    Done,
-    /// It was cancelled.
-    Cancelled,
-    /// It gave up, and its dead letter was cancelled.
-    Dead,
-}
-
-impl From<&EndedTimer> for EndedOut {
-    fn from(e: &EndedTimer) -> EndedOut {
-        let outcome = match e.how {
-            EndedHow::Done => EndedState::Done,
-            EndedHow::Cancelled => EndedState::Cancelled,
-            // `Dead`, and whatever a later library adds.
-            _ => EndedState::Dead,
-        };
-        EndedOut {
-            key: e.key.clone(),
-            outcome,
-            ended_at: format_time(e.at),
-        }
-    }
-}
-
-/// The body of a `200` to a create: the existing timer, or how the one
-/// with this key ended within the dedup window.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub(crate) enum CreateAnswer {
-    /// A timer with this key and the same content exists.
-    Existing(Timer),
-    /// A timer with this key ended within the dedup window.
-    Ended(EndedOut),
 }

@@ -7,7 +7,8 @@
 //! nothing (see `Cursor` in the library).
 //!
 //! `state=pending` pages through pending timers by due time, and
-//! `due_before` ends the listing at the first timer due at or after it.
+//! `due_before` ends the listing at the first timer due at or after it;
+//! `state=parked` (timers of a paused flow key that came due) likewise.
 //! `claimed` and `running` share the store's one index of claimed timers
 //! (ordered by the end of their lease): the page is filtered to the state
 //! asked for, so a page may hold fewer than `limit` timers, even none,
@@ -36,7 +37,7 @@ const DEFAULT_LIMIT: usize = 100;
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct ListQuery {
-    /// `pending` (the default), `claimed` or `running`.
+    /// `pending` (the default), `claimed`, `running` or `parked`.
     pub(crate) state: Option<String>,
     /// Only timers due before this time, RFC 3339.
     #[param(format = DateTime, pattern = "^(?:19[7-9][0-9]|[2-9][0-9]{3})-")]
@@ -130,11 +131,12 @@ pub(crate) async fn timers(t: &AsyncTimers, q: ListQuery) -> Result<TimerPage, P
         "pending" => TimerState::Pending,
         "claimed" => TimerState::Claimed,
         "running" => TimerState::Running,
+        "parked" => TimerState::Parked,
         other => {
             return Err(Problem::bad_parameter(
                 "state",
                 format!(
-                    "{other:?} is not pending, claimed or running (dead letters are at /v1/dead-letters)"
+                    "{other:?} is not pending, claimed, running or parked (dead letters are at /v1/dead-letters)"
                 ),
             ));
         }
@@ -151,11 +153,14 @@ pub(crate) async fn timers(t: &AsyncTimers, q: ListQuery) -> Result<TimerPage, P
             "a schedule id is 1 to 512 bytes",
         ));
     }
-    let listing = if wanted == TimerState::Pending {
-        Listing::Pending
-    } else {
-        Listing::Claimed
+    let listing = match wanted {
+        TimerState::Pending => Listing::Pending,
+        TimerState::Parked => Listing::Parked,
+        _ => Listing::Claimed,
     };
+    // Pending and parked timers come by due time: after the first one not
+    // due before `due_before`, none is.
+    let by_due = matches!(listing, Listing::Pending | Listing::Parked);
     let limit = limit(q.limit.as_deref())?;
     let cursor = cursor(q.cursor.as_deref(), listing)?;
     let page = page(t, listing, cursor, limit).await?;
@@ -163,8 +168,7 @@ pub(crate) async fn timers(t: &AsyncTimers, q: ListQuery) -> Result<TimerPage, P
     let mut timers = Vec::with_capacity(page.timers.len());
     for t in &page.timers {
         let early = before.is_none_or(|b| t.due < b);
-        if wanted == TimerState::Pending && !early {
-            // Pending timers come by due time: none later is earlier.
+        if by_due && !early {
             next = None;
             break;
         }

@@ -21,7 +21,7 @@ use utoipa::{Modify, OpenApi};
 use wheel_durable::http::MAX_HEADERS;
 
 use crate::openapi_patterns::{cursor_pattern, delay_pattern, ms, reserved_headers};
-use crate::{dead, error, json, listing, replays, schedule_json, schedules, timers};
+use crate::{dead, ended, error, flows, json, listing, replays, schedule_json, schedules, timers};
 
 /// The document, as the annotations give it.
 #[derive(OpenApi)]
@@ -32,16 +32,18 @@ use crate::{dead, error, json, listing, replays, schedule_json, schedules, timer
         dead::list, dead::retry, dead::remove,
         replays::replay, replays::progress, replays::cancel,
         schedules::upsert, schedules::read, schedules::list, schedules::remove,
-        schedules::pause, schedules::resume, schedules::trigger, document,
+        schedules::pause, schedules::resume, schedules::trigger,
+        flows::list, flows::pause, flows::resume, document,
     ),
     components(schemas(
         json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
-        json::DeadOut, json::EndedOut, json::EndedState, json::CreateAnswer, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
+        json::DeadOut, ended::EndedOut, ended::EndedState, ended::CreateAnswer, timers::NewBatch, timers::BatchItem, timers::BatchResult, timers::Reschedule,
         listing::TimerPage, listing::DeadPage, error::Problem,
         replays::ReplayRequest, replays::ReplayFilter, replays::ReplayOut, replays::ReplayStateOut,
         schedule_json::NewSchedule, schedule_json::CatchUpIn, schedule_json::CatchUpPolicy, schedule_json::OverlapIn,
         schedule_json::ScheduleOut, schedule_json::CatchUpOut, schedule_json::SkippedOut, schedule_json::LastRun,
         schedule_json::RunOutcome, schedules::Triggered, schedules::SchedulePageOut,
+        flows::FlowTarget, flows::FlowChange, flows::FlowsOut, flows::FlowOut,
     )),
     modifiers(&Bearer),
 )]
@@ -99,6 +101,7 @@ fn contract(doc: &mut Value) {
     schemas["RetryIn"]["properties"]["backoff"]["oneOf"][1]["$ref"] =
         json!("#/components/schemas/Backoff");
     schedule_contract(schemas);
+    flow_contract(schemas);
     for name in ["NewTimer", "Reschedule"] {
         // Exactly one of the two, non-null (null stands for absent).
         schemas[name]["oneOf"] = json!([
@@ -133,18 +136,33 @@ fn contract(doc: &mut Value) {
     // A value is any text without control characters but tab.
     headers["additionalProperties"] =
         json!({ "type": "string", "pattern": "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$" });
-    for (path, listings) in [("/v1/timers", "[pc]"), ("/v1/dead-letters", "d")] {
+    for (path, listings) in [("/v1/timers", "[pck]"), ("/v1/dead-letters", "d")] {
         let params = doc["paths"][path]["get"]["parameters"].as_array_mut();
         for p in params.into_iter().flatten() {
             if p["name"] == "cursor" {
                 p["schema"]["pattern"] = json!(cursor_pattern(listings));
             }
             if p["name"] == "state" {
-                p["schema"] =
-                    json!({ "type": "string", "enum": ["pending", "claimed", "running"] });
+                p["schema"] = json!({
+                    "type": "string",
+                    "enum": ["pending", "claimed", "running", "parked"],
+                });
             }
         }
     }
+}
+
+/// A flow target's either-or, and what a flow key may hold.
+fn flow_contract(schemas: &mut Value) {
+    for (schema, field) in [("FlowTarget", "flow"), ("CallbackIn", "flow")] {
+        schemas[schema]["properties"][field]["pattern"] = json!(flows::FLOW_KEY_PATTERN);
+    }
+    // Exactly one of the two, non-null (null stands for absent); `all`
+    // is `true` when given.
+    schemas["FlowTarget"]["oneOf"] = json!([
+        { "required": ["flow"], "properties": { "flow": { "type": "string" }, "all": { "type": "null" } } },
+        { "required": ["all"], "properties": { "all": { "const": true }, "flow": { "type": "null" } } },
+    ]);
 }
 
 /// A schedule's either-ors and its delays, which the annotations cannot
@@ -257,17 +275,18 @@ fn problem_response(description: &str) -> Value {
     })
 }
 
-/// The timer an add answers is the one the keyed operations act on.
+/// The timer a `201` answers is the one the keyed operations act on. A
+/// `200` has no links: its key may be one the dedup window remembers,
+/// which names no timer (`GET` answers 404), and a link cannot depend on
+/// which of its two bodies came.
 fn links(doc: &mut Value) {
     let key = json!({ "key": "$response.body#/key" });
     let created = &mut doc["paths"]["/v1/timers"]["post"]["responses"];
-    for status in ["200", "201"] {
-        created[status]["links"] = json!({
-            "GetTimer": { "operationId": "getTimer", "parameters": key },
-            "RescheduleTimer": { "operationId": "rescheduleTimer", "parameters": key },
-            "CancelTimer": { "operationId": "cancelTimer", "parameters": key },
-        });
-    }
+    created["201"]["links"] = json!({
+        "GetTimer": { "operationId": "getTimer", "parameters": key },
+        "RescheduleTimer": { "operationId": "rescheduleTimer", "parameters": key },
+        "CancelTimer": { "operationId": "cancelTimer", "parameters": key },
+    });
 }
 
 #[cfg(test)]
@@ -303,6 +322,9 @@ mod tests {
             "/v1/dead-letters/{key}/retry",
             "/v1/dead-letters:replay",
             "/v1/dead-letters/replays/{id}",
+            "/v1/flows",
+            "/v1/flows:pause",
+            "/v1/flows:resume",
             "/v1/openapi.json",
         ] {
             assert!(paths.contains_key(p), "{p} is missing");
@@ -357,6 +379,13 @@ mod tests {
                 "/v1/dead-letters/replays/{id}",
                 "delete",
                 "200 400 401 404 422 503",
+            ),
+            ("/v1/flows", "get", "200 401 503"),
+            ("/v1/flows:pause", "post", "200 400 401 408 413 415 422 503"),
+            (
+                "/v1/flows:resume",
+                "post",
+                "200 400 401 408 413 415 422 503",
             ),
             ("/v1/openapi.json", "get", "200 401"),
         ];
@@ -423,13 +452,51 @@ mod tests {
         assert_eq!(param("limit")["maximum"], 1000);
         assert_eq!(
             param("state")["enum"],
-            json!(["pending", "claimed", "running"])
+            json!(["pending", "claimed", "running", "parked"])
         );
         assert_eq!(param("due_before")["format"], "date-time");
         let key = &doc["paths"]["/v1/timers/{key}"]["get"]["parameters"][0]["schema"];
         assert_eq!(
             (key["minLength"].clone(), key["maxLength"].clone()),
             (json!(1), json!(1024))
+        );
+    }
+
+    #[test]
+    fn a_flow_target_is_one_of_a_key_and_all() {
+        let doc = doc();
+        let s = &doc["components"]["schemas"];
+        let one_of = s["FlowTarget"]["oneOf"].as_array().unwrap();
+        assert_eq!(one_of[0]["required"], json!(["flow"]));
+        assert_eq!(one_of[1]["properties"]["all"], json!({ "const": true }));
+        for schema in ["FlowTarget", "CallbackIn"] {
+            let flow = &s[schema]["properties"]["flow"];
+            assert_eq!(
+                (flow["minLength"].clone(), flow["maxLength"].clone()),
+                (json!(1), json!(512))
+            );
+            assert_eq!(flow["pattern"], flows::FLOW_KEY_PATTERN, "{schema}");
+        }
+        assert!(
+            s["State"]["enum"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("parked"))
+        );
+    }
+
+    #[test]
+    fn only_a_created_timer_links_to_the_keyed_operations() {
+        let doc = doc();
+        let responses = &doc["paths"]["/v1/timers"]["post"]["responses"];
+        assert_eq!(
+            responses["201"]["links"]["GetTimer"]["operationId"],
+            "getTimer"
+        );
+        assert!(
+            responses["200"].get("links").is_none(),
+            "{}",
+            responses["200"]
         );
     }
 
@@ -503,6 +570,7 @@ mod tests {
             for (tag, listing) in [
                 ("p", Listing::Pending),
                 ("c", Listing::Claimed),
+                ("k", Listing::Parked),
                 ("d", Listing::Dead),
             ] {
                 let text = format!("{tag}.1700000000000.{hex}");

@@ -17,12 +17,11 @@ use wheel_durable::{TimerInfo, TimerState};
 
 use crate::adder::{Added, add_group};
 use crate::context::ApiContext;
+use crate::ended::{CreateAnswer, EndedOut};
 use crate::error::Problem;
 use crate::extractor::{JsonBody, Key};
 use crate::guard::Guard;
-use crate::json::{
-    CallbackOut, Checked, CreateAnswer, Delay, EndedOut, NewTimer, Timer, format_time,
-};
+use crate::json::{CallbackOut, Checked, Delay, NewTimer, Timer, format_time};
 use crate::key::timer_path;
 use crate::listing::{self, ListQuery, TimerPage};
 

@@ -35,7 +35,7 @@ fn flaky_receiver() -> Receiver {
 const HOOK: &str = "/hook";
 
 /// The row of the table `rows` (a tbody id) whose key is `key`, if shown.
-fn row(b: &Browser, rows: &str, key: &str) -> Option<Element> {
+pub(crate) fn row(b: &Browser, rows: &str, key: &str) -> Option<Element> {
     let found = b.script(
         "return [...document.getElementById(arguments[0]).rows]
             .find((tr) => tr.dataset.key === arguments[1]) || null",
