@@ -83,7 +83,8 @@ fn three_node_processes_park_a_paused_origin_s_callbacks_and_send_each_once_in_d
     let origin = HttpCallback::new(Method::Post, held.url("/")).flow_key();
     assert!(client.pause_flow(&origin).unwrap());
 
-    let start = SystemTime::now() + ms(500);
+    // In whole milliseconds, as the store keeps it (`Wheel-Due`).
+    let start = UNIX_EPOCH + ms(unix_ms(SystemTime::now()) + 500);
     let mut dues = HashMap::new();
     for i in 0..HELD {
         let due = start + ms(i * EVERY_MS);
