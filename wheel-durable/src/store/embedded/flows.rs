@@ -19,7 +19,8 @@
 //!   fails drops it with its cursor.
 //! - Held in memory only, never written: the wake times, each key's scan
 //!   start in `flow_parked` (no entry of the key lies before it), and the
-//!   [`Gates`] (the rate's next slot, the permits, the breakers). At open
+//!   gates (`gates.rs`: the rate's next slot, the permits, the breakers).
+//!   At open
 //!   the gates start fresh (every run was taken back, so no permit or
 //!   probe is valid) and every key with parked timers that is not paused
 //!   wakes at once, so that timers parked by a breaker that is now
@@ -34,7 +35,6 @@ use std::sync::Arc;
 use fjall::{Readable, Snapshot};
 
 use super::db_err;
-use super::gates::Gates;
 use super::spaces::{Space, Spaces, corrupt, flow_prefix, index_key};
 use super::tables::Tables;
 use crate::TimerState;
@@ -69,7 +69,6 @@ pub(super) struct FlowMarks {
     /// The parked count of each key that has parked timers.
     parked: BTreeMap<String, u64>,
     total: u64,
-    pub(super) gates: Gates,
 }
 
 impl FlowMarks {
@@ -282,11 +281,11 @@ impl Tables<'_> {
                 continue;
             }
             let breaker = self.cursor.flows.limits_of(&flow).breaker;
-            let phase = self.cursor.flows.gates.phase(&flow);
+            let phase = self.cursor.gates.phase(&flow);
             if let (Some(b), Some(Phase::Open | Phase::HalfOpen)) = (breaker, phase) {
-                let m = self.marks();
-                let step = m.gates.half_open(&flow);
-                m.wake
+                let step = self.gates().half_open(&flow);
+                self.marks()
+                    .wake
                     .insert(flow.clone(), later(now, b.cooldown_at(step, 0)));
                 budget -= self.unpark(&flow, 1)?;
                 continue;
@@ -318,9 +317,10 @@ impl Tables<'_> {
         if !self.cursor.flows.paused.contains(flow) {
             return Ok(false);
         }
-        let m = self.marks();
-        m.paused.remove(flow);
-        m.gates.reset(flow);
+        self.marks().paused.remove(flow);
+        if self.cursor.gates.phase(flow).is_some() {
+            self.gates().reset(flow);
+        }
         self.unpark(flow, UNPARK_BATCH)?;
         if self.cursor.flows.parked_of(flow) > 0 {
             let now = self.now;
@@ -358,8 +358,8 @@ impl Tables<'_> {
         let mut keys: BTreeSet<String> = m.paused.iter().cloned().collect();
         keys.extend(m.parked_keys().map(str::to_owned));
         keys.extend(m.limits.keys().cloned());
-        keys.extend(m.gates.listed_breakers().map(str::to_owned));
-        let holders: Vec<String> = m.gates.permit_keys().map(str::to_owned).collect();
+        keys.extend(self.cursor.gates.listed_breakers().map(str::to_owned));
+        let holders: Vec<String> = self.cursor.gates.permit_keys().map(str::to_owned).collect();
         let mut in_flight = BTreeMap::new();
         for flow in holders {
             let n = self.valid_permits(&flow)?.len();
@@ -374,7 +374,13 @@ impl Tables<'_> {
             defaults: m.defaults,
             keys: keys
                 .into_iter()
-                .map(|k| m.entry(&k, in_flight.get(&k).copied().unwrap_or(0)))
+                .map(|k| {
+                    m.entry(
+                        &self.cursor.gates,
+                        &k,
+                        in_flight.get(&k).copied().unwrap_or(0),
+                    )
+                })
                 .collect(),
         })
     }
