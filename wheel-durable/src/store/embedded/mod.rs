@@ -24,6 +24,7 @@
 //! store trait. It owns the fjall database and the writer thread's queue.
 
 mod cursor;
+mod dead;
 mod dir;
 mod ended;
 #[cfg(test)]
@@ -362,8 +363,12 @@ impl Store for Embedded {
         })
     }
 
-    fn defer(&self, _claims: &[Fenced<'_>], _flows: &[&str]) -> StoreResult<Vec<bool>> {
-        todo!("FLOWS-TODO")
+    /// Not made durable at once: a defer lost in a crash leaves its claim
+    /// claimed, and the reopened store makes it pending again.
+    fn defer(&self, claims: &[Fenced<'_>], flows: &[&str]) -> StoreResult<Vec<bool>> {
+        let claims = owned(claims);
+        let flows: Vec<String> = flows.iter().map(|f| (*f).to_owned()).collect();
+        self.bools(false, move |t| t.defer(&claims, &flows))
     }
 
     fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {
