@@ -1,7 +1,8 @@
 //! `GET /metrics`: the durable tier's counts and the server's own requests,
 //! in the Prometheus text format (version 0.0.4).
 //!
-//! The store's counts (pending, claimed, dead) are every node's; the
+//! The flow keys' gauges are written by [`crate::flows_metrics`], bounded
+//! in number. The store's counts (pending, claimed, dead) are every node's; the
 //! counters (fired, retried, failed, ...) and the lateness are this
 //! process's, so a dashboard sums them across servers. Requests are
 //! counted by [`Requests`]. While the store's counts are unknown (no read
@@ -21,7 +22,7 @@ use std::fmt::Write;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use wheel_durable::DurableStats;
+use wheel_durable::{DurableStats, Flows};
 
 use crate::context::ApiContext;
 use crate::requests::Requests;
@@ -35,11 +36,14 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std:
     );
 }
 
-/// The whole exposition.
+/// The whole exposition; `flows` is `None` when reading them failed,
+/// `flow_keys` the most flow keys shown one by one.
 pub(crate) fn render(
     s: &DurableStats,
     requests: &Requests,
     sched: Option<&ScheduleCounts>,
+    flows: Option<&Flows>,
+    flow_keys: usize,
 ) -> String {
     let mut out = String::new();
     let (g, c) = ("gauge", "counter");
@@ -82,6 +86,7 @@ pub(crate) fn render(
     lateness(&mut out, s);
     callbacks(&mut out, s);
     schedules(&mut out, s, sched);
+    crate::flows_metrics::render(&mut out, flows, flow_keys);
     requests.render(&mut out);
     out
 }
@@ -186,7 +191,16 @@ fn schedules(out: &mut String, s: &DurableStats, sched: Option<&ScheduleCounts>)
 pub(crate) async fn metrics(State(ctx): State<ApiContext>) -> Response {
     let stats = ctx.timers.stats().await;
     let sched = ctx.schedule_stats.snapshot(&ctx.timers);
-    let body = render(&stats, &ctx.requests, sched.as_ref());
+    // A store that does not answer leaves the flow gauges without
+    // samples; the rest of the page is still served.
+    let flows = ctx.timers.flows().await.ok();
+    let body = render(
+        &stats,
+        &ctx.requests,
+        sched.as_ref(),
+        flows.as_ref(),
+        ctx.metrics_flow_keys,
+    );
     (
         [(
             header::CONTENT_TYPE,
@@ -209,7 +223,7 @@ mod tests {
         r.count("/v1/timers/{key}", "GET", 404);
         r.count("/v1/timers/{key}", "GET", 404);
         r.count("/v1/timers", "POST", 201);
-        let text = render(&DurableStats::default(), &r, None);
+        let text = render(&DurableStats::default(), &r, None, None, 50);
         assert!(text.contains(
             "wheel_http_requests_total{route=\"/v1/timers/{key}\",method=\"GET\",status=\"404\"} 2\n"
         ));
@@ -220,7 +234,13 @@ mod tests {
 
     #[test]
     fn unknown_store_counts_have_no_sample_and_known_ones_do() {
-        let unknown = render(&DurableStats::default(), &Requests::default(), None);
+        let unknown = render(
+            &DurableStats::default(),
+            &Requests::default(),
+            None,
+            None,
+            50,
+        );
         assert!(!unknown.contains("\nwheel_schedules "), "{unknown}");
         assert!(!unknown.contains("\nwheel_schedule_runs_skipped{"));
         assert!(unknown.contains("# TYPE wheel_timers_pending gauge\n"));
@@ -235,7 +255,7 @@ mod tests {
             skipped_overlap: 2,
             ..ScheduleCounts::default()
         };
-        let known = render(&s, &Requests::default(), Some(&counts));
+        let known = render(&s, &Requests::default(), Some(&counts), None, 50);
         assert!(known.contains("\nwheel_schedules 4\n"), "{known}");
         assert!(known.contains("\nwheel_schedule_runs_skipped{reason=\"overlap\"} 2\n"));
         assert!(known.contains("\nwheel_timers_pending 0\n"), "{known}");
