@@ -143,12 +143,12 @@ pub(crate) struct FlowOut {
     /// The 99th percentile of the same.
     pub(crate) lateness_p99_ms: Option<f64>,
     /// Its circuit breaker.
-    pub(crate) breaker: BreakerOut,
+    pub(crate) breaker: BreakerStatusOut,
 }
 
 /// Where a flow key's circuit breaker is.
 #[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct BreakerOut {
+pub(crate) struct BreakerStatusOut {
     /// `closed`: runs start; `open`: nothing starts until `next_probe`,
     /// timers coming due are parked; `half-open`: one probe run is let
     /// through.
@@ -198,7 +198,7 @@ impl From<FlowStatus> for FlowOut {
             waiting: k.waiting,
             lateness_p50_ms: k.lateness_p50.map(ms_f64),
             lateness_p99_ms: k.lateness_p99.map(ms_f64),
-            breaker: BreakerOut {
+            breaker: BreakerStatusOut {
                 state: k.breaker.state.into(),
                 failures: k.breaker.failures,
                 next_probe: k.breaker.next_probe.map(format_time),

@@ -60,6 +60,9 @@ impl Row {
     }
 }
 
+/// One value of a [`Row`].
+type Field = fn(&Row) -> u64;
+
 const STATES: [&str; 3] = ["closed", "open", "half-open"];
 
 fn state_index(s: BreakerState) -> usize {
@@ -123,7 +126,7 @@ pub(crate) fn render(out: &mut String, flows: Option<&Flows>, max: usize) {
         let _ = writeln!(out, "wheel_flows_all_paused {p}");
     }
     #[rustfmt::skip]
-    let gauges: [(&str, &str, fn(&Row) -> u64); 4] = [
+    let gauges: [(&str, &str, Field); 4] = [
         ("wheel_flow_paused", "1 when the flow key is paused (for other: how many of its keys are).", |r| r.paused),
         ("wheel_flow_parked", "The flow key's timers parked in the store (all nodes).", |r| r.parked),
         ("wheel_flow_in_flight", "The flow key's runs holding a permit of its parallelism (all nodes).", |r| r.in_flight),

@@ -47,7 +47,7 @@ use crate::{
         schedule_json::ScheduleOut, schedule_json::CatchUpOut, schedule_json::SkippedOut, schedule_json::LastRun,
         schedule_json::RunOutcome, schedules::Triggered, schedules::SchedulePageOut,
         flows::FlowTarget, flows::FlowChange, flows::FlowsOut, flows::FlowOut,
-        flows::LimitsTarget, flows::LimitsChange, flows::BreakerOut, flows::BreakerStateOut,
+        flows::LimitsTarget, flows::LimitsChange, flows::BreakerStatusOut, flows::BreakerStateOut,
         flow_limits_json::LimitsIn, flow_limits_json::RateIn, flow_limits_json::BreakerIn,
         flow_limits_json::LimitsOut, flow_limits_json::RateOut, flow_limits_json::BreakerOut,
     )),
