@@ -350,3 +350,84 @@ fn limits_survive_a_reopen_and_the_gates_start_fresh() {
     assert_eq!((f.in_flight, f.parked), (1, 0));
     store.close().unwrap();
 }
+
+/// Permits as the model counts them: a lease that passed frees one
+/// before any claim takes it back, a renewal of that run holds it again,
+/// a finish gives it back; `Wait` names the earliest lease end.
+#[test]
+fn permits_are_valid_while_their_run_holds_its_lease_as_in_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let model = Model::new(manual(&clock));
+    let store = Embedded::open(&dir.path().join("store"), manual(&clock), 10).unwrap();
+    let stores = [&model as &dyn Store, &store];
+    let two = Limits {
+        parallelism: Some(2),
+        ..Limits::default()
+    };
+    let keys = ["a", "b", "c", "d"];
+    let mut claimed = Vec::new();
+    for s in stores {
+        s.set_limits(Some("f"), Some(&two)).unwrap();
+        let timers: Vec<NewTimer<'_>> = keys
+            .iter()
+            .map(|key| NewTimer {
+                key,
+                due: Due::At(1),
+                payload: b"",
+            })
+            .collect();
+        s.add(&timers, AddMode::Replace).unwrap();
+        claimed = s.claim(&claim_all()).unwrap().timers;
+    }
+    let run = |i: usize| claimed.iter().find(|c| c.key == keys[i]).unwrap().fenced();
+    let start = |i: usize| -> Start {
+        let answers: Vec<Start> = stores
+            .iter()
+            .map(|s| s.start_runs(&[run(i)], &[], &["f"], 100).unwrap()[0])
+            .collect();
+        assert_eq!(answers[0], answers[1], "start of {}", keys[i]);
+        answers[0]
+    };
+    let in_flight = || {
+        let flows = store.flows().unwrap();
+        assert_eq!(flows, model.flows().unwrap());
+        flows.keys.first().map_or(0, |k| k.in_flight)
+    };
+    assert!(matches!(start(0), Start::Started { .. }));
+    clock.fetch_add(50, Ordering::SeqCst);
+    assert!(matches!(start(1), Start::Started { .. }));
+    assert_eq!(
+        start(2),
+        Start::Wait {
+            now: 5_050,
+            until: 5_100
+        }
+    );
+    clock.fetch_add(70, Ordering::SeqCst);
+    assert_eq!(in_flight(), 1, "a's lease passed");
+    assert!(matches!(start(2), Start::Started { .. }));
+    for s in stores {
+        assert_eq!(s.renew(&[run(0)], 100).unwrap(), [true]);
+    }
+    assert_eq!(in_flight(), 3, "the renewal holds a's permit again");
+    assert_eq!(
+        start(3),
+        Start::Wait {
+            now: 5_120,
+            until: 5_150
+        }
+    );
+    for s in stores {
+        assert_eq!(s.finish(&[(run(1), Finish::Done)], &[]).unwrap(), [true]);
+    }
+    assert_eq!(in_flight(), 2);
+    assert_eq!(
+        start(3),
+        Start::Wait {
+            now: 5_120,
+            until: 5_220
+        }
+    );
+    store.close().unwrap();
+}

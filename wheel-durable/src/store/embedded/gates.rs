@@ -143,9 +143,9 @@ impl Tables<'_> {
     }
 
     /// Whether `key`'s run with `fence` is running with its lease.
-    fn runs(&self, key: &str, fence: u64) -> StoreResult<Option<Millis>> {
+    fn runs(&self, key: &str, fence: u64) -> StoreResult<bool> {
         let r = self.held(key, fence, TimerState::Running)?;
-        Ok(r.map(|r| r.lease_until).filter(|&until| until > self.now))
+        Ok(r.is_some_and(|r| r.lease_until > self.now))
     }
 
     /// The lease ends of `flow`'s valid permits; drops the entries whose
@@ -190,9 +190,7 @@ impl Tables<'_> {
             let b = gates.breakers.get(flow);
             match b.map(|b| (b.phase, b.probe.clone())) {
                 Some((Phase::Open, _)) => return Ok(FlowGate::HoldBack),
-                Some((Phase::HalfOpen, Some((key, fence))))
-                    if self.runs(&key, fence)?.is_some() =>
-                {
+                Some((Phase::HalfOpen, Some((key, fence)))) if self.runs(&key, fence)? => {
                     return Ok(FlowGate::HoldBack);
                 }
                 Some((Phase::HalfOpen, _)) => probe = true,

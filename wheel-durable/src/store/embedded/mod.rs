@@ -362,6 +362,10 @@ impl Store for Embedded {
         })
     }
 
+    fn defer(&self, _claims: &[Fenced<'_>], _flows: &[&str]) -> StoreResult<Vec<bool>> {
+        todo!("FLOWS-TODO")
+    }
+
     fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {
         let flow = flow.map(str::to_owned);
         let limits = limits.copied();

@@ -492,6 +492,10 @@ impl Store for RedisStore {
         })
     }
 
+    fn defer(&self, _claims: &[Fenced<'_>], _flows: &[&str]) -> StoreResult<Vec<bool>> {
+        todo!("FLOWS-TODO")
+    }
+
     fn set_limits(
         &self,
         _flow: Option<&str>,
