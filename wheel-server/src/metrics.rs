@@ -50,10 +50,11 @@ pub(crate) fn render(
     let secs = |d: std::time::Duration| d.as_secs_f64();
     let known = |v: Option<u64>| v.map(|n| n as f64);
     #[rustfmt::skip]
-    let store: [(&str, &str, Option<f64>); 5] = [
+    let store: [(&str, &str, Option<f64>); 6] = [
         ("wheel_timers_pending", "Timers waiting in the store (all nodes).", known(s.pending)),
         ("wheel_timers_claimed", "Timers claimed or running (all nodes).", known(s.claimed)),
         ("wheel_timers_dead", "Dead letters (all nodes).", known(s.dead)),
+        ("wheel_timers_parked", "Timers parked in the store: flow key paused, breaker open or backlog deferred (all nodes).", known(s.parked)),
         ("wheel_oldest_overdue_seconds", "How long the earliest pending timer is overdue.", s.oldest_overdue.map(secs)),
         ("wheel_store_counts_age_seconds", "How old the store's counts are.", s.store_counts_age.map(secs)),
     ];
@@ -71,7 +72,7 @@ pub(crate) fn render(
         }
     }
     #[rustfmt::skip]
-    let node: [(&str, &str, &str, f64); 7] = [
+    let node: [(&str, &str, &str, f64); 9] = [
         ("wheel_timers_held", g, "Timers this node holds in memory, not started.", s.held as f64),
         ("wheel_fired_total", c, "Runs this node started.", s.fired as f64),
         ("wheel_retried_total", c, "Runs on this node that ended in a retry.", s.retried as f64),
@@ -79,6 +80,8 @@ pub(crate) fn render(
         ("wheel_stale_total", c, "Runs not started: cancelled, rescheduled or claimed again.", s.stale as f64),
         ("wheel_store_errors_total", c, "Store calls that failed and were retried.", s.store_errors as f64),
         ("wheel_claims_total", c, "Claims this node made.", s.claims as f64),
+        ("wheel_paused_total", c, "Claims this node did not start: namespace or flow key paused, or breaker open.", s.paused as f64),
+        ("wheel_deferred_total", c, "Claims this node handed to the store to park: its flow key's backlog was over what a node keeps.", s.deferred as f64),
     ];
     for (name, kind, help, value) in node {
         metric(&mut out, name, kind, help, value);
@@ -249,6 +252,8 @@ mod tests {
         let mut s = DurableStats::default();
         s.pending = Some(0);
         s.dead = Some(3);
+        s.parked = Some(4);
+        s.paused = 2;
         s.store_counts_age = Some(Duration::from_millis(1500));
         let counts = ScheduleCounts {
             schedules: 4,
@@ -260,6 +265,9 @@ mod tests {
         assert!(known.contains("\nwheel_schedule_runs_skipped{reason=\"overlap\"} 2\n"));
         assert!(known.contains("\nwheel_timers_pending 0\n"), "{known}");
         assert!(known.contains("\nwheel_timers_dead 3\n"));
+        assert!(known.contains("\nwheel_timers_parked 4\n"), "{known}");
+        assert!(known.contains("\nwheel_paused_total 2\n"), "{known}");
+        assert!(!unknown.contains("\nwheel_timers_parked "), "{unknown}");
         assert!(known.contains("\nwheel_store_counts_age_seconds 1.5\n"));
     }
 }
