@@ -175,6 +175,43 @@ impl CircuitBreaker {
         self.failures
     }
 
+    /// The first cool-down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel_durable::CircuitBreaker::new();
+    /// assert_eq!(b.first_cooldown(), Duration::from_secs(5));
+    /// ```
+    pub fn first_cooldown(&self) -> Duration {
+        self.cooldown
+    }
+
+    /// The longest cool-down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = wheel_durable::CircuitBreaker::new();
+    /// assert_eq!(b.longest_cooldown(), Duration::from_secs(300));
+    /// ```
+    pub fn longest_cooldown(&self) -> Duration {
+        self.max_cooldown
+    }
+
+    /// How long it stays open before the key is paused, if it ever is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(wheel_durable::CircuitBreaker::new().pause_delay(), None);
+    /// ```
+    pub fn pause_delay(&self) -> Option<Duration> {
+        self.pause_after
+    }
+
     fn check(&self) -> Result<BreakerLimits, DurableError> {
         if !(1..=1000).contains(&self.failures) {
             return Err(bad("a breaker's failures must be 1 to 1000"));

@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::flow_limits_flag::KeyLimits;
+use crate::flow_limits_json::LimitsIn;
+
 /// The durable timers of `wheel` over HTTP: timers that call a URL.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "wheel-server", version, about)]
@@ -98,6 +101,22 @@ pub(crate) struct Args {
     /// their connections are closed and the node shuts down (100ms to 1h).
     #[arg(long, env = "WHEEL_SHUTDOWN_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = timeout)]
     pub(crate) shutdown_timeout: Duration,
+    /// A flow key's limits, `KEY=LIMITS`, e.g.
+    /// `https://api.example.com=rate=500/1s,parallelism=20,breaker`; repeat
+    /// it for more keys (`;` between them in the variable). Set at every
+    /// start, over what the API set for that key.
+    #[arg(long = "flow-limits", env = "WHEEL_FLOW_LIMITS", value_name = "KEY=LIMITS", value_delimiter = ';', value_parser = crate::flow_limits_flag::key_limits)]
+    pub(crate) flow_limits: Vec<KeyLimits>,
+    /// The limits of every flow key without its own, e.g.
+    /// `parallelism=50,breaker` (`none`: clear them). Set at every start,
+    /// over what the API set.
+    #[arg(long = "flow-defaults", env = "WHEEL_FLOW_DEFAULTS", value_name = "LIMITS", value_parser = crate::flow_limits_flag::limits)]
+    pub(crate) flow_defaults: Option<LimitsIn>,
+    /// The most flow keys `/metrics` shows one by one (those with the most
+    /// parked, waiting and in-flight timers); the rest are summed under
+    /// `flow="other"` (0 to 1000).
+    #[arg(long, env = "WHEEL_METRICS_FLOW_KEYS", value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub(crate) metrics_flow_keys: u32,
 }
 
 impl Args {
@@ -255,6 +274,36 @@ mod tests {
         for bad in ["31d", "-1s", "10x", ""] {
             let args = ["wheel-server", "--dedup-window", bad];
             assert!(Args::try_parse_from(args).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn flow_limits_repeat_and_bad_ones_stop_the_start() {
+        let a = parse(&[]);
+        assert!(a.flow_limits.is_empty() && a.flow_defaults.is_none());
+        assert_eq!(a.metrics_flow_keys, 50);
+        let a = parse(&[
+            "--flow-limits",
+            "https://a.example=parallelism=2",
+            "--flow-limits",
+            "reports=rate=5/1s;b=breaker",
+            "--flow-defaults",
+            "parallelism=50,breaker",
+            "--metrics-flow-keys",
+            "0",
+        ]);
+        let keys: Vec<_> = a.flow_limits.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(keys, ["https://a.example", "reports", "b"]);
+        assert_eq!(a.flow_defaults.unwrap().parallelism, Some(50));
+        assert_eq!(a.metrics_flow_keys, 0);
+        for (option, bad) in [
+            ("--flow-limits", "k=parallelism=0"),
+            ("--flow-limits", "k"),
+            ("--flow-defaults", "rate=1"),
+            ("--metrics-flow-keys", "1001"),
+        ] {
+            let err = Args::try_parse_from(["wheel-server", option, bad]).unwrap_err();
+            assert!(err.to_string().contains(bad), "{option} {bad}: {err}");
         }
     }
 

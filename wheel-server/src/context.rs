@@ -19,6 +19,9 @@ use crate::replay_book::ReplayBook;
 use crate::requests::Requests;
 use crate::schedule_stats::ScheduleStats;
 
+/// `--metrics-flow-keys` when not given.
+pub(crate) const DEFAULT_METRICS_FLOW_KEYS: usize = 50;
+
 /// What every handler shares.
 #[derive(Clone)]
 pub(crate) struct ApiContext {
@@ -34,6 +37,8 @@ pub(crate) struct ApiContext {
     pub(crate) schedule_stats: Arc<ScheduleStats>,
     /// The dead-letter replays this server started.
     pub(crate) replays: Arc<ReplayBook>,
+    /// The most flow keys `/metrics` shows one by one.
+    pub(crate) metrics_flow_keys: usize,
 }
 
 impl ApiContext {
@@ -48,6 +53,7 @@ impl ApiContext {
             requests: Arc::default(),
             schedule_stats: Arc::default(),
             replays: Arc::default(),
+            metrics_flow_keys: DEFAULT_METRICS_FLOW_KEYS,
         }
     }
 }

@@ -10,19 +10,28 @@
 //! was added with, else its URL's origin. This module reads requests and
 //! shapes answers.
 //!
+//! The limits routes set a flow key's limits (`PUT /v1/flows:limits`),
+//! remove them (`POST /v1/flows:unlimit`), or set and clear the defaults
+//! of the keys without their own (the same routes with `{"all": true}`),
+//! with `DurableTimers::{set_flow_limits, remove_flow_limits,
+//! set_default_flow_limits}`. Flow keys travel in bodies, never in paths:
+//! an origin holds `/` and `:`.
+//!
 //! A body names exactly one target, `{"flow": KEY}` or `{"all": true}`
 //! (null stands for absent); anything else is a 422 naming the field.
 
 use axum::extract::State;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use wheel_durable::{DurableError, Flows};
+use wheel_durable::{BreakerState, DurableError, DurableTimers, FlowLimits, FlowStatus, Flows};
 
 use crate::context::ApiContext;
 use crate::error::Problem;
 use crate::extractor::JsonBody;
+use crate::flow_limits_json::{LimitsIn, LimitsOut};
+use crate::json::format_time;
 
 /// What a flow key may hold: no control character (Unicode's `Cc`, as
 /// the library checks). The length is `minLength`/`maxLength`.
@@ -34,6 +43,8 @@ pub(crate) fn router() -> Router<ApiContext> {
         .route("/v1/flows", get(list))
         .route("/v1/flows:pause", post(pause))
         .route("/v1/flows:resume", post(resume))
+        .route("/v1/flows:limits", put(set_limits))
+        .route("/v1/flows:unlimit", post(unlimit))
 }
 
 /// What to pause or resume: one flow key, or the whole namespace.
@@ -65,13 +76,46 @@ pub(crate) struct FlowChange {
     pub(crate) changed: bool,
 }
 
-/// The paused state of the namespace and its flow keys.
+/// The limits to set: of one flow key, or the defaults.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LimitsTarget {
+    /// A flow key, as in [`FlowTarget`]. Give this or `all`.
+    #[schema(min_length = 1, max_length = 512)]
+    pub(crate) flow: Option<String>,
+    /// `true`: the defaults, the limits of every key without its own
+    /// (each key counts on its own). Give this or `flow`.
+    pub(crate) all: Option<bool>,
+    /// The limits. For a flow key, `{}` sets none: the key then has no
+    /// limits, not even the defaults. For the defaults, `{}` clears them.
+    pub(crate) limits: LimitsIn,
+}
+
+/// The limits a call left in place.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct LimitsChange {
+    /// The flow key acted on (absent when the defaults were).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) flow: Option<String>,
+    /// `true` when the defaults were acted on (absent for a flow key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) all: Option<bool>,
+    /// The limits now set (null: none of its own for a flow key, so the
+    /// defaults apply to it; no defaults for `all`).
+    pub(crate) limits: Option<LimitsOut>,
+}
+
+/// The paused state and the limits of the namespace and its flow keys.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct FlowsOut {
     /// Whether the whole namespace is paused: no server claims its timers.
     pub(crate) paused: bool,
-    /// Every flow key that is paused or still has parked timers, in byte
-    /// order.
+    /// The limits of every key without its own (null: none).
+    pub(crate) defaults: Option<LimitsOut>,
+    /// Every flow key that is paused, has parked timers, has its own
+    /// limits, has runs in flight under a parallelism, or whose breaker
+    /// is open or counting failures, and every key this server holds
+    /// timers of for its limits or ran, in byte order.
     pub(crate) flows: Vec<FlowOut>,
 }
 
@@ -82,24 +126,96 @@ pub(crate) struct FlowOut {
     pub(crate) key: String,
     /// Whether it is paused.
     pub(crate) paused: bool,
-    /// Its timers parked in the store: came due while it was paused, or
-    /// not yet made pending again since it resumed.
+    /// Its timers parked in the store: came due while it was paused or
+    /// its breaker open, and not made pending again yet.
     pub(crate) parked: u64,
+    /// Its own limits (null: the defaults apply).
+    pub(crate) limits: Option<LimitsOut>,
+    /// Its runs in flight that hold a permit of its parallelism, on all
+    /// servers.
+    pub(crate) in_flight: u32,
+    /// Its timers this server has claimed and holds back for its rate or
+    /// parallelism (parked ones wait in the store instead).
+    pub(crate) waiting: u64,
+    /// The median lateness (start minus due) of its runs on this server,
+    /// in milliseconds: what its limits cost (null: none ran here).
+    pub(crate) lateness_p50_ms: Option<f64>,
+    /// The 99th percentile of the same.
+    pub(crate) lateness_p99_ms: Option<f64>,
+    /// Its circuit breaker.
+    pub(crate) breaker: BreakerStatusOut,
+}
+
+/// Where a flow key's circuit breaker is.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BreakerStatusOut {
+    /// `closed`: runs start; `open`: nothing starts until `next_probe`,
+    /// timers coming due are parked; `half-open`: one probe run is let
+    /// through.
+    pub(crate) state: BreakerStateOut,
+    /// Consecutive failures counted while closed.
+    pub(crate) failures: u32,
+    /// Open: when it lets a probe through; half-open: when another probe
+    /// is let through if the probe has not answered (RFC 3339, UTC; null
+    /// when closed).
+    pub(crate) next_probe: Option<String>,
+}
+
+/// A circuit breaker's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum BreakerStateOut {
+    /// Runs start as the other limits allow.
+    Closed,
+    /// Nothing starts until the cool-down ends.
+    Open,
+    /// One probe run is let through.
+    HalfOpen,
+}
+
+impl From<BreakerState> for BreakerStateOut {
+    fn from(s: BreakerState) -> BreakerStateOut {
+        match s {
+            BreakerState::Open => BreakerStateOut::Open,
+            BreakerState::HalfOpen => BreakerStateOut::HalfOpen,
+            // Closed, and any state a later library adds: it lets runs
+            // start, as far as this server can tell.
+            _ => BreakerStateOut::Closed,
+        }
+    }
+}
+
+/// Milliseconds, with their fraction.
+fn ms_f64(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+impl From<FlowStatus> for FlowOut {
+    fn from(k: FlowStatus) -> FlowOut {
+        FlowOut {
+            limits: k.limits.as_ref().map(LimitsOut::of),
+            in_flight: k.in_flight,
+            waiting: k.waiting,
+            lateness_p50_ms: k.lateness_p50.map(ms_f64),
+            lateness_p99_ms: k.lateness_p99.map(ms_f64),
+            breaker: BreakerStatusOut {
+                state: k.breaker.state.into(),
+                failures: k.breaker.failures,
+                next_probe: k.breaker.next_probe.map(format_time),
+            },
+            key: k.key,
+            paused: k.paused,
+            parked: k.parked,
+        }
+    }
 }
 
 impl From<Flows> for FlowsOut {
     fn from(f: Flows) -> FlowsOut {
         FlowsOut {
             paused: f.paused,
-            flows: f
-                .keys
-                .into_iter()
-                .map(|k| FlowOut {
-                    key: k.key,
-                    paused: k.paused,
-                    parked: k.parked,
-                })
-                .collect(),
+            defaults: f.defaults.as_ref().map(LimitsOut::of),
+            flows: f.keys.into_iter().map(FlowOut::from).collect(),
         }
     }
 }
@@ -107,13 +223,27 @@ impl From<Flows> for FlowsOut {
 /// The one target a body names: `Some(key)` for a flow key, `None` for
 /// the namespace.
 fn target(body: FlowTarget) -> Result<Option<String>, Problem> {
-    match (body.flow, body.all) {
+    either(
+        body.flow,
+        body.all,
+        "to resume the namespace, POST /v1/flows:resume",
+    )
+}
+
+/// `Some(key)` for a flow key, `None` for `all`; `if_false` says what to
+/// do instead of giving `all: false`.
+fn either(
+    flow: Option<String>,
+    all: Option<bool>,
+    if_false: &str,
+) -> Result<Option<String>, Problem> {
+    match (flow, all) {
         (Some(_), Some(_)) => Err(Problem::invalid("all", "give flow or all, not both")),
         (Some(flow), None) => Ok(Some(flow)),
         (None, Some(true)) => Ok(None),
         (None, Some(false)) => Err(Problem::invalid(
             "all",
-            "all is true or absent: to resume the namespace, POST /v1/flows:resume",
+            format!("all is true or absent: {if_false}"),
         )),
         (None, None) => Err(Problem::invalid(
             "flow",
@@ -128,6 +258,83 @@ fn durable(err: &DurableError) -> Problem {
         DurableError::InvalidFlow(_) => Problem::invalid("flow", err.to_string()),
         other => Problem::durable(other, ""),
     }
+}
+
+/// A library error of a limits call. The key was checked here first, so
+/// a refusal the library still makes is of the limits (the ranges checked
+/// here name their own field before the call).
+fn durable_limits(err: &DurableError) -> Problem {
+    match err {
+        DurableError::InvalidFlow(_) => Problem::invalid("limits", err.to_string()),
+        other => Problem::durable(other, ""),
+    }
+}
+
+/// The library's rule for a flow key (1 to 512 bytes, no control
+/// character), checked here so that its refusal names `flow`.
+fn check_key(key: &str) -> Result<(), Problem> {
+    if key.is_empty() || key.len() > MAX_FLOW_KEY_BYTES {
+        return Err(Problem::invalid("flow", "a flow key is 1 to 512 bytes"));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(Problem::invalid(
+            "flow",
+            "a flow key holds no control character",
+        ));
+    }
+    Ok(())
+}
+
+/// The longest flow key, in bytes.
+const MAX_FLOW_KEY_BYTES: usize = 512;
+
+/// Runs a sync library call on the blocking pool (the limits calls have
+/// no async mirror).
+async fn blocking<T: Send + 'static>(
+    ctx: &ApiContext,
+    f: impl FnOnce(&DurableTimers) -> Result<T, DurableError> + Send + 'static,
+) -> Result<T, DurableError> {
+    let timers = ctx.timers.timers().clone();
+    match tokio::task::spawn_blocking(move || f(&timers)).await {
+        Ok(answer) => answer,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // Only a runtime shutting down drops a blocking task before
+            // it runs.
+            Err(_) => Err(DurableError::Closed),
+        },
+    }
+}
+
+/// Sets (or, with `None`, removes) the limits of `flow`, or the
+/// defaults; the answer reads them back as the library keeps them.
+async fn apply_limits(
+    ctx: &ApiContext,
+    flow: Option<String>,
+    limits: Option<FlowLimits>,
+) -> Result<Json<LimitsChange>, Problem> {
+    if let Some(key) = &flow {
+        check_key(key)?;
+    }
+    let key = flow.clone();
+    blocking(ctx, move |t| match (&key, &limits) {
+        (Some(k), Some(l)) => t.set_flow_limits(k, l),
+        (Some(k), None) => t.remove_flow_limits(k),
+        (None, l) => t.set_default_flow_limits(&l.unwrap_or_default()),
+    })
+    .await
+    .map_err(|e| durable_limits(&e))?;
+    // What the store keeps: for the defaults, no limit at all is none.
+    let kept = match flow {
+        None => limits.filter(|l| *l != FlowLimits::new()),
+        Some(_) => limits,
+    };
+    let all = flow.is_none().then_some(true);
+    Ok(Json(LimitsChange {
+        flow,
+        all,
+        limits: kept.as_ref().map(LimitsOut::of),
+    }))
 }
 
 /// Pauses or resumes the target of `body`.
@@ -191,6 +398,37 @@ pub(crate) async fn resume(
     JsonBody(body): JsonBody<FlowTarget>,
 ) -> Result<Json<FlowChange>, Problem> {
     set(&ctx, body, false).await
+}
+
+/// Sets a flow key's limits (`flow`), or the defaults of the keys
+/// without their own (`all`), for every server of the namespace. Timers
+/// over a limit wait, without spending attempts, and start in due order
+/// once it allows. `{}` as a key's limits sets none (not even the
+/// defaults apply); `{}` as the defaults clears them.
+#[utoipa::path(put, path = "/v1/flows:limits", operation_id = "setFlowLimits", tag = "flows", request_body = LimitsTarget,
+    responses((status = 200, description = "The limits now set", body = LimitsChange)),
+    security(("bearer" = [])))]
+pub(crate) async fn set_limits(
+    State(ctx): State<ApiContext>,
+    JsonBody(body): JsonBody<LimitsTarget>,
+) -> Result<Json<LimitsChange>, Problem> {
+    let flow = either(body.flow, body.all, "to set a key's limits, give flow")?;
+    let limits = body.limits.check("limits.")?;
+    apply_limits(&ctx, flow, Some(limits)).await
+}
+
+/// Removes a flow key's own limits (`flow`): the defaults apply to it
+/// again; or clears the defaults (`all`). Removing what is not set
+/// changes nothing.
+#[utoipa::path(post, path = "/v1/flows:unlimit", operation_id = "removeFlowLimits", tag = "flows", request_body = FlowTarget,
+    responses((status = 200, description = "No limits of its own (a key), or no defaults (all)", body = LimitsChange)),
+    security(("bearer" = [])))]
+pub(crate) async fn unlimit(
+    State(ctx): State<ApiContext>,
+    JsonBody(body): JsonBody<FlowTarget>,
+) -> Result<Json<LimitsChange>, Problem> {
+    let flow = either(body.flow, body.all, "to remove a key's limits, give flow")?;
+    apply_limits(&ctx, flow, None).await
 }
 
 #[cfg(test)]

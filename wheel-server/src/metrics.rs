@@ -1,7 +1,8 @@
 //! `GET /metrics`: the durable tier's counts and the server's own requests,
 //! in the Prometheus text format (version 0.0.4).
 //!
-//! The store's counts (pending, claimed, dead) are every node's; the
+//! The flow keys' gauges are written by [`crate::flows_metrics`], bounded
+//! in number. The store's counts (pending, claimed, dead) are every node's; the
 //! counters (fired, retried, failed, ...) and the lateness are this
 //! process's, so a dashboard sums them across servers. Requests are
 //! counted by [`Requests`]. While the store's counts are unknown (no read
@@ -21,7 +22,7 @@ use std::fmt::Write;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use wheel_durable::DurableStats;
+use wheel_durable::{DurableStats, Flows};
 
 use crate::context::ApiContext;
 use crate::requests::Requests;
@@ -35,21 +36,25 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std:
     );
 }
 
-/// The whole exposition.
+/// The whole exposition; `flows` is `None` when reading them failed,
+/// `flow_keys` the most flow keys shown one by one.
 pub(crate) fn render(
     s: &DurableStats,
     requests: &Requests,
     sched: Option<&ScheduleCounts>,
+    flows: Option<&Flows>,
+    flow_keys: usize,
 ) -> String {
     let mut out = String::new();
     let (g, c) = ("gauge", "counter");
     let secs = |d: std::time::Duration| d.as_secs_f64();
     let known = |v: Option<u64>| v.map(|n| n as f64);
     #[rustfmt::skip]
-    let store: [(&str, &str, Option<f64>); 5] = [
+    let store: [(&str, &str, Option<f64>); 6] = [
         ("wheel_timers_pending", "Timers waiting in the store (all nodes).", known(s.pending)),
         ("wheel_timers_claimed", "Timers claimed or running (all nodes).", known(s.claimed)),
         ("wheel_timers_dead", "Dead letters (all nodes).", known(s.dead)),
+        ("wheel_timers_parked", "Timers parked in the store: flow key paused, breaker open or backlog deferred (all nodes).", known(s.parked)),
         ("wheel_oldest_overdue_seconds", "How long the earliest pending timer is overdue.", s.oldest_overdue.map(secs)),
         ("wheel_store_counts_age_seconds", "How old the store's counts are.", s.store_counts_age.map(secs)),
     ];
@@ -67,7 +72,7 @@ pub(crate) fn render(
         }
     }
     #[rustfmt::skip]
-    let node: [(&str, &str, &str, f64); 7] = [
+    let node: [(&str, &str, &str, f64); 9] = [
         ("wheel_timers_held", g, "Timers this node holds in memory, not started.", s.held as f64),
         ("wheel_fired_total", c, "Runs this node started.", s.fired as f64),
         ("wheel_retried_total", c, "Runs on this node that ended in a retry.", s.retried as f64),
@@ -75,6 +80,8 @@ pub(crate) fn render(
         ("wheel_stale_total", c, "Runs not started: cancelled, rescheduled or claimed again.", s.stale as f64),
         ("wheel_store_errors_total", c, "Store calls that failed and were retried.", s.store_errors as f64),
         ("wheel_claims_total", c, "Claims this node made.", s.claims as f64),
+        ("wheel_paused_total", c, "Claims this node did not start: namespace or flow key paused, or breaker open.", s.paused as f64),
+        ("wheel_deferred_total", c, "Claims this node handed to the store to park: its flow key's backlog was over what a node keeps.", s.deferred as f64),
     ];
     for (name, kind, help, value) in node {
         metric(&mut out, name, kind, help, value);
@@ -82,6 +89,7 @@ pub(crate) fn render(
     lateness(&mut out, s);
     callbacks(&mut out, s);
     schedules(&mut out, s, sched);
+    crate::flows_metrics::render(&mut out, flows, flow_keys);
     requests.render(&mut out);
     out
 }
@@ -186,7 +194,16 @@ fn schedules(out: &mut String, s: &DurableStats, sched: Option<&ScheduleCounts>)
 pub(crate) async fn metrics(State(ctx): State<ApiContext>) -> Response {
     let stats = ctx.timers.stats().await;
     let sched = ctx.schedule_stats.snapshot(&ctx.timers);
-    let body = render(&stats, &ctx.requests, sched.as_ref());
+    // A store that does not answer leaves the flow gauges without
+    // samples; the rest of the page is still served.
+    let flows = ctx.timers.flows().await.ok();
+    let body = render(
+        &stats,
+        &ctx.requests,
+        sched.as_ref(),
+        flows.as_ref(),
+        ctx.metrics_flow_keys,
+    );
     (
         [(
             header::CONTENT_TYPE,
@@ -209,7 +226,7 @@ mod tests {
         r.count("/v1/timers/{key}", "GET", 404);
         r.count("/v1/timers/{key}", "GET", 404);
         r.count("/v1/timers", "POST", 201);
-        let text = render(&DurableStats::default(), &r, None);
+        let text = render(&DurableStats::default(), &r, None, None, 50);
         assert!(text.contains(
             "wheel_http_requests_total{route=\"/v1/timers/{key}\",method=\"GET\",status=\"404\"} 2\n"
         ));
@@ -220,7 +237,13 @@ mod tests {
 
     #[test]
     fn unknown_store_counts_have_no_sample_and_known_ones_do() {
-        let unknown = render(&DurableStats::default(), &Requests::default(), None);
+        let unknown = render(
+            &DurableStats::default(),
+            &Requests::default(),
+            None,
+            None,
+            50,
+        );
         assert!(!unknown.contains("\nwheel_schedules "), "{unknown}");
         assert!(!unknown.contains("\nwheel_schedule_runs_skipped{"));
         assert!(unknown.contains("# TYPE wheel_timers_pending gauge\n"));
@@ -229,17 +252,22 @@ mod tests {
         let mut s = DurableStats::default();
         s.pending = Some(0);
         s.dead = Some(3);
+        s.parked = Some(4);
+        s.paused = 2;
         s.store_counts_age = Some(Duration::from_millis(1500));
         let counts = ScheduleCounts {
             schedules: 4,
             skipped_overlap: 2,
             ..ScheduleCounts::default()
         };
-        let known = render(&s, &Requests::default(), Some(&counts));
+        let known = render(&s, &Requests::default(), Some(&counts), None, 50);
         assert!(known.contains("\nwheel_schedules 4\n"), "{known}");
         assert!(known.contains("\nwheel_schedule_runs_skipped{reason=\"overlap\"} 2\n"));
         assert!(known.contains("\nwheel_timers_pending 0\n"), "{known}");
         assert!(known.contains("\nwheel_timers_dead 3\n"));
+        assert!(known.contains("\nwheel_timers_parked 4\n"), "{known}");
+        assert!(known.contains("\nwheel_paused_total 2\n"), "{known}");
+        assert!(!unknown.contains("\nwheel_timers_parked "), "{unknown}");
         assert!(known.contains("\nwheel_store_counts_age_seconds 1.5\n"));
     }
 }

@@ -21,7 +21,10 @@ use utoipa::{Modify, OpenApi};
 use wheel_durable::http::MAX_HEADERS;
 
 use crate::openapi_patterns::{cursor_pattern, delay_pattern, ms, reserved_headers};
-use crate::{dead, ended, error, flows, json, listing, replays, schedule_json, schedules, timers};
+use crate::{
+    dead, ended, error, flow_limits_json, flows, json, listing, replays, schedule_json, schedules,
+    timers,
+};
 
 /// The document, as the annotations give it.
 #[derive(OpenApi)]
@@ -33,7 +36,7 @@ use crate::{dead, ended, error, flows, json, listing, replays, schedule_json, sc
         replays::replay, replays::progress, replays::cancel,
         schedules::upsert, schedules::read, schedules::list, schedules::remove,
         schedules::pause, schedules::resume, schedules::trigger,
-        flows::list, flows::pause, flows::resume, document,
+        flows::list, flows::pause, flows::resume, flows::set_limits, flows::unlimit, document,
     ),
     components(schemas(
         json::NewTimer, json::CallbackIn, json::RetryIn, json::Delay, json::Timer, json::State, json::CallbackOut,
@@ -44,6 +47,9 @@ use crate::{dead, ended, error, flows, json, listing, replays, schedule_json, sc
         schedule_json::ScheduleOut, schedule_json::CatchUpOut, schedule_json::SkippedOut, schedule_json::LastRun,
         schedule_json::RunOutcome, schedules::Triggered, schedules::SchedulePageOut,
         flows::FlowTarget, flows::FlowChange, flows::FlowsOut, flows::FlowOut,
+        flows::LimitsTarget, flows::LimitsChange, flows::BreakerStatusOut, flows::BreakerStateOut,
+        flow_limits_json::LimitsIn, flow_limits_json::RateIn, flow_limits_json::BreakerIn,
+        flow_limits_json::LimitsOut, flow_limits_json::RateOut, flow_limits_json::BreakerOut,
     )),
     modifiers(&Bearer),
 )]
@@ -154,15 +160,50 @@ fn contract(doc: &mut Value) {
 
 /// A flow target's either-or, and what a flow key may hold.
 fn flow_contract(schemas: &mut Value) {
-    for (schema, field) in [("FlowTarget", "flow"), ("CallbackIn", "flow")] {
+    for (schema, field) in [
+        ("FlowTarget", "flow"),
+        ("LimitsTarget", "flow"),
+        ("CallbackIn", "flow"),
+    ] {
         schemas[schema]["properties"][field]["pattern"] = json!(flows::FLOW_KEY_PATTERN);
     }
     // Exactly one of the two, non-null (null stands for absent); `all`
     // is `true` when given.
-    schemas["FlowTarget"]["oneOf"] = json!([
-        { "required": ["flow"], "properties": { "flow": { "type": "string" }, "all": { "type": "null" } } },
-        { "required": ["all"], "properties": { "all": { "const": true }, "flow": { "type": "null" } } },
-    ]);
+    for schema in ["FlowTarget", "LimitsTarget"] {
+        schemas[schema]["oneOf"] = json!([
+            { "required": ["flow"], "properties": { "flow": { "type": "string" }, "all": { "type": "null" } } },
+            { "required": ["all"], "properties": { "all": { "const": true }, "flow": { "type": "null" } } },
+        ]);
+    }
+    limits_contract(schemas);
+}
+
+/// The ranges of a flow key's limits, from the library's constants. The
+/// rules across fields (a burst up to the count, the longest cool-down at
+/// least the first) have no JSON Schema keyword: they are 422s naming the
+/// field.
+fn limits_contract(schemas: &mut Value) {
+    use wheel_durable::{MAX_FLOW_PARALLELISM, MAX_FLOW_RATE};
+    let period = flow_limits_json::max_period_ms();
+    let fields: [(&str, &str, u64); 8] = [
+        ("RateIn", "count", MAX_FLOW_RATE.into()),
+        ("RateIn", "period_ms", period),
+        ("RateIn", "burst", MAX_FLOW_RATE.into()),
+        ("LimitsIn", "parallelism", MAX_FLOW_PARALLELISM.into()),
+        (
+            "BreakerIn",
+            "failures",
+            flow_limits_json::MAX_BREAKER_FAILURES.into(),
+        ),
+        ("BreakerIn", "cooldown_ms", period),
+        ("BreakerIn", "max_cooldown_ms", period),
+        ("BreakerIn", "pause_after_ms", period),
+    ];
+    for (schema, field, max) in fields {
+        let f = &mut schemas[schema]["properties"][field];
+        f["minimum"] = json!(1);
+        f["maximum"] = json!(max);
+    }
 }
 
 /// A schedule's either-ors and its delays, which the annotations cannot
@@ -325,6 +366,8 @@ mod tests {
             "/v1/flows",
             "/v1/flows:pause",
             "/v1/flows:resume",
+            "/v1/flows:limits",
+            "/v1/flows:unlimit",
             "/v1/openapi.json",
         ] {
             assert!(paths.contains_key(p), "{p} is missing");
@@ -381,6 +424,12 @@ mod tests {
                 "200 400 401 404 422 503",
             ),
             ("/v1/flows", "get", "200 401 503"),
+            ("/v1/flows:limits", "put", "200 400 401 408 413 415 422 503"),
+            (
+                "/v1/flows:unlimit",
+                "post",
+                "200 400 401 408 413 415 422 503",
+            ),
             ("/v1/flows:pause", "post", "200 400 401 408 413 415 422 503"),
             (
                 "/v1/flows:resume",

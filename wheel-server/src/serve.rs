@@ -65,6 +65,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             .build()
             .map_err(|e| format!("cannot open the store: {e}"))?,
     );
+    if let Err(e) = apply_flow_limits(&timers, args) {
+        stop(timers);
+        return Err(e);
+    }
     match &args.redis {
         Some(_) => tracing::info!(namespace = %args.namespace, "store: redis"),
         None => tracing::info!(data = %args.data.display(), "store: embedded"),
@@ -79,7 +83,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     }
     // The context starts its adding task on the runtime.
     let _entered = runtime.enter();
-    let ctx = ApiContext::new(timers.clone(), args.allow_private_targets);
+    let mut ctx = ApiContext::new(timers.clone(), args.allow_private_targets);
+    ctx.metrics_flow_keys = usize::try_from(args.metrics_flow_keys).unwrap_or(usize::MAX);
     let token = args.token.as_deref().map(Token::new);
     let app = router(ctx, token, args.max_body);
     let listen = args.listen;
@@ -102,6 +107,37 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     stop(timers);
     drop(runtime);
     served
+}
+
+/// Sets the limits of `--flow-defaults` and `--flow-limits`, over what
+/// the store kept: the flags are the configuration of record for the
+/// keys they name, at every start. A refusal stops the start.
+fn apply_flow_limits(timers: &DurableTimers, args: &Args) -> Result<(), String> {
+    if let Some(d) = &args.flow_defaults {
+        let limits = d
+            .check("")
+            .map_err(|p| format!("--flow-defaults: {}", p.detail))?;
+        timers
+            .set_default_flow_limits(&limits)
+            .map_err(|e| format!("--flow-defaults: {e}"))?;
+    }
+    for k in &args.flow_limits {
+        let limits = k
+            .limits
+            .check("")
+            .map_err(|p| format!("--flow-limits {}: {}", k.key, p.detail))?;
+        timers
+            .set_flow_limits(&k.key, &limits)
+            .map_err(|e| format!("--flow-limits {}: {e}", k.key))?;
+    }
+    if args.flow_defaults.is_some() || !args.flow_limits.is_empty() {
+        tracing::info!(
+            keys = args.flow_limits.len(),
+            defaults = args.flow_defaults.is_some(),
+            "flow limits set from the command line"
+        );
+    }
+    Ok(())
 }
 
 /// Shuts the node down: hands its claims back and closes the store. A

@@ -11,6 +11,7 @@ mod callbacks;
 mod clients;
 mod crash;
 mod dashboard;
+mod flow_limits;
 mod flows;
 mod guard;
 mod headers;
