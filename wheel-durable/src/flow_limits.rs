@@ -519,6 +519,70 @@ impl DurableTimers {
     }
 }
 
+#[cfg(feature = "tokio")]
+impl crate::AsyncTimers {
+    /// [`DurableTimers::set_flow_limits`], awaited (feature `tokio`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`DurableTimers::set_flow_limits`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use wheel_durable::{AsyncTimers, DurableTimers, FlowLimits};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), wheel_durable::DurableError> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let timers = AsyncTimers::new(Arc::new(
+    ///     DurableTimers::builder().embedded(dir.path().join("timers")).build()?,
+    /// ));
+    /// timers.set_flow_limits("reports", &FlowLimits::new().parallelism(2)).await?;
+    /// timers.set_default_flow_limits(&FlowLimits::new().parallelism(8)).await?;
+    /// timers.remove_flow_limits("reports").await?;
+    /// assert_eq!(timers.flows().await?.defaults, Some(FlowLimits::new().parallelism(8)));
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_flow_limits(
+        &self,
+        key: &str,
+        limits: &FlowLimits,
+    ) -> Result<(), DurableError> {
+        let (key, limits) = (key.to_owned(), *limits);
+        self.call(move |t| t.set_flow_limits(&key, &limits)).await
+    }
+
+    /// [`DurableTimers::remove_flow_limits`], awaited (feature `tokio`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`DurableTimers::remove_flow_limits`].
+    ///
+    /// # Examples
+    ///
+    /// See [`set_flow_limits`](Self::set_flow_limits).
+    pub async fn remove_flow_limits(&self, key: &str) -> Result<(), DurableError> {
+        let key = key.to_owned();
+        self.call(move |t| t.remove_flow_limits(&key)).await
+    }
+
+    /// [`DurableTimers::set_default_flow_limits`], awaited (feature
+    /// `tokio`).
+    ///
+    /// # Errors
+    ///
+    /// As for [`DurableTimers::set_default_flow_limits`].
+    ///
+    /// # Examples
+    ///
+    /// See [`set_flow_limits`](Self::set_flow_limits).
+    pub async fn set_default_flow_limits(&self, limits: &FlowLimits) -> Result<(), DurableError> {
+        let limits = *limits;
+        self.call(move |t| t.set_default_flow_limits(&limits)).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
