@@ -18,25 +18,29 @@
 //! (phase, failures, step, until, opened at, the probe's fence and key;
 //! see `flow.lua`), `{ns}:inflight:<flow>` sorted set of the permits taken
 //! under a flow key (member: the run's fence as 8 bytes little-endian,
-//! then its key; score: its lease end) and `{ns}:inflight` sorted set
-//! (score 0) of the flow keys whose own set is not empty.
+//! then its key; score: its lease end), `{ns}:inflight` sorted set (score
+//! 0) of the flow keys whose own set is not empty, and `{ns}:permits` hash
+//! key of a run holding a permit → its fence (8 bytes) and flow key.
 //!
 //! Invariants: a parked key is in `{ns}:parked`, `{ns}:pflow` and its flow
 //! key's set, in no other index; a flow key is in `{ns}:pflows` exactly
 //! while its own set is not empty, and in `{ns}:inflight` exactly while
 //! its permits' set is not empty. A breaker is stored unless it is closed
-//! with no failure counted. A permit is valid while its run's record is
-//! running with the member's fence and a lease that has not passed: a
-//! script that needs a key's permits checks every member against the
-//! records once per call and removes the invalid ones, so a finish, a
-//! cancel, a lease taken back or a node that died gives its permit back
-//! without touching the set, and a renewal keeps it.
+//! with no failure counted. A permit is valid while its run is running
+//! with the member's fence and its lease has not passed. Every record
+//! change goes through the prelude's `unindex`, which notes the running
+//! runs a script changes; its flush looks them up in `{ns}:permits` (one
+//! `EXISTS` while none is held) and removes the member of each run that
+//! ended (finish, cancel, replace, lease taken back) or moves its score to
+//! a renewed lease. So a member whose score (lease end) is still to come is
+//! valid, and only those whose lease end has come unseen (a node that
+//! died) are checked against their records, once per key and call.
 //!
 //! Cost: while nothing is paused and no key has limits, a start reads one
 //! `EXISTS` more than without flow control, a claim one `ZRANGEBYSCORE`
-//! of the due wake-ups, a finish nothing (one `HMGET` of the limits when
-//! it names flow keys). Otherwise each distinct flow key of a call has its
-//! limits, rate, breaker and permits read once for the whole call.
+//! of the due wake-ups, a finish one `HMGET` of the limits when it names
+//! flow keys. Otherwise each distinct flow key of a call has its limits,
+//! rate, breaker and permits read once for the whole call.
 //!
 //! Node state: none: the keys belong to the store.
 
