@@ -17,6 +17,17 @@ local F = {
   dirty = { b = {}, t = {}, p = {} }, -- the flow keys to write, by kind
 }
 
+-- a / b rounded up, exactly for integers under 2^53 (a double's quotient
+-- may round to the integer just below: the remainder says).
+local function ceil_div(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  while r < 0 do q, r = q - 1, r + b end
+  while r >= b do q, r = q + 1, r - b end
+  if r > 0 then q = q + 1 end
+  return q
+end
+
 -- Limits as the gate uses them: the rate as its GCRA interval and
 -- tolerance (µs), or nil when `b` is not an encoded Limits.
 local function decode_limits(b)
@@ -26,9 +37,7 @@ local function decode_limits(b)
   local function has(bit) return math.floor(flags / bit) % 2 == 1 end
   local l = {}
   if has(1) then
-    -- period * 1000 / count, rounded up: exact while the product stays
-    -- under 2^53 µs (about 285 years), as every clock value here does.
-    l.interval = math.ceil(period * 1000 / math.max(count, 1))
+    l.interval = ceil_div(period * 1000, math.max(count, 1))
     l.tolerance = l.interval * (math.max(burst, 1) - 1)
   end
   if has(2) then l.parallelism = par end
@@ -151,7 +160,8 @@ end
 
 -- The earliest lease end among `flow`'s valid permits (some are held).
 local function first_lease(flow, p)
-  local e = redis.call('ZRANGEBYSCORE', INFLIGHT .. ':' .. flow, '(' .. NOW, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local e = redis.call('ZRANGEBYSCORE', INFLIGHT .. ':' .. flow, string.format('(%.0f', NOW),
+                       '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   local first = tonumber(e[2])
   for _, l in ipairs(p.leases) do
     if not first or l < first then first = l end
@@ -198,7 +208,7 @@ function F.gate(flow)
     local now_us = NOW * 1000
     slot = math.max(now_us, F.tat_of(flow) - l.tolerance)
     if slot > now_us + RATE_HORIZON_US then
-      return 'wait', math.ceil((slot - RATE_HORIZON_US) / 1000)
+      return 'wait', ceil_div(slot - RATE_HORIZON_US, 1000)
     end
   end
   return 'pass', slot, probe
@@ -226,7 +236,7 @@ function F.take(key, x, flow, slot, probe)
   if not (slot and l.interval) then return nil end
   F.tats[flow] = math.max(F.tat_of(flow), NOW * 1000) + l.interval
   dirty('t', flow)
-  local at = math.ceil(slot / 1000)
+  local at = ceil_div(slot, 1000)
   if at > NOW then return at end
   return nil
 end
