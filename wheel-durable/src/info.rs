@@ -164,7 +164,7 @@ impl DeadLetter {
 /// metrics endpoint polling `stats` keeps answering during an outage and
 /// shows the last known queue, marked as such. Before the first read of
 /// the counts has finished they are unknown: `store_counts_age`,
-/// `pending`, `claimed`, `dead` and `oldest_overdue` are then all `None`
+/// `pending`, `claimed`, `dead`, `parked` and `oldest_overdue` are then all `None`
 /// (never a zero that was not counted).
 ///
 /// # Examples
@@ -197,6 +197,11 @@ pub struct DurableStats {
     pub claimed: Option<u64>,
     /// Dead letters (all nodes); `None` while unknown.
     pub dead: Option<u64>,
+    /// Timers parked in the store (all nodes): their flow key is paused
+    /// ([`DurableTimers::pause_flow`](crate::DurableTimers::pause_flow)),
+    /// its circuit breaker open, or its backlog deferred; `None` while
+    /// unknown.
+    pub parked: Option<u64>,
     /// How long the earliest pending timer was overdue when the counts
     /// were read (zero when none was): a growing value means no node is
     /// firing. `None` while unknown.
@@ -214,6 +219,14 @@ pub struct DurableStats {
     /// Runs this node did not start because the timer had been cancelled,
     /// rescheduled or claimed again by then.
     pub stale: u64,
+    /// Timers this node claimed and did not start because their namespace
+    /// or flow key was paused, or its circuit breaker open, by then
+    /// (handed back to the store, or parked there; no attempt spent).
+    pub paused: u64,
+    /// Claims this node handed to the store to park because their flow
+    /// key's limits held back more of them than a node keeps (512 per
+    /// key); the store hands them out again at the key's rate.
+    pub deferred: u64,
     /// Store calls of this node that failed and were retried.
     pub store_errors: u64,
     /// Claims this node made (each takes up to 128 timers). They follow

@@ -463,6 +463,8 @@ impl DurableTimers {
             s.retried = c.retried.load(Ordering::Relaxed);
             s.failed = c.failed.load(Ordering::Relaxed);
             s.stale = c.stale.load(Ordering::Relaxed);
+            s.paused = c.paused.load(Ordering::Relaxed);
+            s.deferred = c.deferred.load(Ordering::Relaxed);
             s.store_errors = c.store_errors.load(Ordering::Relaxed);
             s.claims = c.claims.load(Ordering::Relaxed);
             (s.lateness_p50, s.lateness_p99, s.lateness_max) = n.lateness();
@@ -532,6 +534,7 @@ fn store_stats(snap: Snapshot) -> DurableStats {
         s.pending = Some(counts.pending);
         s.claimed = Some(counts.claimed);
         s.dead = Some(counts.dead);
+        s.parked = Some(counts.parked);
         let overdue = counts
             .next_due
             .map_or(0, |due| counts.now.saturating_sub(due));
@@ -560,8 +563,14 @@ mod tests {
             available: true,
         });
         assert_eq!(
-            (none.pending, none.claimed, none.dead, none.oldest_overdue),
-            (None, None, None, None)
+            (
+                none.pending,
+                none.claimed,
+                none.dead,
+                none.parked,
+                none.oldest_overdue
+            ),
+            (None, None, None, None, None)
         );
         assert_eq!(none.store_counts_age, None);
         let counts = Counts {
@@ -569,7 +578,7 @@ mod tests {
             pending: 0,
             claimed: 2,
             dead: 3,
-            parked: 0,
+            parked: 4,
             next_due: Some(400),
         };
         let read = store_stats(Snapshot {
@@ -577,8 +586,8 @@ mod tests {
             available: false,
         });
         assert_eq!(
-            (read.pending, read.claimed, read.dead),
-            (Some(0), Some(2), Some(3))
+            (read.pending, read.claimed, read.dead, read.parked),
+            (Some(0), Some(2), Some(3), Some(4))
         );
         assert_eq!(read.oldest_overdue, Some(Duration::from_millis(600)));
         assert!(read.store_counts_age.is_some() && !read.store_available);

@@ -1,7 +1,7 @@
 //! The durable tier on its stores, in one test binary: the embedded store
 //! and Redis with nodes in one process, nodes as processes of their own
-//! (the `durable_node` binary), async handlers, and the log events. One
-//! module per subject; each module's tests keep their paths
+//! (the `durable_node` binary), async handlers, flow control, and the log
+//! events. One module per subject; each module's tests keep their paths
 //! (`durable_redis::...`).
 
 #[path = "../common/mod.rs"]
@@ -11,6 +11,11 @@ mod durable_listing;
 mod durable_async;
 mod durable_dedup;
 mod durable_embedded;
+// The origins of HTTP callbacks are its flow keys; its node processes
+// send them, which needs a TLS provider.
+#[cfg(all(feature = "http", feature = "tls-ring"))]
+mod durable_flow_processes;
+mod durable_flows;
 mod durable_logs;
 mod durable_processes;
 mod durable_redis;

@@ -1,6 +1,6 @@
 //! What the writer keeps between groups ([`Cursor`]): the counts of each
-//! index, where the due, lease and expiry scans start, and the paused
-//! state. Each group works on a copy and hands it back only when it
+//! index, where the due, lease and expiry scans start, and the
+//! flow-control state. Each group works on a copy and hands it back only when it
 //! commits, so a group that fails leaves it as it was.
 //!
 //! Node state: none: the writer thread owns it.
@@ -11,11 +11,12 @@ use fjall::{Database, Readable};
 
 use super::db_err;
 use super::flows::FlowMarks;
+use super::gates::Gates;
 use super::spaces::{Space, Spaces, index_key, parse_index_key};
-use crate::store::StoreResult;
+use crate::store::{Millis, StoreResult};
 
 /// What the writer keeps between groups: the counts of each index, the
-/// paused state (`flows.rs`), and a
+/// flow-control state (`flows.rs`, `gates.rs`), and a
 /// lower bound of the entries of the due and lease indexes (an index key:
 /// time and timer key), where their scans start, so that the tombstones
 /// of entries deleted before it are never read again, however many timers
@@ -33,6 +34,9 @@ pub(super) struct Cursor {
     pub(super) ended_from: Vec<u8>,
     /// Shared with the writer's copy until a step changes it.
     pub(super) flows: Arc<FlowMarks>,
+    /// The rate, the permits and the breakers, in memory only; shared
+    /// with the writer's copy until a step changes them.
+    pub(super) gates: Arc<Gates>,
 }
 
 /// Past every index key (a time of `u64::MAX` is never stored).
@@ -42,7 +46,7 @@ pub(super) fn end() -> Vec<u8> {
 
 impl Cursor {
     /// Counts every index of the store as it is on disk (once, at open).
-    pub(super) fn scan(db: &Database, spaces: &Spaces) -> StoreResult<Cursor> {
+    pub(super) fn scan(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
         let snap = db.snapshot();
         let len = |s: Space| snap.len(spaces.get(s)).map(|n| n as u64).map_err(db_err);
         // The first entry is parsed, not copied, so that a corrupt index
@@ -62,7 +66,8 @@ impl Cursor {
             due_from: first(Space::Due)?,
             lease_from: first(Space::Leases)?,
             ended_from: first(Space::EndedOrder)?,
-            flows: Arc::new(FlowMarks::load(&snap, spaces)?),
+            flows: Arc::new(FlowMarks::load(&snap, spaces, now)?),
+            gates: Arc::default(),
         })
     }
 }

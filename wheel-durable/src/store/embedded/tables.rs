@@ -17,9 +17,11 @@ use fjall::Database;
 
 use super::cursor::{Cursor, end};
 use super::db_err;
+use super::gates::FlowGate;
 use super::spaces::{SPACES, Space, Spaces, corrupt, index_key, parse_index_key};
 use crate::schedule::chain::Advance;
-use crate::store::record::{DeadRecord, Record};
+use crate::store::flow_state::FlowClass;
+use crate::store::record::Record;
 use crate::store::schedule_steps::{self, Gate};
 use crate::store::{
     ClaimBatch, ClaimRequest, Claimed, Counts, EXPIRED_KEYS, Finish, Millis, Start, StoreResult,
@@ -257,28 +259,6 @@ impl<'s> Tables<'s> {
         Ok(())
     }
 
-    /// Whether `key` names a dead letter. The count is exact (counted at
-    /// open, kept by every step), so a store without dead letters skips
-    /// the read: most adds, and every schedule run's creation, ask.
-    pub(super) fn is_dead(&self, key: &str) -> StoreResult<bool> {
-        Ok(self.cursor.dead > 0 && self.read(Space::Dead, key.as_bytes())?.is_some())
-    }
-
-    /// Removes a dead letter; the one there was, if any.
-    fn bury(&mut self, key: &str) -> StoreResult<Option<DeadRecord>> {
-        if self.cursor.dead == 0 {
-            return Ok(None);
-        }
-        let Some(d) = self.read(Space::Dead, key.as_bytes())? else {
-            return Ok(None);
-        };
-        let d = DeadRecord::decode(&d).ok_or_else(|| corrupt("dead letter"))?;
-        self.write(Space::Dead, key.as_bytes().to_vec(), None);
-        self.write(Space::DeadOrder, index_key(d.failed_at, key), None);
-        self.cursor.dead = self.cursor.dead.saturating_sub(1);
-        Ok(Some(d))
-    }
-
     /// The record held by `fence` in `state`, if it still is.
     pub(super) fn held(
         &self,
@@ -354,7 +334,7 @@ impl<'s> Tables<'s> {
         let now = self.now;
         let mut batch = ClaimBatch::empty(now);
         self.expire_leases(req.max_attempts, &mut batch)?;
-        self.continue_resumes()?;
+        self.wake_ups()?;
         if self.cursor.flows.paused_all() {
             batch.next_lease = self.next_lease()?;
             return Ok(batch);
@@ -417,6 +397,7 @@ impl<'s> Tables<'s> {
                 batch.expired_keys.push(key.clone());
             }
             let mut r = self.record(&key)?.ok_or_else(|| corrupt("lease index"))?;
+            self.run_ended(&key);
             if r.state == TimerState::Running && r.attempts >= max_attempts {
                 let reason = lease_lost_reason(r.attempts);
                 self.make_dead(&key, r, reason)?;
@@ -428,26 +409,6 @@ impl<'s> Tables<'s> {
                 batch.reclaimed += 1;
             }
         }
-        Ok(())
-    }
-
-    fn make_dead(&mut self, key: &str, r: Record, reason: String) -> StoreResult<()> {
-        self.unindex(key, &r, true)?;
-        let d = DeadRecord {
-            failed_at: self.now,
-            due: r.due,
-            first_due: r.first_due,
-            attempts: r.attempts,
-            reason,
-            payload: r.payload,
-        };
-        self.write(Space::Dead, key.as_bytes().to_vec(), Some(d.encode()));
-        self.write(
-            Space::DeadOrder,
-            index_key(d.failed_at, key),
-            Some(Vec::new()),
-        );
-        self.cursor.dead += 1;
         Ok(())
     }
 
@@ -468,9 +429,16 @@ impl<'s> Tables<'s> {
                 due: r.due,
             });
         }
-        if self.cursor.flows.holds(flow) {
-            return self.hold_back(key, r, flow);
-        }
+        let (slot_us, probe) = match self.flow_gate(flow)? {
+            FlowGate::HoldBack => return self.hold_back(key, r, flow),
+            FlowGate::Wait(until) => {
+                return Ok(Start::Wait {
+                    now: self.now,
+                    until,
+                });
+            }
+            FlowGate::Pass { slot_us, probe } => (slot_us, probe),
+        };
         if schedule_steps::start_gate(self, key, advance)? == Gate::Refused {
             return Ok(Start::Stale);
         }
@@ -482,9 +450,16 @@ impl<'s> Tables<'s> {
         r.attempts = r.attempts.saturating_add(1);
         r.lease_until = later(self.now, lease);
         self.put(key, &r)?;
-        Ok(Start::Started {
-            now: self.now,
-            attempt: r.attempts,
+        Ok(match self.take(key, fence, flow, slot_us, probe) {
+            Some(at) => Start::Reserved {
+                now: self.now,
+                attempt: r.attempts,
+                at,
+            },
+            None => Start::Started {
+                now: self.now,
+                attempt: r.attempts,
+            },
         })
     }
 
@@ -504,10 +479,22 @@ impl<'s> Tables<'s> {
         }
     }
 
-    pub(super) fn finish(&mut self, key: &str, fence: u64, how: &Finish) -> StoreResult<bool> {
+    /// Records the end of `key`'s run held with `fence`; with `flow`, its
+    /// flow key and class, for the key's breaker.
+    pub(super) fn finish(
+        &mut self,
+        key: &str,
+        fence: u64,
+        how: &Finish,
+        flow: Option<(&str, FlowClass)>,
+    ) -> StoreResult<bool> {
         let Some(mut r) = self.held(key, fence, TimerState::Running)? else {
             return Ok(false);
         };
+        if let Some((flow, class)) = flow {
+            self.flow_finished(key, fence, flow, class);
+        }
+        self.run_ended(key);
         match how {
             Finish::Done => {
                 self.unindex(key, &r, true)?;
@@ -532,14 +519,6 @@ impl<'s> Tables<'s> {
         self.unindex(key, &r, false)?;
         r.state = TimerState::Pending;
         self.put(key, &r)?;
-        Ok(true)
-    }
-
-    pub(super) fn retry_dead(&mut self, key: &str, due: Millis) -> StoreResult<bool> {
-        let Some(d) = self.bury(key)? else {
-            return Ok(false);
-        };
-        self.add(key, due, &d.payload)?;
         Ok(true)
     }
 

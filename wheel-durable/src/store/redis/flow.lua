@@ -38,9 +38,15 @@ local function decode_limits(b)
   local l = {}
   if has(1) then
     l.interval = ceil_div(period * 1000, math.max(count, 1))
+    l.per_span = ceil_div(count * WAKE_SPAN, math.max(period, 1))
     l.tolerance = l.interval * (math.max(burst, 1) - 1)
   end
   if has(2) then l.parallelism = par end
+  -- The parked timers a wake-up may make pending at once (flow_state.rs,
+  -- "Wake-ups"): the rate's starts in WAKE_SPAN plus the parallelism.
+  if l.interval or l.parallelism then
+    l.allowance = math.max((l.per_span or 0) + (l.parallelism or 0), 1)
+  end
   if has(4) then
     l.breaker = { failures = failures, cooldown = cooldown, max_cooldown = maxcd }
     if has(8) then l.breaker.pause_after = after end
@@ -331,14 +337,26 @@ function F.wake_ups(budget)
       local b = F.breaker(f)
       b.phase = HALF
       dirty('b', f)
-      -- Again after a cool-down: a candidate cancelled meanwhile is
-      -- followed by another.
-      redis.call('ZADD', WAKEUPS, later(cooldown_at(l.breaker, b.step, 0)), f)
-      budget = budget - F.unpark(f, 1)
-    else
-      local moved, left = F.unpark(f, budget)
+      local moved, left = F.unpark(f, 1)
       budget = budget - moved
-      if left <= 0 then redis.call('ZREM', WAKEUPS, f) end
+      if left > 0 then
+        -- Again after a cool-down: a candidate cancelled meanwhile is
+        -- followed by another.
+        redis.call('ZADD', WAKEUPS, later(cooldown_at(l.breaker, b.step, 0)), f)
+      else
+        -- Nothing left: a timer coming due is the probe.
+        redis.call('ZREM', WAKEUPS, f)
+      end
+    else
+      local most = budget
+      if l and l.allowance then most = math.min(budget, l.allowance) end
+      local moved, left = F.unpark(f, most)
+      budget = budget - moved
+      if left <= 0 then
+        redis.call('ZREM', WAKEUPS, f)
+      elseif l and l.allowance then
+        redis.call('ZADD', WAKEUPS, later(WAKE_SPAN), f)
+      end
     end
   end
 end

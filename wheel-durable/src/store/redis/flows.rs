@@ -48,8 +48,11 @@ use redis::{ScriptInvocation, Value};
 
 use super::{RedisStore, bad_reply, bytes, int, millis};
 use crate::DurableError;
+use crate::flow_key::check_flow_key;
 use crate::store::flow_state::{BreakerView, FlowClass, FlowEntry, Phase};
-use crate::store::{FlowOutcome, FlowsState, Limits, Millis, Start, StoreResult, UNPARK_BATCH};
+use crate::store::{
+    Fenced, FlowOutcome, FlowsState, Limits, Millis, Start, StoreResult, UNPARK_BATCH,
+};
 
 /// Values of one key in the flows script's answer.
 const ENTRY: usize = 9;
@@ -157,6 +160,35 @@ impl RedisStore {
             inv.arg(flow.unwrap_or(""))
                 .arg(if paused { "1" } else { "0" })
                 .arg(UNPARK_BATCH);
+        })
+    }
+
+    /// `Store::defer`: parks each claim still held with its fence under
+    /// its flow key (`defer.lua`).
+    pub(super) fn defer_claims(
+        &self,
+        claims: &[Fenced<'_>],
+        flows: &[&str],
+    ) -> StoreResult<Vec<bool>> {
+        // Every key is checked before anything changes, as the embedded
+        // store does: a bad one fails the whole call.
+        if flows.len() != claims.len() {
+            return Err(DurableError::InvalidFlow(format!(
+                "{} flow keys for {} claims: one per claim",
+                flows.len(),
+                claims.len()
+            )));
+        }
+        for flow in flows {
+            check_flow_key(flow)?;
+        }
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flags(&self.scripts.defer, claims.len(), |inv| {
+            for (c, flow) in claims.iter().zip(flows) {
+                inv.arg(c.key).arg(c.fence).arg(*flow);
+            }
         })
     }
 

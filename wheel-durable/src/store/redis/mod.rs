@@ -479,6 +479,10 @@ impl Store for RedisStore {
         })
     }
 
+    fn defer(&self, claims: &[Fenced<'_>], flows: &[&str]) -> StoreResult<Vec<bool>> {
+        self.defer_claims(claims, flows)
+    }
+
     fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {
         self.write_limits(flow, limits)
     }
