@@ -1,10 +1,12 @@
 -- Flow control: the gate of a start, the permits, the rate, the breakers
 -- and the wake-ups (store/flow_state.rs states the rules, flows.rs the
 -- keys). Follows the prelude (and schedule.lua where a script has it);
--- scripts.rs puts RATE_HORIZON_US and MAX_RETRY_AFTER before the prelude.
--- Every function lives in the table `F`, and every key's state is read at
--- most once per script call, into F's caches, and written by F.flush (one
--- of the prelude's `flushers`) with one command per key and kind.
+-- scripts.rs puts RATE_HORIZON_US, MAX_RETRY_AFTER and WAKE_SPAN before the
+-- prelude. Every function lives in the table `F` (the prelude's locals
+-- leave Lua little room for more). Each flow key's limits, breaker, tat and
+-- permits are read at most once per script call, into F's caches, and
+-- written by `flush_flows` (one of the prelude's `flushers`) with one
+-- command per hash or set; wake times and pauses are written at once.
 local LIMITS, TAT, BREAKERS = KEYS[17], KEYS[18], KEYS[19]
 local CLOSED, OPEN, HALF = 0, 1, 2
 local F = {

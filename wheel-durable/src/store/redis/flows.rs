@@ -1,8 +1,9 @@
 //! The Redis store's flow control: the calls of `pause.lua` (pause or
-//! resume the namespace or a flow key), `flows.lua` (the state) and the
-//! limits' writes; `flow.lua` holds the rules the start, finish and claim
-//! scripts share: the gate, the permits, the rate, the breakers and the
-//! wake-ups (`store/flow_state.rs` states them).
+//! resume the namespace or a flow key), `defer.lua` (park claims a node
+//! hands back), `flows.lua` (the state) and the limits' writes; `flow.lua`
+//! holds the rules the start, finish and claim scripts share: the gate,
+//! the permits, the rate, the breakers and the wake-ups with their
+//! allowances (`store/flow_state.rs` states them).
 //!
 //! Keys: `{ns}:paused` hash of the paused flow keys (flow key → `1`; the
 //! field `""`, which no flow key can be, is the paused namespace),
