@@ -1,6 +1,6 @@
 //! What the writer keeps between groups ([`Cursor`]): the counts of each
-//! index, where the due, lease and expiry scans start, and the paused
-//! state. Each group works on a copy and hands it back only when it
+//! index, where the due, lease and expiry scans start, and the
+//! flow-control state. Each group works on a copy and hands it back only when it
 //! commits, so a group that fails leaves it as it was.
 //!
 //! Node state: none: the writer thread owns it.
@@ -12,10 +12,10 @@ use fjall::{Database, Readable};
 use super::db_err;
 use super::flows::FlowMarks;
 use super::spaces::{Space, Spaces, index_key, parse_index_key};
-use crate::store::StoreResult;
+use crate::store::{Millis, StoreResult};
 
 /// What the writer keeps between groups: the counts of each index, the
-/// paused state (`flows.rs`), and a
+/// flow-control state (`flows.rs`, `gates.rs`), and a
 /// lower bound of the entries of the due and lease indexes (an index key:
 /// time and timer key), where their scans start, so that the tombstones
 /// of entries deleted before it are never read again, however many timers
@@ -42,7 +42,7 @@ pub(super) fn end() -> Vec<u8> {
 
 impl Cursor {
     /// Counts every index of the store as it is on disk (once, at open).
-    pub(super) fn scan(db: &Database, spaces: &Spaces) -> StoreResult<Cursor> {
+    pub(super) fn scan(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
         let snap = db.snapshot();
         let len = |s: Space| snap.len(spaces.get(s)).map(|n| n as u64).map_err(db_err);
         // The first entry is parsed, not copied, so that a corrupt index
@@ -62,7 +62,7 @@ impl Cursor {
             due_from: first(Space::Due)?,
             lease_from: first(Space::Leases)?,
             ended_from: first(Space::EndedOrder)?,
-            flows: Arc::new(FlowMarks::load(&snap, spaces)?),
+            flows: Arc::new(FlowMarks::load(&snap, spaces, now)?),
         })
     }
 }

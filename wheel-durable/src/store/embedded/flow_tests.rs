@@ -2,12 +2,14 @@
 //! harness's short inputs reach: a resume longer than one batch, compared
 //! with the model step by step and across a reopen; the paused state
 //! surviving a reopen; a store whose directory predates the flow
-//! keyspaces; the wake-up a resume gives.
+//! keyspaces; the wake-up a resume gives; limits surviving a reopen while
+//! the rate, the permits and the breakers start fresh.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::*;
+use crate::store::flow_state::{BreakerLimits, Phase, Rate};
 use crate::store::model::Model;
 use crate::store::{Claimed, UNPARK_BATCH};
 
@@ -247,5 +249,104 @@ fn a_parked_timer_is_held_by_nobody() {
     assert_eq!(store.counts().unwrap().claimed, 0);
     let e = store.set_paused(Some(""), true).unwrap_err();
     assert!(matches!(e, DurableError::InvalidFlow(_)), "{e:?}");
+    store.close().unwrap();
+}
+
+/// Limits, own and default, are durable, their removal too; what the
+/// gates hold (the rate's slot, the permits, the breaker) starts fresh at
+/// open, and a timer the breaker parked is made pending by the first
+/// claim.
+#[test]
+fn limits_survive_a_reopen_and_the_gates_start_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let store = Embedded::open(&path, manual(&clock), 10).unwrap();
+    let own = Limits {
+        rate: Some(Rate {
+            count: 1,
+            period: 10_000,
+            burst: 1,
+        }),
+        parallelism: Some(1),
+        breaker: Some(BreakerLimits {
+            failures: 1,
+            cooldown: 60_000,
+            max_cooldown: 60_000,
+            pause_after: None,
+        }),
+    };
+    let defaults = Limits {
+        parallelism: Some(3),
+        ..Limits::default()
+    };
+    store.set_limits(Some("f"), Some(&own)).unwrap();
+    store.set_limits(None, Some(&defaults)).unwrap();
+    store.set_limits(Some("g"), Some(&defaults)).unwrap();
+    store.set_limits(Some("g"), None).unwrap();
+    let timers: Vec<NewTimer<'_>> = ["a", "b"]
+        .into_iter()
+        .map(|key| NewTimer {
+            key,
+            due: Due::At(1),
+            payload: b"",
+        })
+        .collect();
+    store.add(&timers, AddMode::Replace).unwrap();
+    let claimed = store.claim(&claim_all()).unwrap().timers;
+    let held: Vec<Fenced<'_>> = claimed.iter().map(Claimed::fenced).collect();
+    let started = store.start_runs(&held, &[], &["f", "f"], 100).unwrap();
+    assert_eq!(
+        started,
+        [
+            Start::Started {
+                now: 5_000,
+                attempt: 1
+            },
+            Start::Wait {
+                now: 5_000,
+                until: 5_100
+            }
+        ],
+        "one permit"
+    );
+    let failed = FlowOutcome {
+        flow: "f",
+        class: FlowClass::Failure { retry_after: 0 },
+    };
+    let retry = Finish::Retry { delay: 100_000 };
+    assert_eq!(
+        store.finish(&[(held[0], retry)], &[failed]).unwrap(),
+        [true]
+    );
+    let again = store.start_runs(&held[1..], &[], &["f"], 100).unwrap();
+    assert_eq!(again, [Start::Paused { now: 5_000 }], "the breaker is open");
+    let f = store.flows().unwrap().keys.remove(0);
+    assert_eq!((f.parked, f.breaker.phase), (1, Phase::Open));
+    store.close().unwrap();
+
+    let store = Embedded::open(&path, manual(&clock), 10).unwrap();
+    let flows = store.flows().unwrap();
+    assert_eq!(flows.defaults, Some(defaults));
+    let keys: Vec<(&str, Option<Limits>, u64, Phase)> = flows
+        .keys
+        .iter()
+        .map(|k| (k.key.as_str(), k.limits, k.parked, k.breaker.phase))
+        .collect();
+    assert_eq!(keys, [("f", Some(own), 1, Phase::Closed)]);
+    let claimed = store.claim(&claim_all()).unwrap().timers;
+    assert_eq!(claimed.len(), 1, "b made pending and claimed");
+    assert_eq!(claimed[0].key, "b");
+    // Neither the permit nor the slot `a` took is remembered.
+    let started = store.start_runs(&[claimed[0].fenced()], &[], &["f"], 100);
+    assert_eq!(
+        started.unwrap(),
+        [Start::Started {
+            now: 5_000,
+            attempt: 1
+        }]
+    );
+    let f = store.flows().unwrap().keys.remove(0);
+    assert_eq!((f.in_flight, f.parked), (1, 0));
     store.close().unwrap();
 }

@@ -15,9 +15,10 @@
 //! a path that is not a store of ours), so a claim can only belong to this
 //! process: [`Embedded::open`] turns every
 //! claimed or running timer back into a pending one, which fires at once
-//! if overdue; parked timers stay parked, and the paused namespace and
-//! keys stay paused ([`flows`] keeps flow control; [`spaces`] names the
-//! keyspaces).
+//! if overdue; parked timers stay parked, the paused namespace and keys
+//! stay paused and limits stay set, while the rate, permits and breakers
+//! start fresh ([`flows`] and [`gates`] keep flow control; [`spaces`]
+//! names the keyspaces).
 //!
 //! Node state: none: the store is below the node and is called through the
 //! store trait. It owns the fjall database and the writer thread's queue.
@@ -28,6 +29,7 @@ mod ended;
 #[cfg(test)]
 mod flow_tests;
 mod flows;
+mod gates;
 mod read;
 mod schedules;
 mod spaces;
@@ -47,6 +49,7 @@ use self::read::first_keys;
 use self::spaces::{Space, Spaces};
 use self::tables::Tables;
 use self::writer::{Job, Reply, Step, Writer, call};
+use super::flow_state::{FlowClass, FlowOutcome, Limits};
 use super::record::DeadRecord;
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
@@ -251,7 +254,7 @@ fn check_ours(db: &Database, path: &Path) -> StoreResult<()> {
 
 /// The recovery at open (durable): what the writer starts from.
 fn recover(db: &Database, spaces: &Spaces, now: Millis) -> StoreResult<Cursor> {
-    let mut tables = Tables::new(spaces, Cursor::scan(db, spaces)?, now, 0);
+    let mut tables = Tables::new(spaces, Cursor::scan(db, spaces, now)?, now, 0);
     tables.recover()?;
     let cursor = tables.cursor.clone();
     tables.into_batch(db).commit().map_err(db_err)?;
@@ -316,10 +319,7 @@ impl Store for Embedded {
     }
 
     fn flows(&self) -> StoreResult<FlowsState> {
-        match self.call(
-            false,
-            Box::new(|t| Ok(Reply::Flows(t.cursor.flows.state()))),
-        )? {
+        match self.call(false, Box::new(|t| t.flows_state().map(Reply::Flows)))? {
             Reply::Flows(f) => Ok(f),
             other => Err(unexpected(other)),
         }
@@ -362,26 +362,39 @@ impl Store for Embedded {
         })
     }
 
-    fn set_limits(
-        &self,
-        _flow: Option<&str>,
-        _limits: Option<&crate::store::Limits>,
-    ) -> StoreResult<()> {
-        todo!("FLOWS-TODO")
+    fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {
+        let flow = flow.map(str::to_owned);
+        let limits = limits.copied();
+        match self.call(
+            true,
+            Box::new(move |t| {
+                t.set_limits(flow.as_deref(), limits)
+                    .map(|()| Reply::Bool(true))
+            }),
+        )? {
+            Reply::Bool(_) => Ok(()),
+            other => Err(unexpected(other)),
+        }
     }
 
     fn finish(
         &self,
         runs: &[(Fenced<'_>, Finish)],
-        _flows: &[crate::store::FlowOutcome<'_>],
+        flows: &[FlowOutcome<'_>],
     ) -> StoreResult<Vec<bool>> {
         let runs: Vec<(String, u64, Finish)> = runs
             .iter()
             .map(|(r, how)| (r.key.to_owned(), r.fence, how.clone()))
             .collect();
+        let flows: Vec<(String, FlowClass)> =
+            flows.iter().map(|f| (f.flow.to_owned(), f.class)).collect();
         self.bools(true, move |t| {
             runs.iter()
-                .map(|(key, fence, how)| t.finish(key, *fence, how))
+                .enumerate()
+                .map(|(i, (key, fence, how))| {
+                    let flow = flows.get(i).map(|(f, c)| (f.as_str(), *c));
+                    t.finish(key, *fence, how, flow)
+                })
                 .collect()
         })
     }

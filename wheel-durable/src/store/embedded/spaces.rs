@@ -14,9 +14,10 @@
 //! under) for every parked timer, `flow_parked` ((flow key, due, key) →
 //! empty: each flow key's parked timers, the flow key prefixed by its
 //! length as a big-endian u32 so that no key's entries run into
-//! another's) and `flows` (flow key → one byte: 1 paused, 2 resuming; a
-//! key neither has no entry), with the namespace's pause in `meta`
-//! (`paused`). A store created before these keyspaces existed gets them,
+//! another's) and `flows` (flow key → one byte, 1 if paused, then the
+//! key's own encoded [`Limits`](crate::store::Limits) if it has them; a
+//! key with neither has no entry), with the namespace's pause (`paused`)
+//! and default limits (`limits`) in `meta`. A store created before these keyspaces existed gets them,
 //! empty, when it is opened. An
 //! index key is the time as a big-endian u64 followed by the timer's key,
 //! so an index is ordered by time, then by key, and the tombstones that

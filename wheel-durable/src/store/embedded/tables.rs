@@ -17,8 +17,10 @@ use fjall::Database;
 
 use super::cursor::{Cursor, end};
 use super::db_err;
+use super::gates::FlowGate;
 use super::spaces::{SPACES, Space, Spaces, corrupt, index_key, parse_index_key};
 use crate::schedule::chain::Advance;
+use crate::store::flow_state::FlowClass;
 use crate::store::record::{DeadRecord, Record};
 use crate::store::schedule_steps::{self, Gate};
 use crate::store::{
@@ -354,7 +356,7 @@ impl<'s> Tables<'s> {
         let now = self.now;
         let mut batch = ClaimBatch::empty(now);
         self.expire_leases(req.max_attempts, &mut batch)?;
-        self.continue_resumes()?;
+        self.wake_ups()?;
         if self.cursor.flows.paused_all() {
             batch.next_lease = self.next_lease()?;
             return Ok(batch);
@@ -417,6 +419,7 @@ impl<'s> Tables<'s> {
                 batch.expired_keys.push(key.clone());
             }
             let mut r = self.record(&key)?.ok_or_else(|| corrupt("lease index"))?;
+            self.run_ended(&key);
             if r.state == TimerState::Running && r.attempts >= max_attempts {
                 let reason = lease_lost_reason(r.attempts);
                 self.make_dead(&key, r, reason)?;
@@ -468,9 +471,16 @@ impl<'s> Tables<'s> {
                 due: r.due,
             });
         }
-        if self.cursor.flows.holds(flow) {
-            return self.hold_back(key, r, flow);
-        }
+        let (slot_us, probe) = match self.flow_gate(flow)? {
+            FlowGate::HoldBack => return self.hold_back(key, r, flow),
+            FlowGate::Wait(until) => {
+                return Ok(Start::Wait {
+                    now: self.now,
+                    until,
+                });
+            }
+            FlowGate::Pass { slot_us, probe } => (slot_us, probe),
+        };
         if schedule_steps::start_gate(self, key, advance)? == Gate::Refused {
             return Ok(Start::Stale);
         }
@@ -482,9 +492,16 @@ impl<'s> Tables<'s> {
         r.attempts = r.attempts.saturating_add(1);
         r.lease_until = later(self.now, lease);
         self.put(key, &r)?;
-        Ok(Start::Started {
-            now: self.now,
-            attempt: r.attempts,
+        Ok(match self.take(key, fence, flow, slot_us, probe) {
+            Some(at) => Start::Reserved {
+                now: self.now,
+                attempt: r.attempts,
+                at,
+            },
+            None => Start::Started {
+                now: self.now,
+                attempt: r.attempts,
+            },
         })
     }
 
@@ -504,10 +521,22 @@ impl<'s> Tables<'s> {
         }
     }
 
-    pub(super) fn finish(&mut self, key: &str, fence: u64, how: &Finish) -> StoreResult<bool> {
+    /// Records the end of `key`'s run held with `fence`; with `flow`, its
+    /// flow key and class, for the key's breaker.
+    pub(super) fn finish(
+        &mut self,
+        key: &str,
+        fence: u64,
+        how: &Finish,
+        flow: Option<(&str, FlowClass)>,
+    ) -> StoreResult<bool> {
         let Some(mut r) = self.held(key, fence, TimerState::Running)? else {
             return Ok(false);
         };
+        if let Some((flow, class)) = flow {
+            self.flow_finished(key, fence, flow, class);
+        }
+        self.run_ended(key);
         match how {
             Finish::Done => {
                 self.unindex(key, &r, true)?;

@@ -7,7 +7,8 @@
 //! then it commits the group's writes as one atomic write batch into the
 //! journal and the memtables, and, if the group holds a change callers were
 //! promised as durable (`add`, `cancel`, `reschedule`, `release`,
-//! `retry_dead`, `finish`, a schedule's change, a pause or resume), makes the journal durable with one
+//! `retry_dead`, `finish`, a schedule's change, a pause or resume, a
+//! change of limits), makes the journal durable with one
 //! `fdatasync` before answering: concurrent callers share one fsync. A
 //! group of claims, starts and renewals alone is answered without an
 //! fsync, and is made durable by the next durable group or, when none
