@@ -22,20 +22,20 @@ use wheel_durable::{
 };
 use wheel_testkit::{RedisServer, ServerOptions};
 
-fn ms(n: u64) -> Duration {
+pub(crate) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
 /// `ms` from now, in whole milliseconds: the stores keep due times to
 /// the millisecond, so such a time reads back equal.
-fn in_ms(n: u64) -> SystemTime {
+pub(crate) fn in_ms(n: u64) -> SystemTime {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     UNIX_EPOCH + ms(u64::try_from(now.as_millis()).unwrap() + n)
 }
 
 /// Runs `test` on a fresh embedded store, then on a fresh Redis server
 /// when one can be started.
-fn on_both_stores(test: impl Fn(DurableTimersBuilder)) {
+pub(crate) fn on_both_stores(test: impl Fn(DurableTimersBuilder)) {
     let dir = tempfile::tempdir().unwrap();
     test(DurableTimers::builder().embedded(dir.path().join("timers")));
     if let Some(server) = RedisServer::for_test(ServerOptions::default()) {

@@ -15,6 +15,7 @@ mod durable_embedded;
 // send them, which needs a TLS provider.
 #[cfg(all(feature = "http", feature = "tls-ring"))]
 mod durable_flow_processes;
+mod durable_flow_limits;
 mod durable_flows;
 mod durable_logs;
 mod durable_processes;
