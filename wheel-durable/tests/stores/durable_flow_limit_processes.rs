@@ -28,8 +28,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use wheel_durable::http::{HttpCallback, Method};
 use wheel_durable::{BreakerState, CircuitBreaker, DurableTimers, FlowLimits};
 use wheel_testkit::{
-    LIVENESS, Received, Receiver, ReceiverOptions, RedisServer, Reply, ServerOptions,
-    eventually, eventually_within,
+    LIVENESS, Received, Receiver, ReceiverOptions, RedisServer, Reply, ServerOptions, eventually,
+    eventually_within,
 };
 
 /// Held by each test here for its whole run.
@@ -239,7 +239,10 @@ fn three_nodes_hold_one_origin_to_its_parallelism_and_a_killed_node_s_permits_co
     assert_none_early(&got);
     let mut by_key: HashMap<String, Vec<u64>> = HashMap::new();
     for r in &got {
-        by_key.entry(key_of(r)).or_default().push(number(r, "wheel-attempt"));
+        by_key
+            .entry(key_of(r))
+            .or_default()
+            .push(number(r, "wheel-attempt"));
     }
     assert_eq!(by_key.len(), dues.len(), "none lost");
     // The killed node's runs in flight were sent again, once each, by
@@ -247,7 +250,10 @@ fn three_nodes_hold_one_origin_to_its_parallelism_and_a_killed_node_s_permits_co
     let resent = by_key.values().filter(|a| a.contains(&2)).count();
     for (key, attempts) in &by_key {
         assert!(attempts.iter().all(|&a| a <= 2), "{key}: {attempts:?}");
-        assert!(attempts.contains(&2) || attempts == &[1], "{key}: {attempts:?}");
+        assert!(
+            attempts.contains(&2) || attempts == &[1],
+            "{key}: {attempts:?}"
+        );
     }
     assert!(
         (1..=P).contains(&resent),
@@ -312,15 +318,22 @@ fn three_nodes_stop_sending_to_an_origin_in_an_outage_and_send_each_once_after_i
     let dues = add_callbacks(&client, &rx, "brk", N, |i| start + ms(i * 25));
 
     eventually("the breaker to open and park callbacks", || {
-        client.flows().unwrap().keys.iter().any(|k| {
-            k.key == origin && k.breaker.state != BreakerState::Closed && k.parked > 0
-        })
+        client
+            .flows()
+            .unwrap()
+            .keys
+            .iter()
+            .any(|k| k.key == origin && k.breaker.state != BreakerState::Closed && k.parked > 0)
     });
     // The third probe comes 35 s after the opening at the earliest.
-    eventually_within(outage + Duration::from_secs(10) + LIVENESS, "all to succeed", || {
-        let a = answers.lock().unwrap();
-        a.iter().filter(|x| x.2 == 200).count() >= dues.len()
-    });
+    eventually_within(
+        outage + Duration::from_secs(10) + LIVENESS,
+        "all to succeed",
+        || {
+            let a = answers.lock().unwrap();
+            a.iter().filter(|x| x.2 == 200).count() >= dues.len()
+        },
+    );
     wait_empty(&client);
     for node in nodes {
         node.stop();
@@ -360,10 +373,17 @@ fn check_outage(answers: &[(String, u64, u16, Instant)], n: usize) {
     // Five failures open it; runs that passed the gate before the fifth
     // was recorded still send (one due every 25 ms, a 503 recorded within
     // a few ms: 3 is 75 ms of slack).
-    assert!((5..=8).contains(&burst), "{burst} requests before it opened");
+    assert!(
+        (5..=8).contains(&burst),
+        "{burst} requests before it opened"
+    );
     // Cool-downs of 5 and 10 s fit in a 30 s outage; the third probe comes
     // 35 s after the opening at the earliest, when the target is back.
-    assert!(probes.len() <= 2, "{} probes in a 30 s outage", probes.len());
+    assert!(
+        probes.len() <= 2,
+        "{} probes in a 30 s outage",
+        probes.len()
+    );
     for w in probes.windows(2) {
         assert!(w[1] - w[0] >= Duration::from_secs(10), "probes too close");
     }
@@ -375,11 +395,17 @@ fn check_outage(answers: &[(String, u64, u16, Instant)], n: usize) {
     for (key, reqs) in &by_key {
         let attempts: Vec<u64> = reqs.iter().map(|r| r.0).collect();
         let expected: Vec<u64> = (1..=u64::try_from(reqs.len()).unwrap()).collect();
-        assert_eq!(attempts, expected, "{key}: an attempt spent without a request");
+        assert_eq!(
+            attempts, expected,
+            "{key}: an attempt spent without a request"
+        );
         let ok = reqs.iter().filter(|r| r.1 == 200).count();
         assert_eq!(ok, 1, "{key}: {reqs:?}");
         assert_eq!(reqs.last().unwrap().1, 200, "{key}: sent after its success");
     }
     let retried = by_key.values().filter(|r| r.len() > 1).count();
-    assert!(retried <= failed.len(), "{retried} callbacks took more than one attempt");
+    assert!(
+        retried <= failed.len(),
+        "{retried} callbacks took more than one attempt"
+    );
 }

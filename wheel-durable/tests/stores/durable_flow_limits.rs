@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime};
 
 use durable_common::{Recorder, Run, eventually};
 use wheel_durable::{
-    BreakerState, CircuitBreaker, DurableError, DurableTimers, DurableTimersBuilder, FlowLimits,
-    FlowStatus, Fired, Outcome, RetryPolicy, TimerState,
+    BreakerState, CircuitBreaker, DurableError, DurableTimers, DurableTimersBuilder, Fired,
+    FlowLimits, FlowStatus, Outcome, RetryPolicy, TimerState,
 };
 
 /// How many handlers run at once, and the most so far.
@@ -69,7 +69,12 @@ fn node(
 
 /// `key`'s status in `timers.flows()`, if listed.
 fn status(timers: &DurableTimers, key: &str) -> Option<FlowStatus> {
-    timers.flows().unwrap().keys.into_iter().find(|k| k.key == key)
+    timers
+        .flows()
+        .unwrap()
+        .keys
+        .into_iter()
+        .find(|k| k.key == key)
 }
 
 /// Waits until every key of `keys` ran, and returns the runs.
@@ -126,10 +131,17 @@ fn a_rate_starts_timers_due_at_once_no_faster_than_it_and_none_before_its_slot()
             );
         }
         for r in &runs {
-            assert_eq!(r.attempt, 1, "{}: waiting for a slot spends no attempt", r.key);
+            assert_eq!(
+                r.attempt, 1,
+                "{}: waiting for a slot spends no attempt",
+                r.key
+            );
         }
         let s = status(&timers, "r").unwrap();
-        assert!(s.lateness_p99.is_some(), "the lateness the rate cost: {s:?}");
+        assert!(
+            s.lateness_p99.is_some(),
+            "the lateness the rate cost: {s:?}"
+        );
         assert!(s.lateness_p99 >= s.lateness_p50);
         eventually("the node to hold nothing back", || {
             status(&timers, "r").unwrap().waiting == 0
@@ -244,7 +256,10 @@ fn a_breaker_opens_parks_without_spending_attempts_probes_once_per_cooldown_and_
             let by = rec.by_key();
             later.iter().all(|k| {
                 by.contains_key(k)
-                    || timers.get(k).unwrap().is_some_and(|t| t.state == TimerState::Parked)
+                    || timers
+                        .get(k)
+                        .unwrap()
+                        .is_some_and(|t| t.state == TimerState::Parked)
             })
         });
         let runs_then = rec.by_key();
@@ -263,7 +278,8 @@ fn a_breaker_opens_parks_without_spending_attempts_probes_once_per_cooldown_and_
         let all: Vec<String> = first.iter().chain(&later).cloned().collect();
         eventually("every timer to succeed", || {
             let by = rec.by_key();
-            all.iter().all(|k| by.get(k).is_some_and(|r| r.iter().any(|r| r.at >= up)))
+            all.iter()
+                .all(|k| by.get(k).is_some_and(|r| r.iter().any(|r| r.at >= up)))
         });
         eventually("the store to be empty", || {
             let s = timers.stats();
@@ -274,7 +290,11 @@ fn a_breaker_opens_parks_without_spending_attempts_probes_once_per_cooldown_and_
         check_probes(&runs, up);
         // Each ran once after the recovery (its run there succeeded).
         let after: Vec<&Run> = runs.iter().filter(|r| r.at >= up).collect();
-        assert!(after.len() <= all.len(), "{} runs after the recovery", after.len());
+        assert!(
+            after.len() <= all.len(),
+            "{} runs after the recovery",
+            after.len()
+        );
         let s = status(&timers, "b").unwrap();
         assert_eq!(
             (s.breaker.state, s.breaker.failures, s.parked),
@@ -295,7 +315,10 @@ fn check_probes(runs: &[Run], up: SystemTime) {
     for (i, pair) in down[2..].windows(2).enumerate() {
         let gap = pair[1].duration_since(pair[0]).unwrap();
         let least = ms(cooldowns[i.min(2)]);
-        assert!(gap >= least, "probe {i} came {gap:?} after the run before it");
+        assert!(
+            gap >= least,
+            "probe {i} came {gap:?} after the run before it"
+        );
     }
     // The gaps bound the count: n probes need 100 + 200 + 400 (n - 2) ms.
     eprintln!("breaker: {} runs while down", down.len());
@@ -330,7 +353,11 @@ fn default_limits_apply_to_each_key_without_its_own() {
         timers.set_flow_limits("c", &own).unwrap();
         let flows = timers.flows().unwrap();
         assert_eq!(flows.defaults, Some(defaults));
-        assert_eq!(flows.keys.len(), 1, "only c has limits of its own: {flows:?}");
+        assert_eq!(
+            flows.keys.len(),
+            1,
+            "only c has limits of its own: {flows:?}"
+        );
         assert_eq!(flows.keys[0].limits, Some(own));
 
         let all: Vec<String> = ["a", "b", "c"].iter().flat_map(|k| keys(k, 6)).collect();
@@ -344,7 +371,10 @@ fn default_limits_apply_to_each_key_without_its_own() {
         assert_eq!(gauges["b"].max(), 1, "the default parallelism");
         assert_eq!(gauges["ab"].max(), 2, "each key counts on its own");
         let c = gauges["c"].max();
-        assert!((2..=3).contains(&c), "c's own limits, not the defaults: {c}");
+        assert!(
+            (2..=3).contains(&c),
+            "c's own limits, not the defaults: {c}"
+        );
 
         // Without its own limits, c falls back to the defaults.
         timers.remove_flow_limits("c").unwrap();
