@@ -659,4 +659,6 @@ impl Drop for RedisStore {
 }
 
 #[cfg(test)]
+mod flow_tests;
+#[cfg(test)]
 pub(crate) mod tests;
