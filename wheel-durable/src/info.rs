@@ -197,9 +197,10 @@ pub struct DurableStats {
     pub claimed: Option<u64>,
     /// Dead letters (all nodes); `None` while unknown.
     pub dead: Option<u64>,
-    /// Timers parked because their flow key is paused (all nodes), see
-    /// [`DurableTimers::pause_flow`](crate::DurableTimers::pause_flow);
-    /// `None` while unknown.
+    /// Timers parked in the store (all nodes): their flow key is paused
+    /// ([`DurableTimers::pause_flow`](crate::DurableTimers::pause_flow)),
+    /// its circuit breaker open, or its backlog deferred; `None` while
+    /// unknown.
     pub parked: Option<u64>,
     /// How long the earliest pending timer was overdue when the counts
     /// were read (zero when none was): a growing value means no node is
@@ -219,9 +220,13 @@ pub struct DurableStats {
     /// rescheduled or claimed again by then.
     pub stale: u64,
     /// Timers this node claimed and did not start because their namespace
-    /// or flow key was paused by then (handed back to the store, or
-    /// parked there; no attempt spent).
+    /// or flow key was paused, or its circuit breaker open, by then
+    /// (handed back to the store, or parked there; no attempt spent).
     pub paused: u64,
+    /// Claims this node handed to the store to park because their flow
+    /// key's limits held back more of them than a node keeps (512 per
+    /// key); the store hands them out again at the key's rate.
+    pub deferred: u64,
     /// Store calls of this node that failed and were retried.
     pub store_errors: u64,
     /// Claims this node made (each takes up to 128 timers). They follow

@@ -273,6 +273,9 @@ mod tests {
         ) -> StoreResult<Vec<bool>> {
             self.0.finish(r, f)
         }
+        fn defer(&self, c: &[crate::store::Fenced<'_>], f: &[&str]) -> StoreResult<Vec<bool>> {
+            self.0.defer(c, f)
+        }
         fn set_limits(&self, f: Option<&str>, l: Option<&crate::store::Limits>) -> StoreResult<()> {
             self.0.set_limits(f, l)
         }

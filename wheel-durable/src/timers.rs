@@ -464,6 +464,7 @@ impl DurableTimers {
             s.failed = c.failed.load(Ordering::Relaxed);
             s.stale = c.stale.load(Ordering::Relaxed);
             s.paused = c.paused.load(Ordering::Relaxed);
+            s.deferred = c.deferred.load(Ordering::Relaxed);
             s.store_errors = c.store_errors.load(Ordering::Relaxed);
             s.claims = c.claims.load(Ordering::Relaxed);
             (s.lateness_p50, s.lateness_p99, s.lateness_max) = n.lateness();

@@ -34,6 +34,12 @@ pub(super) const RETRY_BATCH: usize = 64;
 /// what it grants costs a refusal in the store.
 const FIRST_ASK: usize = 4;
 
+/// Claims of one key a node holds back at most; past that it defers the
+/// latest-due ones to the store (`Store::defer`), which hands them out
+/// again at the key's rate, so that one key's backlog neither fills the
+/// node nor keeps it from claiming other keys' timers.
+pub(super) const MOST_PER_KEY: usize = 512;
+
 /// The longest a key waits between two retries: other nodes' runs give
 /// permits back without this node hearing of it.
 pub(super) const RETRY_AT_MOST: Duration = Duration::from_millis(50);
@@ -69,15 +75,39 @@ pub(super) struct FlowWaits {
 impl FlowWaits {
     /// Leaves a claim of `flow` to be retried at `at` (at most
     /// [`RETRY_AT_MOST`] from now). Answers the instant the caller must
-    /// schedule the key's retry at, if no retry as early is scheduled yet;
-    /// gives the claim back once the waits are closed.
+    /// schedule the key's retry at, if no retry as early is scheduled yet,
+    /// and the key's latest-due claims past [`MOST_PER_KEY`], for the
+    /// caller to defer; gives the claim back once the waits are closed.
     pub(super) fn wait(
         &self,
         claim: Claimed,
         flow: &str,
         at: Instant,
         now: Instant,
-    ) -> Result<Option<Instant>, Claimed> {
+    ) -> Result<(Option<Instant>, Vec<Claimed>), Claimed> {
+        self.enter(claim, flow, at, now, MOST_PER_KEY)
+    }
+
+    /// Takes back claims a deferral could not hand to the store: they
+    /// wait like any other, beyond [`MOST_PER_KEY`] if need be.
+    pub(super) fn keep(&self, claims: Vec<Claimed>, flow: &str, now: Instant) -> Vec<Claimed> {
+        let mut refused = Vec::new();
+        for c in claims {
+            if let Err(c) = self.enter(c, flow, now + RETRY_AT_MOST, now, usize::MAX) {
+                refused.push(c);
+            }
+        }
+        refused
+    }
+
+    fn enter(
+        &self,
+        claim: Claimed,
+        flow: &str,
+        at: Instant,
+        now: Instant,
+        most: usize,
+    ) -> Result<(Option<Instant>, Vec<Claimed>), Claimed> {
         let mut inner = lock(&self.inner);
         if inner.closed {
             return Err(claim);
@@ -99,7 +129,14 @@ impl FlowWaits {
             inner.len += 1;
         }
         let key = inner.keys.get_mut(flow).expect("entered above");
-        Ok(schedule(key, at))
+        let mut over = Vec::new();
+        while key.waiting.len() > most {
+            let (_, w) = key.waiting.pop_last().expect("over the limit");
+            over.push(w.claim);
+        }
+        let retry = schedule(key, at);
+        inner.len -= over.len();
+        Ok((retry, over))
     }
 
     /// Takes the next claims of `flow` (earliest first) for its retry, and
@@ -236,22 +273,22 @@ mod tests {
         let now = Instant::now();
         let later = now + Duration::from_millis(30);
         assert_eq!(
-            waits.wait(claim("b", 5, 1), "f", later, now).unwrap(),
+            waits.wait(claim("b", 5, 1), "f", later, now).unwrap().0,
             Some(later)
         );
         assert_eq!(
-            waits.wait(claim("a", 9, 2), "f", later, now).unwrap(),
+            waits.wait(claim("a", 9, 2), "f", later, now).unwrap().0,
             None,
             "scheduled"
         );
         let sooner = now + Duration::from_millis(10);
         assert_eq!(
-            waits.wait(claim("c", 1, 3), "f", sooner, now).unwrap(),
+            waits.wait(claim("c", 1, 3), "f", sooner, now).unwrap().0,
             Some(sooner)
         );
         let far = now + Duration::from_secs(9);
         assert_eq!(
-            waits.wait(claim("d", 1, 4), "g", far, now).unwrap(),
+            waits.wait(claim("d", 1, 4), "g", far, now).unwrap().0,
             Some(now + RETRY_AT_MOST),
             "never longer than the cap"
         );
@@ -261,6 +298,24 @@ mod tests {
         assert_eq!(waits.len(), 1);
         assert_eq!(waits.nudge("f", now), None, "nothing waits");
         assert_eq!(waits.nudge("g", now), Some(now));
+    }
+
+    #[test]
+    fn past_the_most_per_key_the_latest_due_are_given_back_to_defer() {
+        let waits = FlowWaits::default();
+        let now = Instant::now();
+        for i in 0..MOST_PER_KEY as u64 {
+            let (_, over) = waits
+                .wait(claim(&format!("k{i}"), 1, i + 10), "f", now, now)
+                .unwrap();
+            assert!(over.is_empty());
+        }
+        let (_, over) = waits.wait(claim("early", 1, 1), "f", now, now).unwrap();
+        assert_eq!(over.len(), 1);
+        assert_ne!(over[0].key, "early", "the latest due goes");
+        assert_eq!(waits.len(), MOST_PER_KEY);
+        assert!(waits.keep(over, "f", now).is_empty());
+        assert_eq!(waits.len(), MOST_PER_KEY + 1, "kept beyond the most");
     }
 
     #[test]

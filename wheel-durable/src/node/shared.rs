@@ -34,6 +34,9 @@ pub(crate) struct Counters {
     pub(crate) stale: AtomicU64,
     /// Starts refused because the namespace or the flow key was paused.
     pub(crate) paused: AtomicU64,
+    /// Claims handed to the store to park because their flow key held
+    /// back more of them than a node keeps.
+    pub(crate) deferred: AtomicU64,
     pub(crate) store_errors: AtomicU64,
     pub(crate) claims: AtomicU64,
 }

@@ -189,10 +189,39 @@ fn start(shared: &Arc<NodeShared>, mut batch: Vec<Claimed>) {
 /// Leaves a claim its flow key holds back to be retried at `at`, and
 /// schedules the key's retry if none as early is.
 fn wait_for_flow(shared: &Arc<NodeShared>, c: Claimed, flow: String, at: Instant, now: Instant) {
-    match shared.flow_waits.wait(c, &flow, at, now) {
-        Err(c) => shared.holdings.hand_back(c),
-        Ok(Some(at)) => schedule_retry(shared, flow, at),
-        Ok(None) => {}
+    let (retry, over) = match shared.flow_waits.wait(c, &flow, at, now) {
+        Err(c) => return shared.holdings.hand_back(c),
+        Ok(answer) => answer,
+    };
+    if !over.is_empty() {
+        defer(shared, &flow, over, now);
+    }
+    if let Some(at) = retry {
+        schedule_retry(shared, flow, at);
+    }
+}
+
+/// Hands a key's claims past what a node holds back to the store, which
+/// parks them and hands them out again at the key's rate. Claims the
+/// store cannot take now keep waiting here.
+fn defer(shared: &Arc<NodeShared>, flow: &str, claims: Vec<Claimed>, now: Instant) {
+    let fenced: Vec<Fenced<'_>> = claims.iter().map(Claimed::fenced).collect();
+    let flows = vec![flow; claims.len()];
+    match shared.store.defer(&fenced, &flows) {
+        Ok(parked) => {
+            let n = parked.iter().filter(|&&p| p).count();
+            shared
+                .counters
+                .deferred
+                .fetch_add(n as u64, Ordering::Relaxed);
+        }
+        Err(e) => {
+            shared.store_error();
+            tracing::debug!(namespace = %shared.config.namespace, error = %e, "deferring failed; the claims wait here");
+            shared
+                .holdings
+                .hand_back_all(shared.flow_waits.keep(claims, flow, now));
+        }
     }
 }
 

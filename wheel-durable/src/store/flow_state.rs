@@ -74,13 +74,31 @@
 //! pending in all:
 //! - a paused key loses its wake time (a resume sets it again);
 //! - a key whose breaker is open: the breaker turns half-open, one parked
-//!   timer (the earliest) is made pending (the probe's candidate), and the
-//!   wake time becomes `now + ` the current cooldown (so that a candidate
-//!   cancelled meanwhile is followed by another);
+//!   timer (the earliest) is made pending (the probe's candidate), and, if
+//!   parked timers are left, the wake time becomes `now + ` the current
+//!   cooldown (so that a candidate cancelled meanwhile is followed by
+//!   another), else it loses its wake time (a timer coming due then is the
+//!   probe);
 //! - a key whose breaker is half-open: the same, without the turn;
 //! - any other key: its parked timers are made pending, earliest
-//!   `(due, key)` first, within the budget; once none is left it loses
-//!   its wake time.
+//!   `(due, key)` first, within the budget and, if its limits have a rate
+//!   or a parallelism, within its **allowance**: the starts its rate allows
+//!   in [`WAKE_SPAN`] (`ceil(count * WAKE_SPAN / period)`) plus its
+//!   parallelism, at least 1. If parked timers are left, a key limited by
+//!   its allowance wakes again `WAKE_SPAN` later, any other key at the next
+//!   claim (its wake time stays); once none is left it loses its wake
+//!   time.
+//!
+//! # Deferring: claims a node cannot start soon
+//!
+//! A node holds the claims its key's limits hold back ([`Start::Wait`]);
+//! past a few hundred of one key it hands the latest-due ones to the store
+//! ([`Store::defer`](super::Store::defer)), so that a key with a large
+//! backlog neither fills the node nor keeps it from claiming other keys'
+//! timers. Deferring a claim still held with its fence parks it under the
+//! key it names (answer true; any other state: false, nothing changes),
+//! and gives the key a wake time `now + WAKE_SPAN` unless it has one; the
+//! wake-ups above then hand the key's parked timers out at its rate.
 //!
 //! Resuming a key clears its pause, resets its breaker to closed (count 0,
 //! step 0), makes up to `UNPARK_BATCH` of its parked timers pending at
@@ -122,6 +140,10 @@ pub(crate) const MAX_FLOW_KEY: usize = 512;
 /// reserves the slots of this much time at once, so that a node sends a
 /// steady rate with a few calls a second instead of one per slot.
 pub(crate) const RATE_HORIZON: Millis = 250;
+
+/// How long a deferred key waits before its parked timers are handed out
+/// again, and the span its allowance covers (see "Wake-ups").
+pub(crate) const WAKE_SPAN: Millis = 1_000;
 
 /// The longest `Retry-After` a breaker honours.
 pub(crate) const MAX_RETRY_AFTER: Millis = 3_600_000;
@@ -172,6 +194,23 @@ impl Rate {
     pub(crate) fn tolerance_us(&self) -> u64 {
         self.interval_us()
             .saturating_mul(u64::from(self.burst.max(1) - 1))
+    }
+}
+
+impl Limits {
+    /// The parked timers a wake-up may make pending at once, if the
+    /// limits bound it: the rate's starts in [`WAKE_SPAN`] plus the
+    /// parallelism, at least 1.
+    pub(crate) fn allowance(&self) -> Option<u64> {
+        if self.rate.is_none() && self.parallelism.is_none() {
+            return None;
+        }
+        let by_rate = self.rate.map_or(0, |r| {
+            let per_span = u128::from(r.count) * u128::from(WAKE_SPAN);
+            u64::try_from(per_span.div_ceil(u128::from(r.period.max(1)))).unwrap_or(u64::MAX)
+        });
+        let by_parallelism = u64::from(self.parallelism.unwrap_or(0));
+        Some(by_rate.saturating_add(by_parallelism).max(1))
     }
 }
 

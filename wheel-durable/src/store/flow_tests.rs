@@ -315,6 +315,43 @@ fn a_refused_finish_and_a_neutral_one_count_for_nothing() {
     );
 }
 
+#[test]
+fn deferred_claims_are_handed_out_again_at_the_key_s_rate() {
+    let w = Walk::new(rate(10, 1_000, 1)); // allowance: 10 per wake
+    let c = w.claimed(30);
+    let late: Vec<Fenced<'_>> = c[5..].iter().map(Claimed::fenced).collect();
+    let flows = vec!["f"; late.len()];
+    assert!(w.model.defer(&late, &flows).unwrap().iter().all(|&d| d));
+    let stale = Fenced {
+        key: &c[0].key,
+        fence: c[0].fence - 1,
+    };
+    assert_eq!(w.model.defer(&[stale], &["f"]).unwrap(), [false]);
+    let parked = |w: &Walk| w.model.flows().unwrap().keys[0].parked;
+    assert_eq!(parked(&w), 25);
+    assert!(w.claim().is_empty(), "nothing before the wake-up");
+    for (handed, left) in [(10, 15), (10, 5), (5, 0)] {
+        assert!(w.claim().is_empty(), "nothing between wake-ups");
+        w.advance(1_000);
+        assert_eq!(w.claim().len(), handed);
+        assert_eq!(parked(&w), left);
+    }
+    // Earliest first: the first wake-up handed out t5 to t14.
+    let w2 = Walk::new(rate(10, 1_000, 1));
+    let c = w2.claimed(12);
+    let all: Vec<Fenced<'_>> = c.iter().map(Claimed::fenced).collect();
+    w2.model.defer(&all, &["f"; 12]).unwrap();
+    w2.advance(1_000);
+    let keys: Vec<String> = w2.claim().into_iter().map(|c| c.key).collect();
+    let want: Vec<String> = ["t0", "t1", "t10", "t11", "t2", "t3", "t4", "t5", "t6", "t7"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(
+        keys, want,
+        "by (due, key): all due at once, so by key bytes"
+    );
+}
+
 /// The same rules through the differential bench: every store answers as
 /// the model.
 #[test]
@@ -361,6 +398,13 @@ fn stores_hold_back_open_and_close_as_the_model_does() {
         Advance(300),
         claim.clone(),
         start(&[0, 1, 2, 3, 4, 5, 6]),
+        Defer {
+            keys: vec![(4, false), (5, false), (6, true)],
+            flows: vec![1, 1, 1],
+        },
+        Advance(1_000),
+        claim.clone(),
+        Flows,
         SetLimits { flow: 0, limits: 3 },
         SetLimits { flow: 1, limits: 0 },
         start(&[3]),

@@ -172,6 +172,14 @@ pub enum DurableOp {
     /// modulo 3 — success, failure with a `Retry-After` of 10 times the
     /// delay, neutral —) each.
     FlowFinish(Vec<(u8, bool, u8, u8, u8, u8)>),
+    /// Hands claims back to be parked under a flow key (an index into
+    /// [`FLOWS`]; the empty one is taken as the next).
+    Defer {
+        /// (key index, stale fence) of each entry.
+        keys: Vec<(u8, bool)>,
+        /// The flow key of each entry (the first one's past the end).
+        flows: Vec<u8>,
+    },
 }
 
 /// The limits [`DurableOp::SetLimits`] names by index (modulo their
@@ -462,6 +470,16 @@ impl DurableBench {
                     })
                     .unzip();
                 Answer::Bools(store.finish(&runs, &flows)?)
+            }
+            O::Defer { keys, flows } => {
+                let flows: Vec<&str> = (0..keys.len())
+                    .map(|i| {
+                        let f = flows.get(i).copied().unwrap_or(0);
+                        // A deferred claim always names a key.
+                        Some(flow(f)).filter(|f| !f.is_empty()).unwrap_or(FLOWS[1])
+                    })
+                    .collect();
+                Answer::Bools(store.defer(&self.held(keys), &flows)?)
             }
             O::SetLimits { flow: f, limits: l } => {
                 let f = Some(flow(*f)).filter(|f| !f.is_empty());

@@ -341,6 +341,11 @@ pub(crate) trait Store: Send + Sync + 'static {
     /// flow key (not empty); true if that changed its state. Resuming a
     /// key makes its parked timers pending again (`flow_state.rs`).
     fn set_paused(&self, flow: Option<&str>, paused: bool) -> StoreResult<bool>;
+    /// Parks each claim still held with its fence under its flow key (one
+    /// per claim, not empty), for the wake-ups to hand out again at the
+    /// key's rate (`flow_state.rs`, "Deferring"); true for each one
+    /// parked.
+    fn defer(&self, claims: &[Fenced<'_>], flows: &[&str]) -> StoreResult<Vec<bool>>;
     /// Sets (`Some`) or removes the limits of a flow key (not empty), or
     /// of every key without its own (`flow` is `None`).
     fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()>;

@@ -587,6 +587,13 @@ impl Store for Model {
         Ok(self.with(|s, now| s.set_paused(flow, paused, now)))
     }
 
+    fn defer(&self, claims: &[Fenced<'_>], flows: &[&str]) -> StoreResult<Vec<bool>> {
+        Ok(self.with(|s, now| {
+            let defer = |(c, flow): (&Fenced<'_>, &&str)| s.defer(c.key, c.fence, flow, now);
+            claims.iter().zip(flows).map(defer).collect()
+        }))
+    }
+
     fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {
         self.with(|s, _| s.set_limits(flow, limits));
         Ok(())

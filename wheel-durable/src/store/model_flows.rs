@@ -10,7 +10,7 @@ use super::{State, Timer};
 use crate::TimerState;
 use crate::store::flow_state::{
     BreakerView, FlowClass, FlowEntry, FlowOutcome, FlowsState, Limits, Phase, RATE_HORIZON,
-    UNPARK_BATCH,
+    UNPARK_BATCH, WAKE_SPAN,
 };
 use crate::store::{Millis, later};
 
@@ -261,13 +261,23 @@ impl State {
                 let br = self.flows.breakers.get_mut(&flow).expect("read above");
                 br.phase = Phase::HalfOpen;
                 let again = later(now, b.cooldown_at(br.step, 0));
-                self.flows.wake.insert(flow.clone(), again);
                 budget -= self.unpark(&flow, 1);
+                if self.parked_count(&flow) > 0 {
+                    self.flows.wake.insert(flow.clone(), again);
+                } else {
+                    self.flows.wake.remove(&flow);
+                }
                 continue;
             }
-            budget -= self.unpark(&flow, budget);
+            let allowance = limits.allowance();
+            let most = allowance.map_or(budget, |a| {
+                budget.min(usize::try_from(a).unwrap_or(usize::MAX))
+            });
+            budget -= self.unpark(&flow, most);
             if self.parked_count(&flow) == 0 {
                 self.flows.wake.remove(&flow);
+            } else if allowance.is_some() {
+                self.flows.wake.insert(flow.clone(), later(now, WAKE_SPAN));
             }
         }
     }
@@ -290,6 +300,22 @@ impl State {
         if self.parked_count(flow) > 0 {
             self.flows.wake.insert(flow.to_owned(), now);
         }
+        true
+    }
+
+    /// Parks a claim of `flow` handed back by its node (`Store::defer`).
+    pub(super) fn defer(&mut self, key: &str, fence: u64, flow: &str, now: Millis) -> bool {
+        let Some(t) = self
+            .timers
+            .get_mut(key)
+            .filter(|t| t.fence == fence && t.state == TimerState::Claimed)
+        else {
+            return false;
+        };
+        t.state = TimerState::Parked;
+        t.parked = Some(flow.to_owned());
+        let wake = later(now, WAKE_SPAN);
+        self.flows.wake.entry(flow.to_owned()).or_insert(wake);
         true
     }
 

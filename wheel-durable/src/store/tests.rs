@@ -65,6 +65,7 @@ fn op() -> impl Strategy<Value = Op> {
             1..5,
         )
         .prop_map(Op::FlowFinish),
+        1 => (fenced(), flows()).prop_map(|(keys, flows)| Op::Defer { keys, flows }),
     ]
 }
 

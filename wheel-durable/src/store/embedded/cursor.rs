@@ -11,6 +11,7 @@ use fjall::{Database, Readable};
 
 use super::db_err;
 use super::flows::FlowMarks;
+use super::gates::Gates;
 use super::spaces::{Space, Spaces, index_key, parse_index_key};
 use crate::store::{Millis, StoreResult};
 
@@ -33,6 +34,9 @@ pub(super) struct Cursor {
     pub(super) ended_from: Vec<u8>,
     /// Shared with the writer's copy until a step changes it.
     pub(super) flows: Arc<FlowMarks>,
+    /// The rate, the permits and the breakers, in memory only; shared
+    /// with the writer's copy until a step changes them.
+    pub(super) gates: Arc<Gates>,
 }
 
 /// Past every index key (a time of `u64::MAX` is never stored).
@@ -63,6 +67,7 @@ impl Cursor {
             lease_from: first(Space::Leases)?,
             ended_from: first(Space::EndedOrder)?,
             flows: Arc::new(FlowMarks::load(&snap, spaces, now)?),
+            gates: Arc::default(),
         })
     }
 }

@@ -3,13 +3,15 @@
 //! with the model step by step and across a reopen; the paused state
 //! surviving a reopen; a store whose directory predates the flow
 //! keyspaces; the wake-up a resume gives; limits surviving a reopen while
-//! the rate, the permits and the breakers start fresh.
+//! the rate, the permits and the breakers start fresh; deferred claims
+//! handed out at their key's allowance over several spans, kept across a
+//! reopen, and refused whole for a bad key.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::*;
-use crate::store::flow_state::{BreakerLimits, Phase, Rate};
+use crate::store::flow_state::{BreakerLimits, MAX_FLOW_KEY, Phase, Rate};
 use crate::store::model::Model;
 use crate::store::{Claimed, UNPARK_BATCH};
 
@@ -348,5 +350,220 @@ fn limits_survive_a_reopen_and_the_gates_start_fresh() {
     );
     let f = store.flows().unwrap().keys.remove(0);
     assert_eq!((f.in_flight, f.parked), (1, 0));
+    store.close().unwrap();
+}
+
+/// Permits as the model counts them: a lease that passed frees one
+/// before any claim takes it back, a renewal of that run holds it again,
+/// a finish gives it back; `Wait` names the earliest lease end.
+#[test]
+fn permits_are_valid_while_their_run_holds_its_lease_as_in_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let model = Model::new(manual(&clock));
+    let store = Embedded::open(&dir.path().join("store"), manual(&clock), 10).unwrap();
+    let stores = [&model as &dyn Store, &store];
+    let two = Limits {
+        parallelism: Some(2),
+        ..Limits::default()
+    };
+    let keys = ["a", "b", "c", "d"];
+    let mut claimed = Vec::new();
+    for s in stores {
+        s.set_limits(Some("f"), Some(&two)).unwrap();
+        let timers: Vec<NewTimer<'_>> = keys
+            .iter()
+            .map(|key| NewTimer {
+                key,
+                due: Due::At(1),
+                payload: b"",
+            })
+            .collect();
+        s.add(&timers, AddMode::Replace).unwrap();
+        claimed = s.claim(&claim_all()).unwrap().timers;
+    }
+    let run = |i: usize| claimed.iter().find(|c| c.key == keys[i]).unwrap().fenced();
+    let start = |i: usize| -> Start {
+        let answers: Vec<Start> = stores
+            .iter()
+            .map(|s| s.start_runs(&[run(i)], &[], &["f"], 100).unwrap()[0])
+            .collect();
+        assert_eq!(answers[0], answers[1], "start of {}", keys[i]);
+        answers[0]
+    };
+    let in_flight = || {
+        let flows = store.flows().unwrap();
+        assert_eq!(flows, model.flows().unwrap());
+        flows.keys.first().map_or(0, |k| k.in_flight)
+    };
+    assert!(matches!(start(0), Start::Started { .. }));
+    clock.fetch_add(50, Ordering::SeqCst);
+    assert!(matches!(start(1), Start::Started { .. }));
+    assert_eq!(
+        start(2),
+        Start::Wait {
+            now: 5_050,
+            until: 5_100
+        }
+    );
+    clock.fetch_add(70, Ordering::SeqCst);
+    assert_eq!(in_flight(), 1, "a's lease passed");
+    assert!(matches!(start(2), Start::Started { .. }));
+    for s in stores {
+        assert_eq!(s.renew(&[run(0)], 100).unwrap(), [true]);
+    }
+    assert_eq!(in_flight(), 3, "the renewal holds a's permit again");
+    assert_eq!(
+        start(3),
+        Start::Wait {
+            now: 5_120,
+            until: 5_150
+        }
+    );
+    for s in stores {
+        assert_eq!(s.finish(&[(run(1), Finish::Done)], &[]).unwrap(), [true]);
+    }
+    assert_eq!(in_flight(), 2);
+    assert_eq!(
+        start(3),
+        Start::Wait {
+            now: 5_120,
+            until: 5_220
+        }
+    );
+    store.close().unwrap();
+}
+
+/// Adds `n` timers named `prefix` and a number, due 1 ms apart from 0,
+/// and claims them all; answers the claims.
+fn claim_new(s: &dyn Store, prefix: &str, n: usize) -> Vec<Claimed> {
+    let keys: Vec<String> = (0..n).map(|i| format!("{prefix}{i:05}")).collect();
+    let timers: Vec<NewTimer<'_>> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| NewTimer {
+            key: k,
+            due: Due::At(i as u64),
+            payload: b"",
+        })
+        .collect();
+    s.add(&timers, AddMode::Replace).unwrap();
+    let claimed = s.claim(&claim_all()).unwrap().timers;
+    assert_eq!(claimed.len(), n);
+    claimed
+}
+
+/// 300 starts a second: an allowance of 300 a wake-up.
+fn rate_300() -> Limits {
+    Limits {
+        rate: Some(Rate {
+            count: 300,
+            period: 1_000,
+            burst: 1,
+        }),
+        ..Limits::default()
+    }
+}
+
+/// Deferred claims of a rate-limited key come back its allowance per
+/// span; a key without limits within the claims' budget, continued by
+/// the next claim. Both stores hand out the same timers at each step.
+#[test]
+fn deferred_claims_come_back_at_the_allowance_as_the_model_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let model = Model::new(manual(&clock));
+    let store = Embedded::open(&dir.path().join("store"), manual(&clock), 10).unwrap();
+    let (rated, open) = (700, UNPARK_BATCH + 200);
+    for s in [&model as &dyn Store, &store] {
+        s.set_limits(Some("r"), Some(&rate_300())).unwrap();
+        for (flow, n) in [("r", rated), ("u", open)] {
+            let claimed = claim_new(s, flow, n);
+            let held: Vec<Fenced<'_>> = claimed.iter().map(Claimed::fenced).collect();
+            let parked = s.defer(&held, &vec![flow; n]).unwrap();
+            assert!(parked.iter().all(|&p| p));
+        }
+    }
+    same(&model, &store);
+    let peek = ClaimRequest {
+        max: 0,
+        ..claim_all()
+    };
+    let parked = |s: &Embedded| -> Vec<(String, u64)> {
+        let keys = s.flows().unwrap().keys;
+        let with_parked = keys.into_iter().filter(|k| k.parked > 0);
+        with_parked.map(|k| (k.key, k.parked)).collect()
+    };
+    let r_u = |r: u64, u: u64| vec![("r".to_owned(), r), ("u".to_owned(), u)];
+    // Each step: the clock's move, then what is left parked after a claim.
+    let steps = [
+        (0, r_u(700, 1200)),
+        (1_000, r_u(400, 500)),
+        (0, vec![("r".to_owned(), 400)]),
+        (999, vec![("r".to_owned(), 400)]),
+        (1, vec![("r".to_owned(), 100)]),
+        (1_000, vec![]),
+    ];
+    for (i, (tick, left)) in steps.into_iter().enumerate() {
+        clock.fetch_add(tick, Ordering::SeqCst);
+        assert_eq!(store.claim(&peek).unwrap(), model.claim(&peek).unwrap());
+        same(&model, &store);
+        assert_eq!(parked(&store), left, "step {i}");
+    }
+    assert_eq!(store.counts().unwrap().pending, (rated + open) as u64);
+    store.close().unwrap();
+}
+
+/// A deferral is kept like a parking at a start: the reopened store
+/// holds the timers parked and wakes their keys at once, each within its
+/// allowance (the rate starts fresh).
+#[test]
+fn deferred_claims_stay_parked_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let mut store = Embedded::open(&path, manual(&clock), 10).unwrap();
+    store.set_limits(Some("r"), Some(&rate_300())).unwrap();
+    let claimed = claim_new(&store, "r", 400);
+    let held: Vec<Fenced<'_>> = claimed.iter().map(Claimed::fenced).collect();
+    assert!(store.defer(&held, &["r"; 400]).unwrap().iter().all(|&p| p));
+    // A deferred claim is no longer held: its fence is stale.
+    assert_eq!(store.defer(&held[..1], &["r"]).unwrap(), [false]);
+    assert_eq!(store.release(&held[..1]).unwrap(), [false]);
+    store.close().unwrap();
+    store = Embedded::open(&path, manual(&clock), 10).unwrap();
+    let counts = store.counts().unwrap();
+    assert_eq!((counts.parked, counts.pending, counts.claimed), (400, 0, 0));
+    let peek = ClaimRequest {
+        max: 0,
+        ..claim_all()
+    };
+    store.claim(&peek).unwrap();
+    let counts = store.counts().unwrap();
+    assert_eq!((counts.parked, counts.pending), (100, 300));
+    let first = store.list(Listing::Pending, None, 1).unwrap();
+    assert_eq!(first[0].info.key, "r00000", "earliest first");
+    store.close().unwrap();
+}
+
+/// A bad flow key, or a count of keys other than the claims', fails the
+/// whole call with `InvalidFlow`; every claim stays held.
+#[test]
+fn a_deferral_with_a_bad_key_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(5_000));
+    let store = Embedded::open(&dir.path().join("store"), manual(&clock), 10).unwrap();
+    let claimed = claim_new(&store, "t", 2);
+    let held: Vec<Fenced<'_>> = claimed.iter().map(Claimed::fenced).collect();
+    let long = "k".repeat(MAX_FLOW_KEY + 1);
+    let bad: [&[&str]; 4] = [&["f", ""], &["f", "a\nb"], &["f", long.as_str()], &["f"]];
+    for flows in bad {
+        let e = store.defer(&held, flows).unwrap_err();
+        assert!(matches!(e, DurableError::InvalidFlow(_)), "{flows:?}: {e}");
+    }
+    let counts = store.counts().unwrap();
+    assert_eq!((counts.parked, counts.claimed), (0, 2));
+    assert!(store.flows().unwrap().keys.is_empty());
+    assert_eq!(store.release(&held).unwrap(), [true, true]);
     store.close().unwrap();
 }

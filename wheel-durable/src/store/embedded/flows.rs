@@ -1,7 +1,7 @@
 //! Flow control on the embedded store: pausing the namespace or a flow
 //! key, each key's limits, parking the claims that start while their key
-//! is paused or its breaker is open, and making them pending again on a
-//! resume or a wake-up (`store/flow_state.rs` states the rules; this file
+//! is paused or its breaker is open and those a node defers, and making
+//! them pending again on a resume or a wake-up (`store/flow_state.rs` states the rules; this file
 //! keeps them on the keyspaces `parked`, `flow_parked` and `flows`, see
 //! `spaces.rs`; `gates.rs` holds the rate, the permits and the breakers).
 //!
@@ -19,7 +19,8 @@
 //!   fails drops it with its cursor.
 //! - Held in memory only, never written: the wake times, each key's scan
 //!   start in `flow_parked` (no entry of the key lies before it), and the
-//!   [`Gates`] (the rate's next slot, the permits, the breakers). At open
+//!   gates (`gates.rs`: the rate's next slot, the permits, the breakers).
+//!   At open
 //!   the gates start fresh (every run was taken back, so no permit or
 //!   probe is valid) and every key with parked timers that is not paused
 //!   wakes at once, so that timers parked by a breaker that is now
@@ -34,14 +35,13 @@ use std::sync::Arc;
 use fjall::{Readable, Snapshot};
 
 use super::db_err;
-use super::gates::Gates;
 use super::spaces::{Space, Spaces, corrupt, flow_prefix, index_key};
 use super::tables::Tables;
-use crate::TimerState;
 use crate::flow_key::check_flow_key;
-use crate::store::flow_state::{LIMITS_LEN, Limits, Phase};
+use crate::store::flow_state::{LIMITS_LEN, Limits, Phase, WAKE_SPAN};
 use crate::store::record::Record;
 use crate::store::{FlowsState, Millis, Start, StoreResult, UNPARK_BATCH, later};
+use crate::{DurableError, TimerState};
 
 /// The name of the namespace's pause in `meta` (present: paused).
 const PAUSED_ALL: &[u8] = b"paused";
@@ -69,7 +69,6 @@ pub(super) struct FlowMarks {
     /// The parked count of each key that has parked timers.
     parked: BTreeMap<String, u64>,
     total: u64,
-    pub(super) gates: Gates,
 }
 
 impl FlowMarks {
@@ -178,29 +177,73 @@ impl Tables<'_> {
     /// back: handed back if the namespace is paused, else parked under
     /// `flow`.
     pub(super) fn hold_back(&mut self, key: &str, mut r: Record, flow: &str) -> StoreResult<Start> {
-        self.unindex(key, &r, false)?;
         if self.cursor.flows.paused_all {
+            self.unindex(key, &r, false)?;
             r.state = TimerState::Pending;
             self.put(key, &r)?;
         } else {
-            r.state = TimerState::Parked;
-            self.write(Space::Timers, key.as_bytes().to_vec(), Some(r.encode()));
-            let k = index_key(r.due, key);
-            let mut in_flow = flow_prefix(flow);
-            in_flow.extend_from_slice(&k);
-            self.write(Space::Parked, k, Some(flow.as_bytes().to_vec()));
-            let m = self.marks();
-            // No entry of the key before its scan start.
-            if let Some(from) = m.from.get_mut(flow)
-                && in_flow < *from
-            {
-                from.clone_from(&in_flow);
-            }
-            *m.parked.entry(flow.to_owned()).or_default() += 1;
-            m.total += 1;
-            self.write(Space::FlowParked, in_flow, Some(Vec::new()));
+            self.park(key, r, flow)?;
         }
         Ok(Start::Paused { now: self.now })
+    }
+
+    /// Parks the claim `r` of `key` under `flow`: its lease entry goes,
+    /// its record and its two parked entries are written.
+    fn park(&mut self, key: &str, mut r: Record, flow: &str) -> StoreResult<()> {
+        self.unindex(key, &r, false)?;
+        r.state = TimerState::Parked;
+        self.write(Space::Timers, key.as_bytes().to_vec(), Some(r.encode()));
+        let k = index_key(r.due, key);
+        let mut in_flow = flow_prefix(flow);
+        in_flow.extend_from_slice(&k);
+        self.write(Space::Parked, k, Some(flow.as_bytes().to_vec()));
+        let m = self.marks();
+        // No entry of the key before its scan start.
+        if let Some(from) = m.from.get_mut(flow)
+            && in_flow < *from
+        {
+            from.clone_from(&in_flow);
+        }
+        *m.parked.entry(flow.to_owned()).or_default() += 1;
+        m.total += 1;
+        self.write(Space::FlowParked, in_flow, Some(Vec::new()));
+        Ok(())
+    }
+
+    /// Parks each claim still held with its fence under its flow key (one
+    /// per claim) for the wake-ups to hand out at the key's rate
+    /// (`flow_state.rs`, "Deferring"); true for each one parked. Every key
+    /// is checked before anything changes, so a bad key or a count of
+    /// keys other than the claims' fails the whole call.
+    pub(super) fn defer(
+        &mut self,
+        claims: &[(String, u64)],
+        flows: &[String],
+    ) -> StoreResult<Vec<bool>> {
+        if flows.len() != claims.len() {
+            return Err(DurableError::InvalidFlow(format!(
+                "{} flow keys for {} claims: one per claim",
+                flows.len(),
+                claims.len()
+            )));
+        }
+        for flow in flows {
+            check_flow_key(flow)?;
+        }
+        let wake = later(self.now, WAKE_SPAN);
+        let mut out = Vec::with_capacity(claims.len());
+        for ((key, fence), flow) in claims.iter().zip(flows) {
+            let Some(r) = self.held(key, *fence, TimerState::Claimed)? else {
+                out.push(false);
+                continue;
+            };
+            self.park(key, r, flow)?;
+            // A key with a wake time keeps it: that wake-up hands these
+            // out with the rest, as its breaker or rate allows.
+            self.marks().wake.entry(flow.clone()).or_insert(wake);
+            out.push(true);
+        }
+        Ok(out)
     }
 
     /// Removes a parked timer's two index entries (its record stays).
@@ -282,18 +325,34 @@ impl Tables<'_> {
                 continue;
             }
             let breaker = self.cursor.flows.limits_of(&flow).breaker;
-            let phase = self.cursor.flows.gates.phase(&flow);
+            let phase = self.cursor.gates.phase(&flow);
             if let (Some(b), Some(Phase::Open | Phase::HalfOpen)) = (breaker, phase) {
-                let m = self.marks();
-                let step = m.gates.half_open(&flow);
-                m.wake
-                    .insert(flow.clone(), later(now, b.cooldown_at(step, 0)));
+                let step = self.gates().half_open(&flow);
                 budget -= self.unpark(&flow, 1)?;
+                // Nothing left parked: a timer coming due is the probe, so
+                // there is no other candidate to hand out later.
+                if self.cursor.flows.parked_of(&flow) > 0 {
+                    let again = later(now, b.cooldown_at(step, 0));
+                    self.marks().wake.insert(flow.clone(), again);
+                } else {
+                    self.marks().wake.remove(&flow);
+                }
                 continue;
             }
-            budget -= self.unpark(&flow, budget)?;
+            let allowance = self.cursor.flows.limits_of(&flow).allowance();
+            let most = allowance.map_or(budget, |a| {
+                budget.min(usize::try_from(a).unwrap_or(usize::MAX))
+            });
+            budget -= self.unpark(&flow, most)?;
             if self.cursor.flows.parked_of(&flow) == 0 {
                 self.marks().wake.remove(&flow);
+            } else if allowance.is_some() {
+                // Its allowance is spent: the rest wait for the next span.
+                // A key held back by the budget alone keeps its wake time
+                // and is visited again by the next claim.
+                self.marks()
+                    .wake
+                    .insert(flow.clone(), later(now, WAKE_SPAN));
             }
         }
         Ok(())
@@ -318,9 +377,10 @@ impl Tables<'_> {
         if !self.cursor.flows.paused.contains(flow) {
             return Ok(false);
         }
-        let m = self.marks();
-        m.paused.remove(flow);
-        m.gates.reset(flow);
+        self.marks().paused.remove(flow);
+        if self.cursor.gates.phase(flow).is_some() {
+            self.gates().reset(flow);
+        }
         self.unpark(flow, UNPARK_BATCH)?;
         if self.cursor.flows.parked_of(flow) > 0 {
             let now = self.now;
@@ -358,8 +418,8 @@ impl Tables<'_> {
         let mut keys: BTreeSet<String> = m.paused.iter().cloned().collect();
         keys.extend(m.parked_keys().map(str::to_owned));
         keys.extend(m.limits.keys().cloned());
-        keys.extend(m.gates.listed_breakers().map(str::to_owned));
-        let holders: Vec<String> = m.gates.permit_keys().map(str::to_owned).collect();
+        keys.extend(self.cursor.gates.listed_breakers().map(str::to_owned));
+        let holders: Vec<String> = self.cursor.gates.permit_keys().map(str::to_owned).collect();
         let mut in_flight = BTreeMap::new();
         for flow in holders {
             let n = self.valid_permits(&flow)?.len();
@@ -374,7 +434,13 @@ impl Tables<'_> {
             defaults: m.defaults,
             keys: keys
                 .into_iter()
-                .map(|k| m.entry(&k, in_flight.get(&k).copied().unwrap_or(0)))
+                .map(|k| {
+                    m.entry(
+                        &self.cursor.gates,
+                        &k,
+                        in_flight.get(&k).copied().unwrap_or(0),
+                    )
+                })
                 .collect(),
         })
     }

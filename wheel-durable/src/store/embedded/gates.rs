@@ -4,9 +4,10 @@
 //! them.
 //!
 //! Invariants:
-//! - [`Gates`] lives in the writer's memory only (inside
-//!   [`FlowMarks`](super::flows::FlowMarks), so a group that fails drops
-//!   its changes with its cursor); a reopened store starts it fresh.
+//! - [`Gates`] lives in the writer's memory only, in its cursor apart
+//!   from the [`FlowMarks`] (so that a start that takes a slot or a
+//!   permit copies only the gates, and a group that fails drops its
+//!   changes with its cursor); a reopened store starts it fresh.
 //! - A permit is kept as its run's `(timer key, fence)` under its flow
 //!   key, and a timer key holds at most one (a new start drops its old
 //!   one). An entry is valid while the timer's record is `Running` with
@@ -20,6 +21,7 @@
 //! Node state: none: the writer thread owns it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::flows::FlowMarks;
 use super::tables::Tables;
@@ -110,8 +112,8 @@ impl Gates {
 
 impl FlowMarks {
     /// `key`'s entry in `flows`, with `in_flight` valid permits.
-    pub(super) fn entry(&self, key: &str, in_flight: u32) -> FlowEntry {
-        let b = self.gates.breakers.get(key).cloned().unwrap_or_default();
+    pub(super) fn entry(&self, gates: &Gates, key: &str, in_flight: u32) -> FlowEntry {
+        let b = gates.breakers.get(key).cloned().unwrap_or_default();
         let until = match b.phase {
             Phase::Closed => None,
             Phase::Open => Some(b.until),
@@ -134,16 +136,22 @@ impl FlowMarks {
 }
 
 impl Tables<'_> {
+    /// The gates, to change (copied once per group, only by a group that
+    /// changes them).
+    pub(super) fn gates(&mut self) -> &mut Gates {
+        Arc::make_mut(&mut self.cursor.gates)
+    }
+
     /// Whether `key`'s run with `fence` is running with its lease.
-    fn runs(&self, key: &str, fence: u64) -> StoreResult<Option<Millis>> {
+    fn runs(&self, key: &str, fence: u64) -> StoreResult<bool> {
         let r = self.held(key, fence, TimerState::Running)?;
-        Ok(r.map(|r| r.lease_until).filter(|&until| until > self.now))
+        Ok(r.is_some_and(|r| r.lease_until > self.now))
     }
 
     /// The lease ends of `flow`'s valid permits; drops the entries whose
     /// run is no longer running with its fence.
     pub(super) fn valid_permits(&mut self, flow: &str) -> StoreResult<Vec<Millis>> {
-        let Some(held) = self.cursor.flows.gates.permits.get(flow) else {
+        let Some(held) = self.cursor.gates.permits.get(flow) else {
             return Ok(Vec::new());
         };
         let held: Vec<(String, u64)> = held.iter().map(|(k, f)| (k.clone(), *f)).collect();
@@ -153,7 +161,7 @@ impl Tables<'_> {
                 Some(r) if r.lease_until > self.now => valid.push(r.lease_until),
                 // A renewal may still keep it: its run holds the fence.
                 Some(_) => {}
-                None => self.marks().gates.drop_permit(&key),
+                None => self.gates().drop_permit(&key),
             }
         }
         Ok(valid)
@@ -166,6 +174,7 @@ impl Tables<'_> {
             slot_us: None,
             probe: false,
         };
+        let gates = &self.cursor.gates;
         if m.paused_all() {
             return Ok(FlowGate::HoldBack);
         }
@@ -178,12 +187,10 @@ impl Tables<'_> {
         let limits = m.limits_of(flow);
         let mut probe = false;
         if limits.breaker.is_some() {
-            let b = m.gates.breakers.get(flow);
+            let b = gates.breakers.get(flow);
             match b.map(|b| (b.phase, b.probe.clone())) {
                 Some((Phase::Open, _)) => return Ok(FlowGate::HoldBack),
-                Some((Phase::HalfOpen, Some((key, fence))))
-                    if self.runs(&key, fence)?.is_some() =>
-                {
+                Some((Phase::HalfOpen, Some((key, fence)))) if self.runs(&key, fence)? => {
                     return Ok(FlowGate::HoldBack);
                 }
                 Some((Phase::HalfOpen, _)) => probe = true,
@@ -191,13 +198,7 @@ impl Tables<'_> {
             }
         }
         if let Some(p) = limits.parallelism {
-            let entries = self
-                .cursor
-                .flows
-                .gates
-                .permits
-                .get(flow)
-                .map_or(0, BTreeMap::len);
+            let entries = self.cursor.gates.permits.get(flow).map_or(0, BTreeMap::len);
             if entries >= p as usize {
                 let held = self.valid_permits(flow)?;
                 if held.len() >= p as usize {
@@ -208,7 +209,7 @@ impl Tables<'_> {
         let mut slot_us = None;
         if let Some(r) = limits.rate {
             let now_us = self.now.saturating_mul(1000);
-            let tat = self.cursor.flows.gates.tat.get(flow).copied().unwrap_or(0);
+            let tat = self.cursor.gates.tat.get(flow).copied().unwrap_or(0);
             let slot = now_us.max(tat.saturating_sub(r.tolerance_us()));
             let horizon = now_us.saturating_add(RATE_HORIZON * 1000);
             if slot > horizon {
@@ -233,11 +234,11 @@ impl Tables<'_> {
         let now = self.now;
         let limits = self.cursor.flows.limits_of(flow);
         let permit = limits.parallelism.is_some() && !flow.is_empty();
-        let had = self.cursor.flows.gates.holders.contains_key(key);
+        let had = self.cursor.gates.holders.contains_key(key);
         if !(permit || had || probe || slot_us.is_some()) {
             return None;
         }
-        let g = &mut self.marks().gates;
+        let g = self.gates();
         g.drop_permit(key);
         if permit {
             g.holders.insert(key.to_owned(), flow.to_owned());
@@ -261,8 +262,8 @@ impl Tables<'_> {
     /// A lease taken back or a finish of `key`'s run: its permit, if it
     /// held one, is back.
     pub(super) fn run_ended(&mut self, key: &str) {
-        if self.cursor.flows.gates.holders.contains_key(key) {
-            self.marks().gates.drop_permit(key);
+        if self.cursor.gates.holders.contains_key(key) {
+            self.gates().drop_permit(key);
         }
     }
 
@@ -276,8 +277,7 @@ impl Tables<'_> {
             return;
         }
         let now = self.now;
-        let m = self.marks();
-        let b = m.gates.breakers.entry(flow.to_owned()).or_default();
+        let b = self.gates().breakers.entry(flow.to_owned()).or_default();
         let is_probe = b
             .probe
             .as_ref()
@@ -289,7 +289,7 @@ impl Tables<'_> {
             }
             (FlowClass::Success, Phase::HalfOpen) if is_probe => {
                 *b = Breaker::default();
-                m.wake.insert(flow.to_owned(), now);
+                self.marks().wake.insert(flow.to_owned(), now);
                 return;
             }
             (FlowClass::Failure { retry_after }, Phase::Closed) => {
@@ -312,6 +312,7 @@ impl Tables<'_> {
         b.until = later(now, limits.cooldown_at(b.step, retry_after));
         let until = b.until;
         let stuck_for = now.saturating_sub(b.opened_at);
+        let m = self.marks();
         if limits.pause_after.is_some_and(|p| stuck_for >= p) {
             m.paused.insert(flow.to_owned());
             m.wake.remove(flow);

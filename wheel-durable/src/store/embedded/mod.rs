@@ -24,6 +24,7 @@
 //! store trait. It owns the fjall database and the writer thread's queue.
 
 mod cursor;
+mod dead;
 mod dir;
 mod ended;
 #[cfg(test)]
@@ -360,6 +361,14 @@ impl Store for Embedded {
                 .map(|(key, fence)| t.renew(key, *fence, lease))
                 .collect()
         })
+    }
+
+    /// Not made durable at once: a defer lost in a crash leaves its claim
+    /// claimed, and the reopened store makes it pending again.
+    fn defer(&self, claims: &[Fenced<'_>], flows: &[&str]) -> StoreResult<Vec<bool>> {
+        let claims = owned(claims);
+        let flows: Vec<String> = flows.iter().map(|f| (*f).to_owned()).collect();
+        self.bools(false, move |t| t.defer(&claims, &flows))
     }
 
     fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {

@@ -21,7 +21,7 @@ use super::gates::FlowGate;
 use super::spaces::{SPACES, Space, Spaces, corrupt, index_key, parse_index_key};
 use crate::schedule::chain::Advance;
 use crate::store::flow_state::FlowClass;
-use crate::store::record::{DeadRecord, Record};
+use crate::store::record::Record;
 use crate::store::schedule_steps::{self, Gate};
 use crate::store::{
     ClaimBatch, ClaimRequest, Claimed, Counts, EXPIRED_KEYS, Finish, Millis, Start, StoreResult,
@@ -259,28 +259,6 @@ impl<'s> Tables<'s> {
         Ok(())
     }
 
-    /// Whether `key` names a dead letter. The count is exact (counted at
-    /// open, kept by every step), so a store without dead letters skips
-    /// the read: most adds, and every schedule run's creation, ask.
-    pub(super) fn is_dead(&self, key: &str) -> StoreResult<bool> {
-        Ok(self.cursor.dead > 0 && self.read(Space::Dead, key.as_bytes())?.is_some())
-    }
-
-    /// Removes a dead letter; the one there was, if any.
-    fn bury(&mut self, key: &str) -> StoreResult<Option<DeadRecord>> {
-        if self.cursor.dead == 0 {
-            return Ok(None);
-        }
-        let Some(d) = self.read(Space::Dead, key.as_bytes())? else {
-            return Ok(None);
-        };
-        let d = DeadRecord::decode(&d).ok_or_else(|| corrupt("dead letter"))?;
-        self.write(Space::Dead, key.as_bytes().to_vec(), None);
-        self.write(Space::DeadOrder, index_key(d.failed_at, key), None);
-        self.cursor.dead = self.cursor.dead.saturating_sub(1);
-        Ok(Some(d))
-    }
-
     /// The record held by `fence` in `state`, if it still is.
     pub(super) fn held(
         &self,
@@ -434,26 +412,6 @@ impl<'s> Tables<'s> {
         Ok(())
     }
 
-    fn make_dead(&mut self, key: &str, r: Record, reason: String) -> StoreResult<()> {
-        self.unindex(key, &r, true)?;
-        let d = DeadRecord {
-            failed_at: self.now,
-            due: r.due,
-            first_due: r.first_due,
-            attempts: r.attempts,
-            reason,
-            payload: r.payload,
-        };
-        self.write(Space::Dead, key.as_bytes().to_vec(), Some(d.encode()));
-        self.write(
-            Space::DeadOrder,
-            index_key(d.failed_at, key),
-            Some(Vec::new()),
-        );
-        self.cursor.dead += 1;
-        Ok(())
-    }
-
     pub(super) fn start(
         &mut self,
         key: &str,
@@ -561,14 +519,6 @@ impl<'s> Tables<'s> {
         self.unindex(key, &r, false)?;
         r.state = TimerState::Pending;
         self.put(key, &r)?;
-        Ok(true)
-    }
-
-    pub(super) fn retry_dead(&mut self, key: &str, due: Millis) -> StoreResult<bool> {
-        let Some(d) = self.bury(key)? else {
-            return Ok(false);
-        };
-        self.add(key, due, &d.payload)?;
         Ok(true)
     }
 

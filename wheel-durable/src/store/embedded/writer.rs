@@ -10,10 +10,10 @@
 //! `retry_dead`, `finish`, a schedule's change, a pause or resume, a
 //! change of limits), makes the journal durable with one
 //! `fdatasync` before answering: concurrent callers share one fsync. A
-//! group of claims, starts and renewals alone is answered without an
-//! fsync, and is made durable by the next durable group or, when none
-//! comes, by a flush after [`FLUSH_AFTER`]. Losing such a group in a crash
-//! is harmless: claims revert to pending on restart anyway.
+//! group of claims, starts, renewals and deferrals alone is answered
+//! without an fsync, and is made durable by the next durable group or,
+//! when none comes, by a flush after [`FLUSH_AFTER`]. Losing such a group
+//! in a crash is harmless: claims revert to pending on restart anyway.
 //!
 //! Only the writer writes; readers read the keyspaces from their own
 //! threads and see every committed group, durable or not.

@@ -479,6 +479,10 @@ impl Store for RedisStore {
         })
     }
 
+    fn defer(&self, _claims: &[Fenced<'_>], _flows: &[&str]) -> StoreResult<Vec<bool>> {
+        todo!("FLOWS-TODO")
+    }
+
     fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {
         self.write_limits(flow, limits)
     }
