@@ -449,3 +449,48 @@ fn bad_limits_are_refused_and_change_nothing() {
         timers.shutdown().unwrap();
     });
 }
+
+#[test]
+fn a_backlog_past_what_a_node_holds_is_deferred_to_the_store_and_still_keeps_the_rate() {
+    on_both_stores(|builder| {
+        let rec = Recorder::new();
+        let timers = node(builder, 4, rec.handler(0, |_| Outcome::Done));
+        // One slot a millisecond: 1 500 timers due at once take 1.5 s, and
+        // the node holds at most 512 of them back; the rest it defers.
+        timers
+            .set_flow_limits("d", &FlowLimits::new().rate(1000, ms(1_000)))
+            .unwrap();
+        let all = keys("d", 1_500);
+        let due = in_ms(300);
+        let batch: Vec<(&str, SystemTime, &[u8])> =
+            all.iter().map(|k| (k.as_str(), due, &b""[..])).collect();
+        timers.add_many(&batch).unwrap();
+        let mut most_waiting = 0;
+        let mut most_parked = 0;
+        while rec.runs().len() < all.len() / 2 {
+            let s = status(&timers, "d").unwrap();
+            most_waiting = most_waiting.max(s.waiting);
+            most_parked = most_parked.max(s.parked);
+            std::thread::sleep(ms(5));
+        }
+        let runs = wait_keys(&rec, &all);
+        assert_eq!(runs.len(), all.len(), "each once");
+        assert!(most_waiting <= 512, "the node held {most_waiting} back");
+        assert!(most_parked > 0, "nothing was deferred to the store");
+        assert!(timers.stats().deferred > 0);
+        let mut starts: Vec<SystemTime> = runs.iter().map(|r| r.at).collect();
+        starts.sort();
+        for (k, at) in starts.iter().enumerate() {
+            let slot = due + ms(u64::try_from(k).unwrap());
+            assert!(*at >= slot, "start {k} came before its slot");
+        }
+        for r in &runs {
+            assert_eq!(r.attempt, 1, "{}: deferring spends no attempt", r.key);
+        }
+        eventually("the store to be empty", || {
+            let s = timers.stats();
+            (s.pending, s.claimed, s.parked) == (Some(0), Some(0), Some(0))
+        });
+        timers.shutdown().unwrap();
+    });
+}
