@@ -5,7 +5,7 @@
 -- Every function lives in the table `F`, and every key's state is read at
 -- most once per script call, into F's caches, and written by F.flush (one
 -- of the prelude's `flushers`) with one command per key and kind.
-local LIMITS, TAT, BREAKERS, INFLIGHT = KEYS[17], KEYS[18], KEYS[19], KEYS[20]
+local LIMITS, TAT, BREAKERS = KEYS[17], KEYS[18], KEYS[19]
 local CLOSED, OPEN, HALF = 0, 1, 2
 local F = {
   own = {},       -- flow key -> its own limits (false: none), once read
@@ -17,6 +17,17 @@ local F = {
   dirty = { b = {}, t = {}, p = {} }, -- the flow keys to write, by kind
 }
 
+-- a / b rounded up, exactly for integers under 2^53 (a double's quotient
+-- may round to the integer just below: the remainder says).
+local function ceil_div(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  while r < 0 do q, r = q - 1, r + b end
+  while r >= b do q, r = q + 1, r - b end
+  if r > 0 then q = q + 1 end
+  return q
+end
+
 -- Limits as the gate uses them: the rate as its GCRA interval and
 -- tolerance (µs), or nil when `b` is not an encoded Limits.
 local function decode_limits(b)
@@ -26,12 +37,16 @@ local function decode_limits(b)
   local function has(bit) return math.floor(flags / bit) % 2 == 1 end
   local l = {}
   if has(1) then
-    -- period * 1000 / count, rounded up: exact while the product stays
-    -- under 2^53 µs (about 285 years), as every clock value here does.
-    l.interval = math.ceil(period * 1000 / math.max(count, 1))
+    l.interval = ceil_div(period * 1000, math.max(count, 1))
+    l.per_span = ceil_div(count * WAKE_SPAN, math.max(period, 1))
     l.tolerance = l.interval * (math.max(burst, 1) - 1)
   end
   if has(2) then l.parallelism = par end
+  -- The parked timers a wake-up may make pending at once (flow_state.rs,
+  -- "Wake-ups"): the rate's starts in WAKE_SPAN plus the parallelism.
+  if l.interval or l.parallelism then
+    l.allowance = math.max((l.per_span or 0) + (l.parallelism or 0), 1)
+  end
   if has(4) then
     l.breaker = { failures = failures, cooldown = cooldown, max_cooldown = maxcd }
     if has(8) then l.breaker.pause_after = after end
@@ -107,36 +122,57 @@ local function running(key, fence)
   return x ~= nil and x.state == RUNNING and x.fence == fence and x.lease > NOW
 end
 
--- `flow`'s valid permits: { n, leases, add, rem } after checking every
--- member (8 bytes of fence, then the run's key) against its record once
--- per call; the invalid ones are removed at the flush.
+-- `flow`'s valid permits: { n, first, rem, gone, add }. A member whose
+-- score (its lease end) has come is checked against its record once per
+-- call: still running with that fence and a later lease (a renewal the
+-- score missed) it is re-scored, else removed at the flush; the others
+-- are valid (the flush of every script removes the member of a run that
+-- ends, and moves the score of one renewed). `first` is the earliest
+-- lease end among them, read when a wait needs it.
 function F.permits_of(flow)
   local p = F.permits[flow]
   if p then return p end
-  p = { n = 0, leases = {}, add = {}, rem = {} }
+  local idx = INFLIGHT .. ':' .. flow
+  p = { n = redis.call('ZCARD', idx), rem = {}, gone = {}, add = {}, leases = {} }
   F.permits[flow] = p
-  local e = redis.call('ZRANGE', INFLIGHT .. ':' .. flow, 0, -1, 'WITHSCORES')
+  if p.n == 0 then return p end
+  local due = redis.call('ZRANGEBYSCORE', idx, '-inf', NOW)
+  if #due == 0 then return p end
   local runs = {}
-  for i = 1, #e, 2 do
-    local fence, at = struct.unpack('<I8', e[i])
-    runs[#runs + 1] = { m = e[i], key = string.sub(e[i], at), fence = fence, score = tonumber(e[i + 1]) }
+  for i, m in ipairs(due) do
+    local fence, at = struct.unpack('<I8', m)
+    runs[i] = { m = m, key = string.sub(m, at), fence = fence }
   end
   local keys = {}
   for i, r in ipairs(runs) do keys[i] = r.key end
   prefetch(timers, keys)
+  local entries = {}
+  hmget_each(PERMITS, keys, function(k, v) entries[k] = v end)
   for _, r in ipairs(runs) do
     if running(r.key, r.fence) then
       local lease = load(r.key).lease
-      p.n = p.n + 1
+      p.add[#p.add + 1], p.add[#p.add + 2] = lease, r.m
       p.leases[#p.leases + 1] = lease
-      -- A renewal moved the lease: the score follows, for whoever reads it.
-      if r.score ~= lease then p.add[#p.add + 1], p.add[#p.add + 2] = lease, r.m end
     else
+      p.n = p.n - 1
       p.rem[#p.rem + 1] = r.m
+      -- The key's entry, unless a later run of it holds another permit.
+      if entries[r.key] == string.sub(r.m, 1, 8) .. flow then p.gone[#p.gone + 1] = r.key end
     end
   end
-  if #p.rem > 0 or #p.add > 0 then dirty('p', flow) end
+  dirty('p', flow)
   return p
+end
+
+-- The earliest lease end among `flow`'s valid permits (some are held).
+local function first_lease(flow, p)
+  local e = redis.call('ZRANGEBYSCORE', INFLIGHT .. ':' .. flow, string.format('(%.0f', NOW),
+                       '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local first = tonumber(e[2])
+  for _, l in ipairs(p.leases) do
+    if not first or l < first then first = l end
+  end
+  return first
 end
 
 function F.tat_of(flow)
@@ -171,14 +207,14 @@ function F.gate(flow)
   end
   if l.parallelism then
     local p = F.permits_of(flow)
-    if p.n >= l.parallelism then return 'wait', math.min(unpack(p.leases)) end
+    if p.n >= l.parallelism then return 'wait', first_lease(flow, p) end
   end
   local slot = nil
   if l.interval then
     local now_us = NOW * 1000
     slot = math.max(now_us, F.tat_of(flow) - l.tolerance)
     if slot > now_us + RATE_HORIZON_US then
-      return 'wait', math.ceil((slot - RATE_HORIZON_US) / 1000)
+      return 'wait', ceil_div(slot - RATE_HORIZON_US, 1000)
     end
   end
   return 'pass', slot, probe
@@ -190,10 +226,12 @@ function F.take(key, x, flow, slot, probe)
   local l = F.limits_of(flow)
   if not l then return nil end
   if l.parallelism then
-    local p = F.permits_of(flow)
+    local p, fence = F.permits_of(flow), struct.pack('<I8', x.fence)
     p.n = p.n + 1
     p.leases[#p.leases + 1] = x.lease
-    p.add[#p.add + 1], p.add[#p.add + 2] = x.lease, struct.pack('<I8', x.fence) .. key
+    p.add[#p.add + 1], p.add[#p.add + 2] = x.lease, fence .. key
+    p.took = p.took or {}
+    p.took[#p.took + 1], p.took[#p.took + 2] = key, fence .. flow
     dirty('p', flow)
   end
   if probe then
@@ -204,7 +242,7 @@ function F.take(key, x, flow, slot, probe)
   if not (slot and l.interval) then return nil end
   F.tats[flow] = math.max(F.tat_of(flow), NOW * 1000) + l.interval
   dirty('t', flow)
-  local at = math.ceil(slot / 1000)
+  local at = ceil_div(slot, 1000)
   if at > NOW then return at end
   return nil
 end
@@ -299,14 +337,26 @@ function F.wake_ups(budget)
       local b = F.breaker(f)
       b.phase = HALF
       dirty('b', f)
-      -- Again after a cool-down: a candidate cancelled meanwhile is
-      -- followed by another.
-      redis.call('ZADD', WAKEUPS, later(cooldown_at(l.breaker, b.step, 0)), f)
-      budget = budget - F.unpark(f, 1)
-    else
-      local moved, left = F.unpark(f, budget)
+      local moved, left = F.unpark(f, 1)
       budget = budget - moved
-      if left <= 0 then redis.call('ZREM', WAKEUPS, f) end
+      if left > 0 then
+        -- Again after a cool-down: a candidate cancelled meanwhile is
+        -- followed by another.
+        redis.call('ZADD', WAKEUPS, later(cooldown_at(l.breaker, b.step, 0)), f)
+      else
+        -- Nothing left: a timer coming due is the probe.
+        redis.call('ZREM', WAKEUPS, f)
+      end
+    else
+      local most = budget
+      if l and l.allowance then most = math.min(budget, l.allowance) end
+      local moved, left = F.unpark(f, most)
+      budget = budget - moved
+      if left <= 0 then
+        redis.call('ZREM', WAKEUPS, f)
+      elseif l and l.allowance then
+        redis.call('ZADD', WAKEUPS, later(WAKE_SPAN), f)
+      end
     end
   end
 end
@@ -347,9 +397,11 @@ local function flush_flows()
     local p, idx = F.permits[f], INFLIGHT .. ':' .. f
     multi('ZREM', idx, p.rem)
     multi('ZADD', idx, p.add)
-    p.rem, p.add = {}, {}
+    multi('HDEL', PERMITS, p.gone)
+    multi('HSET', PERMITS, p.took or {})
     -- The registry names the keys whose set is not empty.
     if p.n > 0 then redis.call('ZADD', INFLIGHT, 0, f) else redis.call('ZREM', INFLIGHT, f) end
+    p.rem, p.add, p.gone, p.took = {}, {}, {}, nil
   end
   F.dirty = { b = {}, t = {}, p = {} }
 end

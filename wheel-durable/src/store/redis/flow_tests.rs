@@ -83,7 +83,10 @@ fn the_permit_of_a_run_whose_lease_passed_comes_back() {
     let claims = claim(&store, 2);
     assert_eq!(claims.len(), 2);
     let (dies, waits) = (&claims[..1], &claims[1..]);
-    assert!(matches!(start(&store, dies, "f", 100)[..], [Start::Started { .. }]));
+    assert!(matches!(
+        start(&store, dies, "f", 100)[..],
+        [Start::Started { .. }]
+    ));
     assert_eq!(in_flight(&store, "f"), 1);
     let wait = Start::Wait {
         now: 10_000,
@@ -112,11 +115,22 @@ fn the_permit_of_a_run_whose_lease_passed_comes_back() {
         .unwrap()
         .get_connection()
         .unwrap();
-    let members: u64 = redis::cmd("ZCARD")
-        .arg("{flows}:inflight:f")
-        .query(&mut c)
-        .unwrap();
-    assert_eq!(members, 1);
+    let mut members = || -> u64 {
+        redis::cmd("ZCARD")
+            .arg("{flows}:inflight:f")
+            .query(&mut c)
+            .unwrap()
+    };
+    assert_eq!(members(), 1);
+    // Its finish gives it back at once, and nothing of it is left.
+    let done = [(waits[0].fenced(), Finish::Done)];
+    assert_eq!(store.finish(&done, &[]).unwrap(), [true]);
+    assert_eq!(members(), 0);
+    assert_eq!(in_flight(&store, "f"), 0);
+    for key in ["{flows}:inflight", "{flows}:permits"] {
+        let n: u64 = redis::cmd("EXISTS").arg(key).query(&mut c).unwrap();
+        assert_eq!(n, 0, "{key}");
+    }
 }
 
 /// Two nodes (two store handles on one namespace, the server's clock)
@@ -213,7 +227,10 @@ fn a_half_open_breaker_lets_one_probe_through_across_two_nodes() {
     b.set_limits(Some("f"), Some(&breaker)).unwrap();
     add_due(&a, &["first"], 49_000);
     let first = claim(&a, 1);
-    assert!(matches!(start(&a, &first, "f", 1_000)[..], [Start::Started { .. }]));
+    assert!(matches!(
+        start(&a, &first, "f", 1_000)[..],
+        [Start::Started { .. }]
+    ));
     let failed = FlowOutcome {
         flow: "f",
         class: FlowClass::Failure { retry_after: 0 },
@@ -237,7 +254,11 @@ fn a_half_open_breaker_lets_one_probe_through_across_two_nodes() {
         .filter(|&i| matches!(answers[i], Start::Started { .. }))
         .collect();
     assert_eq!(probes, [0], "{answers:?}");
-    assert!(answers[1..].iter().all(|s| matches!(s, Start::Paused { .. })));
+    assert!(
+        answers[1..]
+            .iter()
+            .all(|s| matches!(s, Start::Paused { .. }))
+    );
     assert_eq!(a.flows().unwrap().keys[0].parked, 3);
 
     // The probe succeeds on its node: closed, and the parked ones are

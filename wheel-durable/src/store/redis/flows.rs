@@ -18,25 +18,29 @@
 //! (phase, failures, step, until, opened at, the probe's fence and key;
 //! see `flow.lua`), `{ns}:inflight:<flow>` sorted set of the permits taken
 //! under a flow key (member: the run's fence as 8 bytes little-endian,
-//! then its key; score: its lease end) and `{ns}:inflight` sorted set
-//! (score 0) of the flow keys whose own set is not empty.
+//! then its key; score: its lease end), `{ns}:inflight` sorted set (score
+//! 0) of the flow keys whose own set is not empty, and `{ns}:permits` hash
+//! key of a run holding a permit → its fence (8 bytes) and flow key.
 //!
 //! Invariants: a parked key is in `{ns}:parked`, `{ns}:pflow` and its flow
 //! key's set, in no other index; a flow key is in `{ns}:pflows` exactly
 //! while its own set is not empty, and in `{ns}:inflight` exactly while
 //! its permits' set is not empty. A breaker is stored unless it is closed
-//! with no failure counted. A permit is valid while its run's record is
-//! running with the member's fence and a lease that has not passed: a
-//! script that needs a key's permits checks every member against the
-//! records once per call and removes the invalid ones, so a finish, a
-//! cancel, a lease taken back or a node that died gives its permit back
-//! without touching the set, and a renewal keeps it.
+//! with no failure counted. A permit is valid while its run is running
+//! with the member's fence and its lease has not passed. Every record
+//! change goes through the prelude's `unindex`, which notes the running
+//! runs a script changes; its flush looks them up in `{ns}:permits` (one
+//! `EXISTS` while none is held) and removes the member of each run that
+//! ended (finish, cancel, replace, lease taken back) or moves its score to
+//! a renewed lease. So a member whose score (lease end) is still to come is
+//! valid, and only those whose lease end has come unseen (a node that
+//! died) are checked against their records, once per key and call.
 //!
 //! Cost: while nothing is paused and no key has limits, a start reads one
 //! `EXISTS` more than without flow control, a claim one `ZRANGEBYSCORE`
-//! of the due wake-ups, a finish nothing (one `HMGET` of the limits when
-//! it names flow keys). Otherwise each distinct flow key of a call has its
-//! limits, rate, breaker and permits read once for the whole call.
+//! of the due wake-ups, a finish one `HMGET` of the limits when it names
+//! flow keys. Otherwise each distinct flow key of a call has its limits,
+//! rate, breaker and permits read once for the whole call.
 //!
 //! Node state: none: the keys belong to the store.
 
@@ -44,8 +48,11 @@ use redis::{ScriptInvocation, Value};
 
 use super::{RedisStore, bad_reply, bytes, int, millis};
 use crate::DurableError;
+use crate::flow_key::check_flow_key;
 use crate::store::flow_state::{BreakerView, FlowClass, FlowEntry, Phase};
-use crate::store::{FlowOutcome, FlowsState, Limits, Millis, Start, StoreResult, UNPARK_BATCH};
+use crate::store::{
+    Fenced, FlowOutcome, FlowsState, Limits, Millis, Start, StoreResult, UNPARK_BATCH,
+};
 
 /// Values of one key in the flows script's answer.
 const ENTRY: usize = 9;
@@ -153,6 +160,35 @@ impl RedisStore {
             inv.arg(flow.unwrap_or(""))
                 .arg(if paused { "1" } else { "0" })
                 .arg(UNPARK_BATCH);
+        })
+    }
+
+    /// `Store::defer`: parks each claim still held with its fence under
+    /// its flow key (`defer.lua`).
+    pub(super) fn defer_claims(
+        &self,
+        claims: &[Fenced<'_>],
+        flows: &[&str],
+    ) -> StoreResult<Vec<bool>> {
+        // Every key is checked before anything changes, as the embedded
+        // store does: a bad one fails the whole call.
+        if flows.len() != claims.len() {
+            return Err(DurableError::InvalidFlow(format!(
+                "{} flow keys for {} claims: one per claim",
+                flows.len(),
+                claims.len()
+            )));
+        }
+        for flow in flows {
+            check_flow_key(flow)?;
+        }
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.flags(&self.scripts.defer, claims.len(), |inv| {
+            for (c, flow) in claims.iter().zip(flows) {
+                inv.arg(c.key).arg(c.fence).arg(*flow);
+            }
         })
     }
 

@@ -78,7 +78,7 @@ pub(crate) struct Options {
 pub(crate) struct RedisStore {
     client: redis::Client,
     pool: Mutex<Vec<Connection>>,
-    keys: [String; 20],
+    keys: [String; 21],
     channel: String,
     scripts: Scripts,
     options: Options,
@@ -114,7 +114,7 @@ impl RedisStore {
         let keys = [
             "t", "due", "lease", "dead", "deadq", "fence", "s", "sids", "splan", "ended", "endedq",
             "paused", "parked", "pflow", "pflows", "wakeups", "limits", "tat", "breakers",
-            "inflight",
+            "inflight", "permits",
         ]
         .map(|k| format!("{{{ns}}}:{k}"));
         let health = Health::new(ns);
@@ -479,8 +479,8 @@ impl Store for RedisStore {
         })
     }
 
-    fn defer(&self, _claims: &[Fenced<'_>], _flows: &[&str]) -> StoreResult<Vec<bool>> {
-        todo!("FLOWS-TODO")
+    fn defer(&self, claims: &[Fenced<'_>], flows: &[&str]) -> StoreResult<Vec<bool>> {
+        self.defer_claims(claims, flows)
     }
 
     fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {

@@ -8,10 +8,13 @@
 --       by bytes), 16 wake-ups zset (flow key by wake time), 17 limits hash
 --       (flow key -> encoded limits; the field '' is the defaults), 18 rate
 --       hash (flow key -> tat in µs), 19 breakers hash (flow key -> state),
---       20 in-flight flow keys zset (score 0, by bytes); and for each flow
---       key with parked timers, KEYS[13] .. ':' .. flow, a zset of its
---       parked keys by due, and for each with permits, KEYS[20] .. ':' ..
---       flow, a zset of its permits (same hash tag, so the same slot).
+--       20 in-flight flow keys zset (score 0, by bytes), 21 permits hash
+--       (running key -> its run's fence (8 bytes) and the flow key whose
+--       permit it holds); and for each flow key with parked timers,
+--       KEYS[13] .. ':' .. flow, a zset of its parked keys by due, and for
+--       each with permits, KEYS[20] .. ':' .. flow, a zset of its permits
+--       (member: fence (8 bytes) then key, score: lease end) (same hash
+--       tag, so the same slot).
 -- ARGV: 1 the clock ('' = the server's TIME, else ms set by a test),
 --       2 the notify window in ms, 3 the wake channel; then the script's own.
 -- A timer record: due, lease_until, fence (8 bytes each), attempts (4),
@@ -30,6 +33,7 @@
 local T, DUE, LEASE, DEAD, DEADQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local ENDED, ENDEDQ = KEYS[10], KEYS[11]
 local PAUSED, PARKQ, PFLOW, PFLOWS, WAKEUPS = KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
+local INFLIGHT, PERMITS = KEYS[20], KEYS[21]
 local PENDING, CLAIMED, RUNNING, PARKED = 0, 1, 2, 4
 local MAX_MS = 9007199254740991 -- 2^53 - 1: exact in a double and a score
 local FIRST, DEAD_FIRST = 128, 2147483648 -- the flags: first_due follows
@@ -193,7 +197,17 @@ local function put(key, x)
   end
 end
 
+-- The running records a script changed: key -> the fence it ran with.
+-- Every change of a record goes through `unindex`, so a run that ends by
+-- any path (finish, cancel, replace, lease taken back) is here, and the
+-- flush gives its permit back (`flush_permits`).
+local left_running, left_order = {}, {}
+
 local function unindex(key, x, forget)
+  if x and x.state == RUNNING and not left_running[key] then
+    left_running[key] = x.fence
+    left_order[#left_order + 1] = key
+  end
   if forget then timers.val[key] = false end
   touch(timers, key)
 end
@@ -355,9 +369,47 @@ end
 -- schedule rules): `flush` runs them after the timers' and dead letters'.
 local flushers = {}
 
+-- The permits of the runs that left the running state (or were renewed:
+-- their member's score follows the lease). One EXISTS while no run holds a
+-- permit.
+local function flush_permits()
+  if #left_order == 0 then return end
+  local keys = left_order
+  left_running, left_order = {}, {}
+  if redis.call('EXISTS', PERMITS) == 0 then return end
+  local flows, rem, add, gone = {}, {}, {}, {}
+  hmget_each(PERMITS, keys, function(k, v)
+    if not v then return end
+    local fence, at = struct.unpack('<I8', v)
+    local f, member, x = string.sub(v, at), string.sub(v, 1, 8) .. k, timers.val[k]
+    if not rem[f] then
+      flows[#flows + 1] = f
+      rem[f], add[f] = {}, {}
+    end
+    if x and x.state == RUNNING and x.fence == fence then
+      local a = add[f]
+      a[#a + 1], a[#a + 2] = x.lease, member
+    else
+      rem[f][#rem[f] + 1] = member
+      gone[#gone + 1] = k
+    end
+  end)
+  multi('HDEL', PERMITS, gone)
+  for _, f in ipairs(flows) do
+    local idx = INFLIGHT .. ':' .. f
+    multi('ZREM', idx, rem[f])
+    local a = add[f]
+    for i = 1, #a, CHUNK do
+      redis.call('ZADD', idx, 'XX', unpack(a, i, math.min(i + CHUNK - 1, #a)))
+    end
+    if #rem[f] > 0 and redis.call('EXISTS', idx) == 0 then redis.call('ZREM', INFLIGHT, f) end
+  end
+end
+
 -- Writes every change made so far.
 local function flush()
   flush_timers()
+  flush_permits()
   flush_deads()
   for _, f in ipairs(flushers) do f() end
 end

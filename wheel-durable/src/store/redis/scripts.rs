@@ -9,7 +9,7 @@
 
 use redis::Script;
 
-use crate::store::flow_state::{MAX_RETRY_AFTER, RATE_HORIZON};
+use crate::store::flow_state::{MAX_RETRY_AFTER, RATE_HORIZON, WAKE_SPAN};
 
 macro_rules! script {
     ($file:literal) => {
@@ -36,18 +36,21 @@ macro_rules! script {
 /// or nothing) and `flow.lua`, the Rust constants it uses first.
 fn with_flows(schedules: &str, file: &str) -> Script {
     let constants = format!(
-        "local RATE_HORIZON_US, MAX_RETRY_AFTER = {}, {}\n",
+        "local RATE_HORIZON_US, MAX_RETRY_AFTER, WAKE_SPAN = {}, {}, {}\n",
         RATE_HORIZON * 1000,
-        MAX_RETRY_AFTER
+        MAX_RETRY_AFTER,
+        WAKE_SPAN
     );
-    Script::new(&[
-        constants.as_str(),
-        include_str!("prelude.lua"),
-        schedules,
-        include_str!("flow.lua"),
-        file,
-    ]
-    .concat())
+    Script::new(
+        &[
+            constants.as_str(),
+            include_str!("prelude.lua"),
+            schedules,
+            include_str!("flow.lua"),
+            file,
+        ]
+        .concat(),
+    )
 }
 
 /// The scripts, each compiled once into its SHA.
@@ -70,6 +73,7 @@ pub(super) struct Scripts {
     pub(super) schedules: Script,
     pub(super) pause: Script,
     pub(super) flows: Script,
+    pub(super) defer: Script,
 }
 
 impl Scripts {
@@ -93,6 +97,7 @@ impl Scripts {
             schedules: script!(schedules, "schedules.lua"),
             pause: script!(flows, "pause.lua"),
             flows: script!(flows, "flows.lua"),
+            defer: script!(flows, "defer.lua"),
         }
     }
 }
