@@ -11,10 +11,14 @@ mod durable_listing;
 mod durable_async;
 mod durable_dedup;
 mod durable_embedded;
-// The origins of HTTP callbacks are its flow keys; its node processes
-// send them, which needs a TLS provider.
+// The origins of HTTP callbacks are their flow keys; their node
+// processes send them, which needs a TLS provider.
+#[cfg(all(feature = "http", feature = "tls-ring"))]
+mod durable_flow_limit_processes;
 #[cfg(all(feature = "http", feature = "tls-ring"))]
 mod durable_flow_processes;
+
+mod durable_flow_limits;
 mod durable_flows;
 mod durable_logs;
 mod durable_processes;

@@ -90,6 +90,11 @@ impl Log {
     pub(crate) fn max_in_flight(&self) -> usize {
         self.max_in_flight.load(Ordering::SeqCst)
     }
+
+    /// The requests in flight now.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
 }
 
 /// A request counted in flight; dropped when its reply is sent or its

@@ -312,6 +312,19 @@ impl Receiver {
     pub fn max_in_flight(&self) -> usize {
         self.log.max_in_flight()
     }
+
+    /// How many requests are in flight now (recorded, reply not yet sent,
+    /// client still connected): for a test that samples it over time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rx = wheel_testkit::Receiver::ok();
+    /// assert_eq!(rx.in_flight(), 0);
+    /// ```
+    pub fn in_flight(&self) -> usize {
+        self.log.in_flight()
+    }
 }
 
 impl Drop for Receiver {
