@@ -1,6 +1,6 @@
 -- ARGV 4: window, 5: lease, 6: max, 7: max attempts, 8: expired leases per call.
--- ARGV 9: keys of expired leases to report at most, 10: parked timers of
--- resuming flow keys made pending at most.
+-- ARGV 9: keys of expired leases to report at most, 10: parked timers the
+-- wake-ups make pending at most.
 -- Returns {now, reclaimed, expired_dead, next_due, next_lease, n,
 --          then the first n keys whose lease had passed,
 --          then key, due, first due, attempts, fence, first fence, payload,
@@ -28,15 +28,15 @@ for _, key in ipairs(expired) do
     reclaimed = reclaimed + 1
   end
 end
-continue_resumes(tonumber(ARGV[10]))
+F.wake_ups(tonumber(ARGV[10]))
 -- The timers taken back or unparked are pending again: the due scan must
--- see them.
+-- see them. The wake-ups' breakers are written too.
 flush()
 local out = { NOW, reclaimed, expired_dead, 0, 0, shown }
 for i = 1, shown do out[#out + 1] = expired[i] end
 -- A paused namespace claims nothing and reports no next due time: its
 -- nodes wait for the resume's wake-up or their safety poll.
-local paused = paused_all()
+local paused = F.paused_all()
 if max > 0 and not paused then
   local due = redis.call('ZRANGEBYSCORE', DUE, '-inf', NOW + window, 'LIMIT', 0, max)
   prefetch(timers, due)

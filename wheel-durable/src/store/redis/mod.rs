@@ -47,8 +47,9 @@ use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, FlowsState,
-    Listed, Memory, Millis, NewTimer, Start, Store, StoreClock, StoreResult, UNPARK_BATCH, Wake,
+    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, FlowOutcome,
+    FlowsState, Limits, Listed, Memory, Millis, NewTimer, Start, Store, StoreClock, StoreResult,
+    UNPARK_BATCH, Wake,
 };
 use crate::schedule::chain::Advance;
 use crate::sync::lock;
@@ -77,7 +78,7 @@ pub(crate) struct Options {
 pub(crate) struct RedisStore {
     client: redis::Client,
     pool: Mutex<Vec<Connection>>,
-    keys: [String; 16],
+    keys: [String; 20],
     channel: String,
     scripts: Scripts,
     options: Options,
@@ -112,7 +113,8 @@ impl RedisStore {
         let ns = &options.namespace;
         let keys = [
             "t", "due", "lease", "dead", "deadq", "fence", "s", "sids", "splan", "ended", "endedq",
-            "paused", "parked", "pflow", "pflows", "resuming",
+            "paused", "parked", "pflow", "pflows", "wakeups", "limits", "tat", "breakers",
+            "inflight",
         ]
         .map(|k| format!("{{{ns}}}:{k}"));
         let health = Health::new(ns);
@@ -464,22 +466,7 @@ impl Store for RedisStore {
                 inv.arg(f.key).arg(f.fence).arg(step.as_slice()).arg(flow);
             }
         })?;
-        let ms = |n: i64| u64::try_from(n).ok();
-        let start = |t: &[i64]| match *t {
-            [0, _, _] => Some(Start::Stale),
-            [1, now, due] => ms(now)
-                .zip(ms(due))
-                .map(|(now, due)| Start::NotYet { now, due }),
-            [2, now, attempt] => ms(now)
-                .zip(u32::try_from(attempt).ok())
-                .map(|(now, attempt)| Start::Started { now, attempt }),
-            [3, now, _] => ms(now).map(|now| Start::Paused { now }),
-            _ => None,
-        };
-        let starts: Option<Vec<Start>> = reply.chunks(3).map(start).collect();
-        starts
-            .filter(|s| s.len() == claims.len())
-            .ok_or_else(|| bad_reply("start"))
+        flows::starts(&reply, claims.len()).ok_or_else(|| bad_reply("start"))
     }
 
     fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
@@ -492,31 +479,28 @@ impl Store for RedisStore {
         })
     }
 
-    fn set_limits(
-        &self,
-        _flow: Option<&str>,
-        _limits: Option<&crate::store::Limits>,
-    ) -> StoreResult<()> {
-        todo!("FLOWS-TODO")
+    fn set_limits(&self, flow: Option<&str>, limits: Option<&Limits>) -> StoreResult<()> {
+        self.write_limits(flow, limits)
     }
 
     fn finish(
         &self,
         runs: &[(Fenced<'_>, Finish)],
-        _flows: &[crate::store::FlowOutcome<'_>],
+        flows: &[FlowOutcome<'_>],
     ) -> StoreResult<Vec<bool>> {
         if runs.is_empty() {
             return Ok(Vec::new());
         }
         self.flags(&self.scripts.finish, runs.len(), |inv| {
             inv.arg(self.dedup.load(Ordering::Relaxed));
-            for (run, how) in runs {
+            for (i, (run, how)) in runs.iter().enumerate() {
                 inv.arg(run.key).arg(run.fence);
                 match how {
                     Finish::Done => inv.arg("done").arg(0),
                     Finish::Retry { delay } => inv.arg("retry").arg(*delay),
                     Finish::Dead { reason } => inv.arg("dead").arg(reason.as_str()),
                 };
+                flows::outcome_args(inv, flows.get(i));
             }
         })
     }

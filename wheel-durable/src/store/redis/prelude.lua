@@ -5,9 +5,13 @@
 --       12 paused hash (flow key -> '1'; the field '' is the namespace),
 --       13 parked zset (every parked key by due), 14 parked flows hash
 --       (parked key -> its flow key), 15 parked flow keys zset (score 0,
---       by bytes), 16 resuming flow keys zset (score 0, by bytes); and for
---       each flow key with parked timers, KEYS[13] .. ':' .. flow, a zset
---       of its parked keys by due (same hash tag, so the same slot).
+--       by bytes), 16 wake-ups zset (flow key by wake time), 17 limits hash
+--       (flow key -> encoded limits; the field '' is the defaults), 18 rate
+--       hash (flow key -> tat in µs), 19 breakers hash (flow key -> state),
+--       20 in-flight flow keys zset (score 0, by bytes); and for each flow
+--       key with parked timers, KEYS[13] .. ':' .. flow, a zset of its
+--       parked keys by due, and for each with permits, KEYS[20] .. ':' ..
+--       flow, a zset of its permits (same hash tag, so the same slot).
 -- ARGV: 1 the clock ('' = the server's TIME, else ms set by a test),
 --       2 the notify window in ms, 3 the wake channel; then the script's own.
 -- A timer record: due, lease_until, fence (8 bytes each), attempts (4),
@@ -25,7 +29,7 @@
 -- batch of n timers costs a handful of commands, not a few per timer.
 local T, DUE, LEASE, DEAD, DEADQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local ENDED, ENDEDQ = KEYS[10], KEYS[11]
-local PAUSED, PARKQ, PFLOW, PFLOWS, RESUMING = KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
+local PAUSED, PARKQ, PFLOW, PFLOWS, WAKEUPS = KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
 local PENDING, CLAIMED, RUNNING, PARKED = 0, 1, 2, 4
 local MAX_MS = 9007199254740991 -- 2^53 - 1: exact in a double and a score
 local FIRST, DEAD_FIRST = 128, 2147483648 -- the flags: first_due follows
@@ -229,8 +233,9 @@ end
 
 -- Moves the keys that left the parked state (`out`) and those that entered
 -- it (`into`) between the parked indexes: the global one, PFLOW, their flow
--- key's own, and PFLOWS, which names the flow keys whose own is not empty
--- (a flow key that has none left is no longer resuming either).
+-- key's own, and PFLOWS, which names the flow keys whose own is not empty.
+-- A key's wake-up stays: a claim drops it once it finds nothing parked,
+-- and a breaker's outlives its parked timers (flow_state.rs).
 local function flush_parked(out, into)
   if #out == 0 and #into == 0 then return end
   local need = {}
@@ -275,7 +280,6 @@ local function flush_parked(out, into)
       redis.call('ZADD', PFLOWS, 0, f)
     elseif redis.call('EXISTS', idx) == 0 then
       redis.call('ZREM', PFLOWS, f)
-      redis.call('ZREM', RESUMING, f)
     end
   end
 end
@@ -415,44 +419,5 @@ local function prune_ended(limit)
   if #old > 0 then
     multi('HDEL', ENDED, old)
     multi('ZREM', ENDEDQ, old)
-  end
-end
-
--- Flow control (store/flow_state.rs states the rules).
-
--- Makes up to `limit` (at least 1) of `flow`'s parked timers pending,
--- earliest (due, key) first, as its index orders them. Returns how many it
--- moved and how many stay parked.
-local function unpark(flow, limit)
-  local idx = parked_index(flow)
-  local keys = redis.call('ZRANGE', idx, 0, limit - 1)
-  prefetch(timers, keys)
-  for _, k in ipairs(keys) do
-    local x = load(k)
-    flow_of[k] = flow
-    unindex(k, x, false)
-    x.state = PENDING
-    put(k, x)
-  end
-  return #keys, redis.call('ZCARD', idx) - #keys
-end
-
--- Whether the namespace is paused.
-local function paused_all()
-  return redis.call('HEXISTS', PAUSED, '') == 1
-end
-
--- A claim's step after taking leases back: up to `budget` parked timers of
--- the resuming flow keys made pending, keys in byte order, each earliest
--- first. Every resuming key has parked timers (the flush drops a key whose
--- index emptied), so each one visited takes budget and `budget` keys are
--- enough to read.
-local function continue_resumes(budget)
-  if budget < 1 then return end
-  for _, f in ipairs(redis.call('ZRANGE', RESUMING, 0, budget - 1)) do
-    local moved, left = unpark(f, budget)
-    budget = budget - moved
-    if left <= 0 then redis.call('ZREM', RESUMING, f) end
-    if budget <= 0 then return end
   end
 end

@@ -1,11 +1,15 @@
 //! The Redis store's Lua scripts, each the shared prelude (`prelude.lua`:
 //! the record layouts, the read cache, the writes) followed by its own
-//! file, and for the scripts that touch schedules, `schedule.lua` (the
-//! schedule rules) between them. Each compiles once into its SHA.
+//! file, and between them `schedule.lua` (the schedule rules) for the
+//! scripts that touch schedules and `flow.lua` (flow control, after the
+//! flow constants of `flow_state.rs`) for those that touch flow keys. Each
+//! compiles once into its SHA.
 //!
 //! Node state: none (the scripts' text).
 
 use redis::Script;
+
+use crate::store::flow_state::{MAX_RETRY_AFTER, RATE_HORIZON};
 
 macro_rules! script {
     ($file:literal) => {
@@ -19,6 +23,31 @@ macro_rules! script {
             include_str!($file)
         ))
     };
+    // With flow control, for the scripts that touch flow keys.
+    (flows, $file:literal) => {
+        with_flows("", include_str!($file))
+    };
+    (schedules, flows, $file:literal) => {
+        with_flows(include_str!("schedule.lua"), include_str!($file))
+    };
+}
+
+/// The script of `file` with the prelude, `schedules` (the schedule rules
+/// or nothing) and `flow.lua`, the Rust constants it uses first.
+fn with_flows(schedules: &str, file: &str) -> Script {
+    let constants = format!(
+        "local RATE_HORIZON_US, MAX_RETRY_AFTER = {}, {}\n",
+        RATE_HORIZON * 1000,
+        MAX_RETRY_AFTER
+    );
+    Script::new(&[
+        constants.as_str(),
+        include_str!("prelude.lua"),
+        schedules,
+        include_str!("flow.lua"),
+        file,
+    ]
+    .concat())
 }
 
 /// The scripts, each compiled once into its SHA.
@@ -51,10 +80,10 @@ impl Scripts {
             reschedule: script!("reschedule.lua"),
             get: script!("get.lua"),
             ended: script!("ended.lua"),
-            claim: script!(schedules, "claim.lua"),
-            start: script!(schedules, "start.lua"),
+            claim: script!(schedules, flows, "claim.lua"),
+            start: script!(schedules, flows, "start.lua"),
             renew: script!("renew.lua"),
-            finish: script!(schedules, "finish.lua"),
+            finish: script!(schedules, flows, "finish.lua"),
             release: script!("release.lua"),
             dead_letters: script!("dead_letters.lua"),
             retry_dead: script!("retry_dead.lua"),
@@ -62,8 +91,8 @@ impl Scripts {
             list: script!("list.lua"),
             schedule_write: script!(schedules, "schedule_write.lua"),
             schedules: script!(schedules, "schedules.lua"),
-            pause: script!("pause.lua"),
-            flows: script!("flows.lua"),
+            pause: script!(flows, "pause.lua"),
+            flows: script!(flows, "flows.lua"),
         }
     }
 }

@@ -471,7 +471,7 @@ fn a_resume_of_more_than_a_batch_continues_in_the_claims_as_the_model_does() {
         .get_connection()
         .unwrap();
     for key in [
-        "paused", "parked", "pflow", "pflows", "resuming", "parked:a",
+        "paused", "parked", "pflow", "pflows", "wakeups", "parked:a", "breakers", "inflight",
     ] {
         let n: u64 = redis::cmd("EXISTS")
             .arg(format!("{{diff}}:{key}"))
