@@ -119,6 +119,9 @@ pub struct FlowCostRun {
     pub redis_cpu_s: Option<f64>,
     /// This process's CPU over the firing part.
     pub node_cpu: Option<Duration>,
+    /// The firing part: from the first due time until every callback
+    /// arrived (or the wait gave up).
+    pub firing: Duration,
     /// The most arrivals in any one second.
     pub busiest: usize,
     /// The rate limit, per second, if any.
@@ -129,6 +132,12 @@ impl FlowCostRun {
     /// Redis CPU µs per callback sent.
     pub fn redis_us(&self) -> Option<f64> {
         Some(self.redis_cpu_s? * 1e6 / self.sent()?)
+    }
+
+    /// Redis's CPU seconds per second over the firing part.
+    pub fn redis_cores(&self) -> Option<f64> {
+        let secs = self.firing.as_secs_f64();
+        (secs > 0.0).then(|| self.redis_cpu_s.map(|c| c / secs))?
     }
 
     /// This process's CPU µs per callback sent.
@@ -221,7 +230,8 @@ pub fn run(url: &str, p: &FlowCostParams, limit: Limit) -> Result<FlowCostRun, S
         let cpu0 = CpuSample::now();
         rx.wait_until(p.n, from + p.firing(limit) + p.bound);
         let cpu1 = CpuSample::now();
-        let to = unix_ns(SystemTime::now());
+        let now = SystemTime::now();
+        let to = unix_ns(now);
         // A little longer for duplicates to show.
         std::thread::sleep(Duration::from_millis(200));
         let samples = sampler.finish();
@@ -234,6 +244,7 @@ pub fn run(url: &str, p: &FlowCostParams, limit: Limit) -> Result<FlowCostRun, S
             tally,
             redis_cpu_s: redis_used(&samples, unix_ns(from), to),
             node_cpu: cpu1.since(&cpu0, Duration::ZERO),
+            firing: now.duration_since(from).unwrap_or_default(),
             busiest: busiest_second(&mut times),
             rate: p.rate(limit),
         })
@@ -294,6 +305,7 @@ mod tests {
             tally: Tally::of(&[], &[]),
             redis_cpu_s: None,
             node_cpu: None,
+            firing: Duration::from_secs(2),
             busiest,
             rate,
         };
@@ -301,6 +313,11 @@ mod tests {
         assert_eq!(run(530, Some(500)).over_rate(), 5);
         assert!(run(530, Some(500)).check().label().starts_with("FAILED"));
         assert_eq!(run(9_999, None).check(), Check::Passed);
+        let cpu = FlowCostRun {
+            redis_cpu_s: Some(0.5),
+            ..run(0, None)
+        };
+        assert_eq!(cpu.redis_cores(), Some(0.25));
     }
 
     #[test]

@@ -178,8 +178,11 @@ fn cost_table(p: &FlowCostParams, runs: &CostRuns) -> Table {
          first due time until every callback arrived, per callback received: Redis's from \
          `INFO cpu` (every thread, read every 50 ms, the samples around the part), this \
          process's from every live thread's time on CPU (the nodes and the receiver: the \
-         receiver's share is the same in every case); ratio: to the case without limits. \
-         Busiest second: the most arrivals within any one second. Check: none early (before \
+         receiver's share is the same in every case); ratio: to the case without limits; Redis, core: Redis's CPU seconds per second over \
+         the part. \
+         Late: arrival minus due time; under the binding rate the n-th callback's slot is n / \
+         rate after the first due time, so the last is as late as the window is long. Busiest \
+         second: the most arrivals within any one second. Check: none early (before \
          its due time), lost ({} s past the expected end) or twice, and under a rate none over \
          it in the busiest second (5 % slack, at least 5, for the arrivals' jitter).",
         fmt_count(p.n),
@@ -201,9 +204,10 @@ fn cost_table(p: &FlowCostParams, runs: &CostRuns) -> Table {
             "flow key",
             "s to last",
             "busiest second",
-            "p50 / p99 late ms",
+            "late ms, p50 / p99 / max",
             "Redis CPU µs",
             "ratio",
+            "Redis, core",
             "node CPU µs",
             "ratio",
             "early",
@@ -236,9 +240,10 @@ fn cost_table(p: &FlowCostParams, runs: &CostRuns) -> Table {
             case,
             r.tally.span_s().map_or("-".into(), |s| format!("{s:.2}")),
             r.busiest.to_string(),
-            format!("{} / {}", late(50.0), late(99.0)),
+            format!("{} / {} / {}", late(50.0), late(99.0), late(100.0)),
             us_cell(r.redis_us()),
             ratio_cell(r.redis_us(), base.and_then(FlowCostRun::redis_us)),
+            r.redis_cores().map_or("-".into(), |c| format!("{c:.2}")),
             us_cell(r.node_us()),
             ratio_cell(r.node_us(), base.and_then(FlowCostRun::node_us)),
             r.tally.early.to_string(),

@@ -40,14 +40,16 @@ fn with_flows(schedules: &str, file: &str) -> Script {
         RATE_HORIZON * 1000,
         MAX_RETRY_AFTER
     );
-    Script::new(&[
-        constants.as_str(),
-        include_str!("prelude.lua"),
-        schedules,
-        include_str!("flow.lua"),
-        file,
-    ]
-    .concat())
+    Script::new(
+        &[
+            constants.as_str(),
+            include_str!("prelude.lua"),
+            schedules,
+            include_str!("flow.lua"),
+            file,
+        ]
+        .concat(),
+    )
 }
 
 /// The scripts, each compiled once into its SHA.
