@@ -527,6 +527,16 @@ mod tests {
     }
 
     #[test]
+    fn flows_is_a_section_and_runs_by_default() {
+        let args = parse(&["--only", "flows", "--quick"]).unwrap();
+        let s = settings(&args);
+        assert!(s.sections.flows && !s.sections.durable && !s.sections.http);
+        assert!(s.flows.quick);
+        assert!(settings(&parse(&["--quick"]).unwrap()).sections.flows);
+        assert!(!settings(&parse(&[]).unwrap()).flows.quick);
+    }
+
+    #[test]
     fn http_is_a_section_and_runs_by_default() {
         let args = parse(&["--only", "http", "--quick"]).unwrap();
         let sec = settings(&args).sections;
