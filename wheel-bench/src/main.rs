@@ -80,6 +80,8 @@ enum Section {
     Durable,
     /// HTTP callbacks of the durable timers and of the one-second Redis wheel
     Http,
+    /// flow control's cost per callback on Redis, and dead letters replayed in bulk
+    Flows,
     /// the wheel-server binary: adds over HTTP (wrk), idle, callbacks from 2 servers
     Server,
     /// durable recurring schedules (Redis, embedded) beside the in-memory schedule_repeating
@@ -104,6 +106,7 @@ fn sections(only: &[Section]) -> Sections {
         delay_queue: false,
         durable: false,
         http: false,
+        flows: false,
         server: false,
         schedules: false,
     };
@@ -115,6 +118,7 @@ fn sections(only: &[Section]) -> Sections {
             Section::Dq => s.delay_queue = true,
             Section::Durable => s.durable = true,
             Section::Http => s.http = true,
+            Section::Flows => s.flows = true,
             Section::Server => s.server = true,
             Section::Schedules => s.schedules = true,
         }
@@ -232,6 +236,9 @@ fn comparison(args: &Args, mut meta: Meta, progress: &Progress) -> Result<(), St
     }
     if sec.durable {
         suite::run_durable(&settings, progress, &mut results);
+    }
+    if sec.flows {
+        suite::run_flows(&settings, progress, &mut results);
     }
     if sec.server {
         suite::run_server(&settings, progress, &mut results);
@@ -517,6 +524,16 @@ mod tests {
         let sec = settings(&args).sections;
         assert!(sec.durable && !sec.single && !sec.memory && !sec.threaded);
         assert!(parse(&["--durable-node", "ours,1,1,1,ns,url"]).is_ok());
+    }
+
+    #[test]
+    fn flows_is_a_section_and_runs_by_default() {
+        let args = parse(&["--only", "flows", "--quick"]).unwrap();
+        let s = settings(&args);
+        assert!(s.sections.flows && !s.sections.durable && !s.sections.http);
+        assert!(s.flows.quick);
+        assert!(settings(&parse(&["--quick"]).unwrap()).sections.flows);
+        assert!(!settings(&parse(&[]).unwrap()).flows.quick);
     }
 
     #[test]

@@ -20,12 +20,16 @@
 //!   against timers an hour out;
 //! - [`outage`]: a Redis server killed under a node, an unreachable one,
 //!   and a node shut down while it holds claims;
+//! - [`flow_cost`]: what flow limits cost per callback on Redis, in
+//!   Redis's CPU and the nodes'; [`replay`]: dead letters replayed in bulk
+//!   at a set rate;
 //! - [`chart`]: the lateness distributions as an SVG;
 //! - [`ours`]: our builders, nodes and recording handler as the runs use
 //!   them; [`record`]: the records and their summary.
 
 pub mod chart;
 pub mod disk;
+pub mod flow_cost;
 pub mod http;
 pub mod kill;
 pub mod lateness;
@@ -36,6 +40,7 @@ pub mod outage;
 pub mod peer;
 pub mod record;
 pub mod redis_cpu;
+pub mod replay;
 pub mod throughput;
 
 pub use record::{Recorder, Summary};

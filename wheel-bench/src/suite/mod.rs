@@ -4,13 +4,14 @@
 //!
 //! One file per section of the report, each with its runner and its
 //! table(s): [`run_memory`], [`run_single`] (insert+cancel, insert+expire,
-//! churn), [`run_threaded`], [`run_delay_queue`], [`run_http`], [`run_durable`], [`run_server`], [`run_schedules`], and
+//! churn), [`run_threaded`], [`run_delay_queue`], [`run_http`], [`run_durable`], [`run_flows`], [`run_server`], [`run_schedules`], and
 //! [`run_layouts`] (its own mode). A runner appends its tables (and chart panels) to [`Results`]
 //! in report order; [`run_memory`] must come before [`run_single`], whose
 //! skip estimates read its figures.
 
 mod delay_queue;
 mod durable;
+mod flows;
 mod http;
 mod layouts;
 mod memory;
@@ -21,6 +22,7 @@ mod threaded;
 
 pub use delay_queue::{DQ_MIN_ITEMS, dq_runs_for, run_delay_queue};
 pub use durable::{DurableParams, run_durable};
+pub use flows::{FlowsParams, run_flows};
 pub use http::{HttpFigures, HttpParams, run_http};
 pub use layouts::run_layouts;
 pub use memory::{FULL_CHURN_MEMORY_STEPS, QUICK_CHURN_MEMORY_STEPS, run_memory};
@@ -53,6 +55,9 @@ pub struct Sections {
     /// HTTP callbacks of the durable timers against the one-second Redis
     /// wheel's thread per callback.
     pub http: bool,
+    /// Flow control's cost per callback on Redis, and dead letters
+    /// replayed in bulk.
+    pub flows: bool,
     /// The `wheel-server` binary: adds over HTTP, idle, callbacks from
     /// two servers.
     pub server: bool,
@@ -70,6 +75,7 @@ impl Sections {
         delay_queue: true,
         durable: true,
         http: true,
+        flows: true,
         server: true,
         schedules: true,
     };
@@ -114,6 +120,8 @@ pub struct Settings {
     pub durable: DurableParams,
     /// The HTTP section.
     pub http: HttpParams,
+    /// The flows section.
+    pub flows: FlowsParams,
     /// The server section.
     pub server: ServerParams,
     /// The schedules section.
@@ -166,6 +174,7 @@ impl Settings {
             dq_runs: 3,
             durable: DurableParams::quick(),
             http: HttpParams::quick(),
+            flows: FlowsParams::quick(),
             server: ServerParams::quick(),
             schedules: SchedulesParams::quick(),
             sections: Sections::ALL,
@@ -213,6 +222,7 @@ impl Settings {
             dq_runs: 5,
             durable: DurableParams::full(),
             http: HttpParams::full(),
+            flows: FlowsParams::full(),
             server: ServerParams::full(),
             schedules: SchedulesParams::full(),
             sections: Sections::ALL,

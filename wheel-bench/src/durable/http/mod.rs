@@ -103,7 +103,7 @@ fn node(
 }
 
 /// Adds `keys[i]` due at `due[i]`, all with `payload`.
-fn add_all(t: &DurableTimers, due: &[SystemTime], payload: &[u8]) -> Result<(), String> {
+pub(crate) fn add_all(t: &DurableTimers, due: &[SystemTime], payload: &[u8]) -> Result<(), String> {
     let keys: Vec<String> = (0..due.len()).map(key).collect();
     let items: Vec<(&str, SystemTime, &[u8])> = keys
         .iter()
