@@ -181,6 +181,7 @@ pub(crate) struct BreakerLimits {
     pub(crate) pause_after: Option<Millis>,
 }
 
+#[cfg_attr(not(feature = "embedded"), allow(dead_code))] // the embedded store's and the model's
 impl Rate {
     /// The GCRA emission interval, µs, rounded up (never faster than the
     /// rate).
@@ -197,6 +198,7 @@ impl Rate {
     }
 }
 
+#[cfg_attr(not(feature = "embedded"), allow(dead_code))] // the embedded store's and the model's
 impl Limits {
     /// The parked timers a wake-up may make pending at once, if the
     /// limits bound it: the rate's starts in [`WAKE_SPAN`] plus the
@@ -214,6 +216,7 @@ impl Limits {
     }
 }
 
+#[cfg_attr(not(feature = "embedded"), allow(dead_code))] // the embedded store's and the model's
 impl BreakerLimits {
     /// The cool-down at `step` (doubling from `cooldown`, capped), or the
     /// `Retry-After` given, capped at [`MAX_RETRY_AFTER`], if longer.
