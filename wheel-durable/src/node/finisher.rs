@@ -18,15 +18,17 @@ use super::finishes::Ending;
 use super::shared::NodeShared;
 use std::sync::Arc;
 
+use super::pause_watch::PauseWatch;
 use super::starter;
 use crate::store::flow_state::FlowClass;
 use crate::store::{Fenced, Finish, FlowOutcome};
 use crate::time::Backoff;
 
 pub(super) fn run(shared: &Arc<NodeShared>) {
-    while let Some(mut batch) = shared.finishes.take_up_to(STORE_BATCH) {
+    let mut watch = PauseWatch::default();
+    while let Some(mut batch) = next_batch(shared, &mut watch) {
         let mut backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
-        while !record(shared, &batch) {
+        while !record(shared, &batch, &mut watch) {
             shared.store_error();
             let now = Instant::now();
             let (live, over): (Vec<Ending>, Vec<Ending>) =
@@ -51,8 +53,25 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
     }
 }
 
+/// Waits for the next outcomes; while a look of the pause watch is
+/// pending, only until it is due, and looks then. `None` once the
+/// finishes are closed and empty.
+fn next_batch(shared: &NodeShared, watch: &mut PauseWatch) -> Option<Vec<Ending>> {
+    while let Some(due) = watch.due() {
+        shared.finishes.wait_until(due);
+        let batch = shared.finishes.more(STORE_BATCH);
+        if !batch.is_empty() {
+            return Some(batch);
+        }
+        // Due, or woken early with nothing to take (the finishes closed):
+        // look now rather than wait on a queue that no longer blocks.
+        watch.look(shared);
+    }
+    shared.finishes.take_up_to(STORE_BATCH)
+}
+
 /// One store call for the batch; false if the store could not take it.
-fn record(shared: &Arc<NodeShared>, batch: &[Ending]) -> bool {
+fn record(shared: &Arc<NodeShared>, batch: &[Ending], watch: &mut PauseWatch) -> bool {
     let runs: Vec<(Fenced<'_>, Finish)> = batch
         .iter()
         .map(|e| {
@@ -73,6 +92,8 @@ fn record(shared: &Arc<NodeShared>, batch: &[Ending]) -> bool {
         Ok(recorded) => {
             log_dead_letters(shared, batch, &recorded);
             nudge_flows(shared, batch, &recorded);
+            let classes = batch.iter().zip(&recorded).filter(|&(_, &r)| r);
+            watch.note(classes.filter_map(|(e, _)| e.flow.as_ref().map(|f| &f.1)));
             true
         }
         Err(e) => {

@@ -65,6 +65,7 @@ mod flow_waits;
 mod hold;
 mod holdings;
 mod outcome;
+mod pause_watch;
 mod queue;
 mod run;
 mod runs;

@@ -107,6 +107,45 @@ fn a_dead_letter_is_logged_as_a_warning_with_its_reason() {
     timers.shutdown().unwrap();
 }
 
+/// A breaker that stays open past `pause_after` pauses its key, and the
+/// node that recorded the failed probe logs it once, as a warning naming
+/// the key.
+#[test]
+fn a_breaker_that_pauses_its_key_is_logged_as_a_warning() {
+    use wheel_durable::{CircuitBreaker, FlowLimits};
+    let dir = tempfile::tempdir().unwrap();
+    let timers = node(&dir, "logbreaker")
+        .handler(|_| Outcome::Retry)
+        .retry(
+            RetryPolicy::new()
+                .initial(Duration::from_millis(10))
+                .max_attempts(50),
+        )
+        .flow_key(|_, _| Some("down.example".into()))
+        .build()
+        .unwrap();
+    let breaker = CircuitBreaker::new()
+        .failures(1)
+        .cooldown(Duration::from_millis(50))
+        .max_cooldown(Duration::from_millis(50))
+        .pause_after(Duration::from_millis(100));
+    timers
+        .set_flow_limits("down.example", &FlowLimits::new().breaker(breaker))
+        .unwrap();
+    timers.add_at("b1", SystemTime::now(), b"").unwrap();
+    eventually("the key paused by its breaker", || {
+        timers.flows().unwrap().keys.iter().any(|k| k.paused)
+    });
+    eventually("its log line", || {
+        !lines("logbreaker", "flow key paused").is_empty()
+    });
+    let found = lines("logbreaker", "flow key paused");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("WARN"), "{}", found[0]);
+    assert!(found[0].contains("flow=\"down.example\""), "{}", found[0]);
+    timers.shutdown().unwrap();
+}
+
 /// Keys and reasons come from users and from receivers: each is logged as
 /// an escaped field, so a line break in one cannot start a line that
 /// looks like another event.
