@@ -3,7 +3,8 @@
 //!
 //! A callback timer's flow key is the one its [`HttpCallback`] names, else
 //! its URL's origin (`https://api.example.com`, with the port when it is
-//! not the scheme's default). A plain timer has one only when the builder
+//! not the scheme's default); an origin that is not a valid flow key (over
+//! 512 bytes) counts as none. A plain timer has one only when the builder
 //! was given a rule ([`DurableTimersBuilder::flow_key`]); an answer of the
 //! rule that is not a valid flow key ([`check_flow_key`]) counts as none,
 //! so a rule can never make a timer unstartable. A timer without a flow
@@ -42,9 +43,11 @@ impl FlowKeys {
 
     /// The flow key of the timer `key` with this payload, if it has one.
     pub(crate) fn key_of(&self, key: &str, payload: &[u8]) -> Option<String> {
+        // An origin can be longer than a flow key may be (a host of a
+        // thousand characters parses): such a callback has none.
         #[cfg(feature = "http")]
         if crate::http::is_callback_payload(payload) {
-            return crate::http::flow_key_of(payload);
+            return crate::http::flow_key_of(payload).filter(|k| check_flow_key(k).is_ok());
         }
         let rule = self.plain.as_ref()?;
         rule(key, payload).filter(|k| check_flow_key(k).is_ok())
@@ -95,6 +98,23 @@ mod tests {
             let e = check_flow_key(bad).unwrap_err();
             assert!(matches!(e, DurableError::InvalidFlow(_)), "{bad:?}: {e}");
         }
+    }
+
+    #[cfg(feature = "http")]
+    #[test]
+    fn a_callback_whose_origin_is_too_long_has_no_flow_key() {
+        use crate::http::{HttpCallback, Method};
+        let keys = FlowKeys::default();
+        let short = HttpCallback::new(Method::Get, "http://a.example/x");
+        let payload = short.to_payload().unwrap();
+        assert_eq!(
+            keys.key_of("k", &payload).as_deref(),
+            Some("http://a.example")
+        );
+        let host = format!("{}.example", "a".repeat(600));
+        let long = HttpCallback::new(Method::Get, format!("http://{host}/x"));
+        let payload = long.to_payload().unwrap();
+        assert_eq!(keys.key_of("k", &payload), None);
     }
 
     #[test]
