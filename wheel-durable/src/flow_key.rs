@@ -86,6 +86,27 @@ pub(crate) fn check_flow_key(key: &str) -> Result<(), DurableError> {
     Ok(())
 }
 
+/// Checks a deferral's flow keys (`Store::defer`): one per claim, each
+/// valid. Every store checks them before it changes anything, so a bad
+/// key fails the whole call.
+///
+/// # Errors
+///
+/// [`DurableError::InvalidFlow`] for a count that is not the claims' or
+/// a bad key.
+pub(crate) fn check_deferral<K: AsRef<str>>(
+    claims: usize,
+    flows: &[K],
+) -> Result<(), DurableError> {
+    if flows.len() != claims {
+        return Err(DurableError::InvalidFlow(format!(
+            "{} flow keys for {claims} claims: one per claim",
+            flows.len()
+        )));
+    }
+    flows.iter().try_for_each(|f| check_flow_key(f.as_ref()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

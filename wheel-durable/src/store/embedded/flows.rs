@@ -37,11 +37,11 @@ use fjall::{Readable, Snapshot};
 use super::db_err;
 use super::spaces::{Space, Spaces, corrupt, flow_prefix, index_key};
 use super::tables::Tables;
-use crate::flow_key::check_flow_key;
+use crate::TimerState;
+use crate::flow_key::{check_deferral, check_flow_key};
 use crate::store::flow_state::{LIMITS_LEN, Limits, Phase, WAKE_SPAN};
 use crate::store::record::Record;
 use crate::store::{FlowsState, Millis, Start, StoreResult, UNPARK_BATCH, later};
-use crate::{DurableError, TimerState};
 
 /// The name of the namespace's pause in `meta` (present: paused).
 const PAUSED_ALL: &[u8] = b"paused";
@@ -220,16 +220,7 @@ impl Tables<'_> {
         claims: &[(String, u64)],
         flows: &[String],
     ) -> StoreResult<Vec<bool>> {
-        if flows.len() != claims.len() {
-            return Err(DurableError::InvalidFlow(format!(
-                "{} flow keys for {} claims: one per claim",
-                flows.len(),
-                claims.len()
-            )));
-        }
-        for flow in flows {
-            check_flow_key(flow)?;
-        }
+        check_deferral(claims.len(), flows)?;
         let wake = later(self.now, WAKE_SPAN);
         let mut out = Vec::with_capacity(claims.len());
         for ((key, fence), flow) in claims.iter().zip(flows) {

@@ -49,7 +49,7 @@ use redis::{ScriptInvocation, Value};
 
 use super::{RedisStore, bad_reply, bytes, int, millis};
 use crate::DurableError;
-use crate::flow_key::check_flow_key;
+use crate::flow_key::check_deferral;
 use crate::store::flow_state::{BreakerView, FlowClass, FlowEntry, Phase};
 use crate::store::{
     Fenced, FlowOutcome, FlowsState, Limits, Millis, Start, StoreResult, UNPARK_BATCH,
@@ -171,18 +171,7 @@ impl RedisStore {
         claims: &[Fenced<'_>],
         flows: &[&str],
     ) -> StoreResult<Vec<bool>> {
-        // Every key is checked before anything changes, as the embedded
-        // store does: a bad one fails the whole call.
-        if flows.len() != claims.len() {
-            return Err(DurableError::InvalidFlow(format!(
-                "{} flow keys for {} claims: one per claim",
-                flows.len(),
-                claims.len()
-            )));
-        }
-        for flow in flows {
-            check_flow_key(flow)?;
-        }
+        check_deferral(claims.len(), flows)?;
         if claims.is_empty() {
             return Ok(Vec::new());
         }
