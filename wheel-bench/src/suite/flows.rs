@@ -261,7 +261,7 @@ fn replay_table(p: &ReplayParams, runs: &ReplayRuns) -> Table {
          run, on one node (builder defaults); once all are dead letters, the handler records \
          instead and `replay_dead(&DeadFilter::default(), {:.0}.0, None)` replays them all \
          (expected: {:.1} s at that rate). To done: from the call to `Replay::wait` returning. \
-         To last run: from the call to the last replayed timer's handler start. Check: every \
+         To last start: from the call to the last replayed timer's handler start. Check: every \
          dead letter revived and run once, and none ahead of the pace (the k-th earliest run \
          no sooner than k / rate after the call).",
         fmt_count(p.n),
@@ -278,7 +278,7 @@ fn replay_table(p: &ReplayParams, runs: &ReplayRuns) -> Table {
         &[
             "implementation",
             "to done s",
-            "to last run s",
+            "to last start s",
             "revived",
             "ran",
             "duplicates",
