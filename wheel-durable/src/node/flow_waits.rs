@@ -256,15 +256,7 @@ mod tests {
     use super::*;
 
     fn claim(key: &str, due: Millis, fence: u64) -> Claimed {
-        Claimed {
-            key: key.into(),
-            due,
-            first_due: due,
-            payload: Vec::new(),
-            attempts: 0,
-            fence,
-            first_fence: fence,
-        }
+        Claimed::fresh(key, due, fence)
     }
 
     #[test]

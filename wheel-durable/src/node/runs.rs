@@ -248,15 +248,7 @@ mod tests {
     use crate::store::{Claimed, Millis};
 
     fn claim(key: &str, fence: u64, due: u64) -> Claimed {
-        Claimed {
-            key: key.into(),
-            due,
-            first_due: due,
-            payload: Vec::new(),
-            attempts: 0,
-            fence,
-            first_fence: fence,
-        }
+        Claimed::fresh(key, due, fence)
     }
 
     fn begun(claim: Claimed, now: Millis, attempt: u32) -> Begun {

@@ -210,6 +210,20 @@ pub(crate) struct Fenced<'a> {
 }
 
 impl Claimed {
+    /// A claim of a timer that never started (tests of the node's stages).
+    #[cfg(test)]
+    pub(crate) fn fresh(key: &str, due: Millis, fence: u64) -> Claimed {
+        Claimed {
+            key: key.into(),
+            due,
+            first_due: due,
+            payload: Vec::new(),
+            attempts: 0,
+            fence,
+            first_fence: fence,
+        }
+    }
+
     /// The key and fence of this claim.
     pub(crate) fn fenced(&self) -> Fenced<'_> {
         Fenced {
