@@ -62,6 +62,8 @@ pub struct DurableTimersBuilder {
     node: NodeConfig,
     max_payload: usize,
     unavailable_after: Duration,
+    /// Replicas each write waits for (0: none), and for how long.
+    replicas: (u32, Duration),
     /// How long a key is remembered after its timer ended (zero: off).
     dedup: Duration,
     clock: StoreClock,
@@ -106,6 +108,7 @@ impl Default for DurableTimersBuilder {
             },
             max_payload: DEFAULT_MAX_PAYLOAD,
             unavailable_after: Duration::from_secs(5),
+            replicas: (0, Duration::ZERO),
             dedup: Duration::ZERO,
             clock: StoreClock::Real,
             #[cfg(feature = "http")]
@@ -410,6 +413,61 @@ impl DurableTimersBuilder {
         self
     }
 
+    /// Makes every write to the Redis store wait until `n` replicas have
+    /// it, up to `timeout`; `n` = 0 (the default) waits for none.
+    ///
+    /// Redis replicates asynchronously: without this, a write the master
+    /// acknowledged but had not yet sent to a replica is lost when that
+    /// replica is promoted after the master fails. With it, each call that
+    /// writes (adds, cancels, reschedules, schedule and flow changes, and
+    /// the node's claims, starts, renewals and finishes) is followed on the
+    /// same connection, in the same round trip, by `WAIT n timeout`, and
+    /// fails with [`NotReplicated`](DurableError::NotReplicated) when fewer
+    /// than `n` replicas confirmed in time: the change stands on the master
+    /// but may be lost on a failover. Reads wait for nothing. The node
+    /// treats the error as a failed store call and retries, so no timer is
+    /// lost or run twice because of it.
+    ///
+    /// This narrows the loss window; it does not make Redis strongly
+    /// consistent: a replica promoted that was not among the `n` that
+    /// confirmed can still lack the write. Pick `n` so that the replica a
+    /// failover promotes is always among them (for example, all replicas).
+    /// Each write costs one round trip from the master to its replicas.
+    ///
+    /// # Errors
+    ///
+    /// [`build`](Self::build) fails with [`DurableError::Config`] when `n`
+    /// is at least 1 and the store is not Redis (the embedded store has no
+    /// replicas), or when `timeout` is under 1 ms (`WAIT 0` would block for
+    /// good).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use wheel_durable::{DurableError, DurableTimers};
+    ///
+    /// // With Redis (feature `redis`): every acknowledged add is on a replica.
+    /// # #[cfg(feature = "redis")]
+    /// let b = DurableTimers::builder()
+    ///     .redis("redis://127.0.0.1:6379/0")
+    ///     .replicas(1, Duration::from_millis(500));
+    /// # #[cfg(feature = "redis")]
+    /// # drop(b);
+    /// // The embedded store has no replicas to wait for.
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let e = DurableTimers::builder()
+    ///     .embedded(dir.path().join("timers"))
+    ///     .replicas(1, Duration::from_millis(500))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(matches!(e, DurableError::Config(_)));
+    /// ```
+    pub fn replicas(mut self, n: u32, timeout: Duration) -> Self {
+        self.replicas = (n, timeout);
+        self
+    }
+
     /// Test support: the store reads this clock (milliseconds since the
     /// epoch) instead of its own; the Redis store passes it to its scripts
     /// instead of `TIME`. Every node and client of a namespace must share
@@ -429,7 +487,8 @@ impl DurableTimersBuilder {
     /// two, zero workers or `max_claimed`, a zero lease, a claim window
     /// shorter than the poll, an empty namespace, `redis` without the
     /// feature, zero HTTP timeouts or a per-host limit outside 1 to 65 536, both
-    /// `handler` and `handler_async`); the store's errors on opening ([`Locked`],
+    /// `handler` and `handler_async`, [`replicas`](Self::replicas) without
+    /// Redis or with a timeout under 1 ms); the store's errors on opening ([`Locked`],
     /// [`Corrupt`], [`Io`], [`Unavailable`]).
     ///
     /// [`Locked`]: DurableError::Locked
@@ -528,6 +587,26 @@ impl DurableTimersBuilder {
         if let Some(Err(why)) = self.http.as_ref().map(super::http::HttpConfig::check) {
             return bad(why);
         }
+        self.check_replicas()
+    }
+
+    /// The replicas asked for need Redis and a timeout `WAIT` can keep.
+    fn check_replicas(&self) -> Result<(), DurableError> {
+        let bad = |why: &str| Err(DurableError::Config(why.into()));
+        let (n, timeout) = self.replicas;
+        if n == 0 {
+            return Ok(());
+        }
+        #[cfg(feature = "redis")]
+        let redis = matches!(self.choice, Ok(Some(Choice::Redis(_))));
+        #[cfg(not(feature = "redis"))]
+        let redis = false;
+        if !redis {
+            return bad("replicas need the Redis store: the embedded store has none");
+        }
+        if timeout < Duration::from_millis(1) {
+            return bad("the replica timeout must be at least 1 ms");
+        }
         Ok(())
     }
 
@@ -561,6 +640,10 @@ impl DurableTimersBuilder {
             clock: self.clock.clone(),
             window: self.window_ms(),
             unavailable_after: self.unavailable_after,
+            replicas: match self.replicas {
+                (0, _) => None,
+                (wanted, timeout) => Some(super::store::redis::Replicas { wanted, timeout }),
+            },
         };
         Ok(Arc::new(super::store::redis::RedisStore::open(options)?))
     }

@@ -112,6 +112,18 @@ pub enum DurableError {
     /// A flow key is empty, longer than 512 bytes, or holds a control
     /// character; or a flow key's limit is out of its range.
     InvalidFlow(String),
+    /// The Redis master made the change, but fewer replicas than asked for
+    /// (see `DurableTimersBuilder::replicas`) confirmed it within the
+    /// timeout. The change stands on the master and may be lost if the
+    /// master fails before a replica has it: do not count it as durable.
+    /// Retrying the call is safe (an add with the same key, a cancel, a
+    /// reschedule) and, once it is confirmed, confirms the first try too.
+    NotReplicated {
+        /// The replicas asked for.
+        wanted: u32,
+        /// The replicas that confirmed in time.
+        confirmed: u32,
+    },
 }
 
 impl fmt::Display for DurableError {
@@ -138,6 +150,10 @@ impl fmt::Display for DurableError {
             DurableError::InvalidHeader(why) => write!(f, "invalid callback header: {why}"),
             DurableError::InvalidReplay(why) => write!(f, "invalid replay: {why}"),
             DurableError::InvalidFlow(why) => write!(f, "invalid flow key or limits: {why}"),
+            DurableError::NotReplicated { wanted, confirmed } => write!(
+                f,
+                "made on the Redis master but confirmed by {confirmed} of the {wanted} replicas asked for in time: it may be lost on a failover"
+            ),
         }
     }
 }
@@ -211,7 +227,8 @@ impl DurableError {
             | DurableError::Locked(_)
             | DurableError::Corrupt(_)
             | DurableError::Io(_)
-            | DurableError::Store(_) => false,
+            | DurableError::Store(_)
+            | DurableError::NotReplicated { .. } => false,
         }
     }
 
@@ -438,6 +455,10 @@ mod tests {
             DurableError::Corrupt(d()),
             DurableError::Io(d()),
             DurableError::Store(d()),
+            DurableError::NotReplicated {
+                wanted: 1,
+                confirmed: 0,
+            },
         ];
         for e in &input {
             assert!(e.is_input(), "{e:?}");

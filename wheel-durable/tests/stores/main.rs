@@ -23,6 +23,7 @@ mod durable_flows;
 mod durable_logs;
 mod durable_processes;
 mod durable_redis;
+mod durable_replication;
 // Its flows are HTTP callbacks' origins.
 #[cfg(feature = "http")]
 mod durable_replay;

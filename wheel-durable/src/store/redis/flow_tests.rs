@@ -25,6 +25,7 @@ fn open(server: &RedisServer, clock: StoreClock) -> RedisStore {
         clock,
         window: 10,
         unavailable_after: Duration::from_secs(2),
+        replicas: None,
     })
     .expect("open the Redis store")
 }

@@ -47,7 +47,7 @@
 
 use redis::{ScriptInvocation, Value};
 
-use super::{RedisStore, bad_reply, bytes, int, millis};
+use super::{RedisStore, bad_reply, bytes, int, millis, replication};
 use crate::DurableError;
 use crate::flow_key::check_deferral;
 use crate::store::flow_state::{BreakerView, FlowClass, FlowEntry, Phase};
@@ -194,14 +194,16 @@ impl RedisStore {
         }
         let hash = &self.keys[16];
         let field = flow.unwrap_or("");
-        self.with_conn(|c| match limits {
+        let cmd = match limits {
             Some(l) => redis::cmd("HSET")
                 .arg(hash)
                 .arg(field)
                 .arg(l.encode())
-                .query::<()>(c),
-            None => redis::cmd("HDEL").arg(hash).arg(field).query::<()>(c),
-        })
+                .take(),
+            None => redis::cmd("HDEL").arg(hash).arg(field).take(),
+        };
+        self.with_conn(|c| replication::query::<()>(&cmd, self.options.replicas, c))?
+            .checked()
     }
 
     /// `Store::flows`.

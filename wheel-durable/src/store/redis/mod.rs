@@ -29,6 +29,7 @@
 
 mod claimed_schedules;
 mod flows;
+mod replication;
 mod schedules;
 mod scripts;
 mod watch;
@@ -41,6 +42,7 @@ use std::time::{Duration, Instant};
 use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvocation, Value};
 
 use self::claimed_schedules::ClaimedSchedules;
+pub(crate) use self::replication::Replicas;
 use self::schedules::encode_advance;
 use self::scripts::Scripts;
 use super::health::Health;
@@ -72,6 +74,8 @@ pub(crate) struct Options {
     /// A timer that becomes pending this close to now is announced.
     pub(crate) window: Millis,
     pub(crate) unavailable_after: Duration,
+    /// Set: each write waits for these replicas (`replication.rs`).
+    pub(crate) replicas: Option<Replicas>,
 }
 
 /// The Redis store.
@@ -139,7 +143,9 @@ impl RedisStore {
         let c = self
             .client
             .get_connection_with_timeout(budget.clamp(Duration::from_millis(50), IO_TIMEOUT))?;
-        c.set_read_timeout(Some(IO_TIMEOUT))?;
+        // A `WAIT` may take its whole timeout before the reply comes.
+        let wait = self.options.replicas.map_or(Duration::ZERO, |r| r.timeout);
+        c.set_read_timeout(Some(IO_TIMEOUT.saturating_add(wait)))?;
         c.set_write_timeout(Some(IO_TIMEOUT))?;
         Ok(c)
     }
@@ -215,11 +221,13 @@ impl RedisStore {
         script: &Script,
         args: impl Fn(&mut ScriptInvocation<'_>),
     ) -> StoreResult<T> {
+        let wait = Replicas::for_script(self.options.replicas, &self.scripts, script);
         self.with_conn(|c| {
             let mut inv = self.invocation(script);
             args(&mut inv);
-            inv.invoke(c)
-        })
+            replication::invoke(&inv, wait, c)
+        })?
+        .checked()
     }
 
     fn flag(&self, script: &Script, args: impl Fn(&mut ScriptInvocation<'_>)) -> StoreResult<bool> {

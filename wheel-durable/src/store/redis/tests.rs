@@ -22,6 +22,7 @@ fn options(url: String, clock: StoreClock) -> Options {
         clock,
         window: 10,
         unavailable_after: Duration::from_secs(2),
+        replicas: None,
     }
 }
 
