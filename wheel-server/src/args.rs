@@ -38,6 +38,17 @@ pub(crate) struct Args {
     /// value is never printed: it may hold a password).
     #[arg(long, env = "WHEEL_REDIS", value_name = "URL", hide_env_values = true)]
     pub(crate) redis: Option<String>,
+    /// With --redis: how many replicas must have each write before it is
+    /// acknowledged (Redis `WAIT`); a write they do not confirm within
+    /// --redis-replica-timeout is answered 503. 0, the default, waits for
+    /// none: a write the master acknowledged but had not yet sent to a
+    /// replica is lost if that replica is promoted (0 to 100).
+    #[arg(long, env = "WHEEL_REDIS_REPLICAS", value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=MAX_REPLICAS))]
+    pub(crate) redis_replicas: u32,
+    /// How long a write waits for --redis-replicas to confirm it ("500ms",
+    /// "2s", or milliseconds; 1ms to 1m).
+    #[arg(long, env = "WHEEL_REDIS_REPLICA_TIMEOUT", value_name = "DURATION", default_value = "1s", value_parser = replica_timeout)]
+    pub(crate) redis_replica_timeout: Duration,
     /// Keeps these timers apart from other namespaces in the same store.
     #[arg(
         long,
@@ -136,6 +147,11 @@ impl Args {
             }
             None => {}
         }
+        if self.redis_replicas > 0 && self.redis.is_none() {
+            return Err(
+                "--redis-replicas needs --redis: the embedded store has no replicas".into(),
+            );
+        }
         if self.max_body < 1024 {
             return Err("--max-body must be at least 1024 bytes".into());
         }
@@ -176,6 +192,24 @@ fn lease(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The most `--redis-replicas`: more is a typing error, not a deployment.
+const MAX_REPLICAS: i64 = 100;
+
+/// The range of `--redis-replica-timeout`: `WAIT` counts whole
+/// milliseconds (and 0 would wait for good), and a longer wait holds every
+/// write, and the request behind it, for longer than any client waits.
+const REPLICA_TIMEOUTS: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(1)..=Duration::from_secs(60);
+
+/// Reads `--redis-replica-timeout`.
+fn replica_timeout(text: &str) -> Result<Duration, String> {
+    let d = crate::json::parse_delay(text)?;
+    if !REPLICA_TIMEOUTS.contains(&d) {
+        return Err(format!("{text:?} is not between 1ms and 1m"));
+    }
+    Ok(d)
+}
+
 /// The longest dedup window: a longer one is a typing error rather than a
 /// retry horizon (producers retry within minutes to hours).
 const MAX_DEDUP_WINDOW: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -209,6 +243,33 @@ mod tests {
             Ok(())
         );
         assert!(parse(&["--token", ""]).check().is_err());
+    }
+
+    #[test]
+    fn replicas_need_redis_and_a_timeout_from_1ms_to_1m() {
+        let a = parse(&[]);
+        assert_eq!(a.redis_replicas, 0);
+        assert_eq!(a.redis_replica_timeout, Duration::from_secs(1));
+        let a = parse(&[
+            "--redis",
+            "redis://127.0.0.1:6379/0",
+            "--redis-replicas",
+            "2",
+            "--redis-replica-timeout",
+            "250ms",
+        ]);
+        assert_eq!(a.check(), Ok(()));
+        assert_eq!(a.redis_replicas, 2);
+        assert_eq!(a.redis_replica_timeout, Duration::from_millis(250));
+        assert!(parse(&["--redis-replicas", "1"]).check().is_err());
+        for bad in ["0", "0ms", "61s", "2m", "x", ""] {
+            let args = ["wheel-server", "--redis-replica-timeout", bad];
+            assert!(Args::try_parse_from(args).is_err(), "{bad}");
+        }
+        for bad in ["-1", "101", "many"] {
+            let args = ["wheel-server", "--redis-replicas", bad];
+            assert!(Args::try_parse_from(args).is_err(), "{bad}");
+        }
     }
 
     #[test]

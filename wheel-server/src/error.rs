@@ -11,8 +11,8 @@
 //! `app.rs`).
 //!
 //! A library error is sorted by [`DurableError::is_input`]: the caller's
-//! input is a 4xx naming its field, the store's trouble a 503 (unreachable
-//! or stopping) or a 500. Nothing here depends on the rest of the crate.
+//! input is a 4xx naming its field, the store's trouble a 503 (unreachable,
+//! stopping, or a write not confirmed by enough Redis replicas) or a 500. Nothing here depends on the rest of the crate.
 
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::http::{StatusCode, header};
@@ -138,6 +138,17 @@ impl Problem {
                 "store-unavailable",
                 "The timer store is unavailable",
                 "the store did not answer in time; the change may or may not have been made: retry it (adds are idempotent on their key)",
+            );
+        }
+        if let DurableError::NotReplicated { wanted, confirmed } = err {
+            tracing::warn!(error = %err, "a write was not replicated in time");
+            return Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store-not-replicated",
+                "The change is not yet on enough Redis replicas",
+                format!(
+                    "the Redis master made the change, but {confirmed} of the {wanted} replicas required (--redis-replicas) confirmed it within --redis-replica-timeout: it may be lost if the master fails; retry it (adds are idempotent on their key)"
+                ),
             );
         }
         Problem::internal(&err.to_string())
@@ -271,6 +282,10 @@ mod tests {
         let unavailable = [
             DurableError::Unavailable(ErrorDetail::new("x")),
             DurableError::Closed,
+            DurableError::NotReplicated {
+                wanted: 2,
+                confirmed: 1,
+            },
         ];
         for e in &unavailable {
             assert_eq!(Problem::durable(e, "").status, 503, "{e:?}");

@@ -57,7 +57,9 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         .retry(RetryPolicy::new().max_attempts(MAX_ATTEMPTS))
         .http(http_config(args));
     let builder = match &args.redis {
-        Some(url) => builder.redis(url),
+        Some(url) => builder
+            .redis(url)
+            .replicas(args.redis_replicas, args.redis_replica_timeout),
         None => builder.embedded(&args.data),
     };
     let timers = Arc::new(

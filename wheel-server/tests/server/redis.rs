@@ -114,6 +114,32 @@ fn adds_answer_503_while_redis_is_down_and_succeed_after() {
     );
 }
 
+/// `--redis-replicas 1`: with the replica live an add answers 201; with
+/// it frozen (SIGSTOP), 503 `store-not-replicated` once the timeout has
+/// passed; thawed, the same add succeeds again.
+#[test]
+fn redis_replicas_make_an_unconfirmed_add_answer_503() {
+    let Some(redis) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let replica = RedisServer::replica_of(&redis).unwrap();
+    let flags = ["--redis-replicas", "1", "--redis-replica-timeout", "200ms"];
+    let s = on_redis(&redis, "repl", &flags);
+    let timer =
+        |k: &str| json!({ "key": k, "delay": "1h", "callback": { "url": "http://127.0.0.1:9/x" } });
+    let (status, r) = s.post("/v1/timers", timer("live"));
+    assert_eq!(status, 201, "{r}");
+    replica.pause().unwrap();
+    let (status, problem) = s.post("/v1/timers", timer("frozen"));
+    replica.resume().unwrap();
+    assert_eq!(status, 503, "{problem}");
+    let kind = problem["type"].as_str().unwrap();
+    assert!(kind.ends_with("store-not-replicated"), "{problem}");
+    replica.wait_caught_up(&redis).unwrap();
+    let (status, r) = s.post("/v1/timers", timer("frozen"));
+    assert!(status == 200 || status == 201, "{status} {r}");
+}
+
 /// The value of the unlabelled sample `name` in `/metrics`.
 fn metric(s: &Server, name: &str) -> f64 {
     let text = s.metrics();
