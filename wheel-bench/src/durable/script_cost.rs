@@ -25,6 +25,11 @@ pub struct Costs {
     pub units: u64,
     /// Entries the slow log dropped.
     pub missed: u64,
+    /// Commands the scripts called (logged, left out of the rows).
+    pub inner: u64,
+    /// Most entries one drain of the log found (of its length,
+    /// [`MAX_LEN`](super::slowlog::MAX_LEN)): the headroom left.
+    pub most: u64,
     /// The server's CPU seconds over the run (from `INFO cpu`).
     pub cpu: CpuTotals,
 }
@@ -44,6 +49,8 @@ impl Costs {
             rows,
             units,
             missed: tallies.missed,
+            inner: tallies.inner,
+            most: tallies.most,
             cpu,
         }
     }

@@ -227,8 +227,10 @@ pub fn fits(a: &[String], n: usize) -> u32 {
         .fold(0, |m, (i, _)| m | 1 << i)
 }
 
-/// Timers a call of `script` with `n` own arguments names (`None` for
-/// scripts whose arguments name none, or an unknown script).
+/// Timers a call of `script` with `n` own arguments names; `None` for
+/// scripts whose arguments name none, or an unknown script. `n` counts
+/// after the store's keys and three common arguments, for `FCALL` as for
+/// `EVALSHA`: the store passes the same arguments either way.
 pub fn timers_in(script: &str, n: usize) -> Option<u64> {
     let t = match script {
         "add" | "start" => n.checked_sub(1)? / 4,
@@ -266,6 +268,10 @@ pub struct Tallies {
     pub missed: u64,
     /// Commands scripts called (not in `by`: their time is the scripts').
     pub inner: u64,
+    /// Drains.
+    pub drains: u64,
+    /// Most entries one drain returned.
+    pub most: u64,
 }
 
 impl Tallies {
@@ -500,7 +506,10 @@ impl SlowLog {
                 if !last {
                     std::thread::sleep(DRAIN_EVERY);
                 }
-                drain(&mut conn)?.iter().for_each(|e| tallies.add(e));
+                let entries = drain(&mut conn)?;
+                tallies.drains += 1;
+                tallies.most = tallies.most.max(entries.len() as u64);
+                entries.iter().for_each(|e| tallies.add(e));
                 if last {
                     return Ok(tallies);
                 }

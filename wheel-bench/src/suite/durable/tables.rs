@@ -487,6 +487,12 @@ pub(super) fn script_cost_note(
         0 => "the slow log dropped no entry".to_string(),
         n => format!("the slow log dropped {n} entries: the figures miss them"),
     };
+    let missed = format!(
+        "{missed} (at most {} in one drain, of {}; {} commands the scripts called left out)",
+        fmt_count(c.most as usize),
+        fmt_count(crate::durable::slowlog::MAX_LEN as usize),
+        fmt_count(c.inner as usize)
+    );
     let cost = fire.map_or(String::new(), |(without, with)| {
         format!(
             "; fire rate {}/s without the slow log, {}/s with it ({:+.0} %); checks: {} without, {} with",
