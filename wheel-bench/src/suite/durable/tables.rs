@@ -395,13 +395,15 @@ pub(super) fn script_cost(p: &ThroughputParams) -> Table {
              threads for {} s. Per script (named by the function, or for `EVALSHA` by the shape of \
              its arguments): calls; execution µs per call; timers per call (the timers its \
              arguments name; for claim, the run's timers over its calls); µs per fired timer (per \
-             add): its µs over the run's timers (adds). All scripts: their sum; for the fire run also without \
-             add, the firing alone. `INFO cpu`: the \
-             server's CPU over the same interval per timer (add), its main thread and, in brackets, \
-             every thread. The slow log times execution only; `INFO cpu` also counts reading commands, \
-             writing replies and the server's upkeep (in the fire run, the wait before the due time \
-             too), so it is the larger. Commands other than scripts are listed by name; the \
-             measurement's own (`SLOWLOG`, `CONFIG`, `INFO`, `MULTI`) are left out.",
+             add): its µs over the run's timers (adds). All scripts: their sum; for the fire run \
+             also without add, the firing alone. `INFO cpu`: the server's CPU over the same \
+             interval per timer (add), its main thread and, in brackets, every thread. The slow \
+             log times execution only; `INFO cpu` also counts reading commands, writing replies \
+             and the server's upkeep (in the fire run, the wait before the due time too), so it \
+             is the larger. Commands other than scripts are listed by name; the commands scripts \
+             call (logged too) and the measurement's own (`SLOWLOG`, `CONFIG`, `INFO`, `MULTI`) \
+             are left out. The note gives the fire rate without the slow log and with it: the \
+             log's own cost.",
             fmt_count(crate::durable::slowlog::MAX_LEN as usize),
             crate::durable::slowlog::DRAIN_EVERY.as_millis(),
             fmt_count(p.fire),
@@ -503,8 +505,13 @@ pub(super) fn script_cost_note(
             with.summary.check().label()
         )
     });
+    let units = if fire.is_some() {
+        "timers fired"
+    } else {
+        "adds"
+    };
     format!(
-        "{run}: {} timers (adds), {missed}{cost}.",
+        "{run}: {} {units}, {missed}{cost}.",
         fmt_count(c.units as usize)
     )
 }
