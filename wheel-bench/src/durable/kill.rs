@@ -78,6 +78,7 @@ pub struct KillRun {
     /// Runs that ended on the victim without a report that the store
     /// recorded their outcome: still on its way when it died, refused, or
     /// recorded just before the kill with the report not yet written.
+    /// None for the peer, whose take removes a task before it runs.
     pub unacked: usize,
     /// For each of those, how long before the kill the parent heard that
     /// it ended, sorted.
@@ -320,11 +321,14 @@ fn result(
             .filter(move |r| r.node == victim)
             .map(move |r| (i, r))
     });
+    // The peer's take removed each task from Redis before it ran: nothing
+    // is left to acknowledge.
+    let acked = |i: usize, r: &Run| kind == Kind::Peer || track.stored.contains(&(i, r.fence));
     let (mut cut_short, mut unacked_ended) = (0, Vec::new());
     for (i, r) in victims {
         match r.ended {
             None => cut_short += 1,
-            Some(ended) if !track.stored.contains(&(i, r.fence)) => {
+            Some(ended) if !acked(i, r) => {
                 let killed = track.killed.unwrap_or(ended);
                 unacked_ended.push(killed.duration_since(ended).unwrap_or_default());
             }
@@ -437,5 +441,7 @@ mod tests {
         let r = result(Kind::Ours, &t, 1, Duration::ZERO, Duration::from_secs(2));
         assert_eq!((r.cut_short, r.unacked), (1, 1));
         assert_eq!(r.summary.duplicates, 0);
+        let peer = result(Kind::Peer, &t, 1, Duration::ZERO, Duration::from_secs(2));
+        assert_eq!((peer.cut_short, peer.unacked), (1, 0));
     }
 }

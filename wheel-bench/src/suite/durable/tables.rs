@@ -135,7 +135,8 @@ pub(super) fn kill(p: &KillParams) -> Table {
              node ran more than half the lease ({} ms) after due; their median and longest delay \
              (handler start minus due) in ms. Cut short: runs started on the killed node that never ended. \
              Not acknowledged: runs that ended on the killed node without a report that the store recorded their \
-             outcome (each node reports the store's answer to every outcome). Run again (at-least-once): runs \
+             outcome (each node reports the store's answer to every outcome; none for the peer, whose take \
+             removes a task before it runs). Run again (at-least-once): runs \
              beyond a timer's first that followed a run whose outcome the store never recorded, whether cut \
              short, not acknowledged, or on a live node whose lease ran out; ours runs those again after the lease. \
              After stored: runs beyond the first that followed a run whose outcome the store had recorded (for \
