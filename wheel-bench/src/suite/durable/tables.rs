@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use super::DurableParams;
 use crate::durable::disk::{AppendRate, RECORD};
-use crate::durable::kill::{KillParams, KillRun, UNRECORDED, taken_over_after};
+use crate::durable::key;
+use crate::durable::kill::{KillParams, KillRun, taken_over_after};
 use crate::durable::lateness::{LatenessRun, PEER_RUNNERS};
 use crate::durable::nearfar::{AddsWhileFiring, FAR, NearFarParams};
 use crate::durable::outage::OutageParams;
@@ -133,17 +134,21 @@ pub(super) fn kill(p: &KillParams) -> Table {
              peer, the node whose tick took a batch first after the midpoint, as soon as it reports it. \
              Killed at: ms after the first due time. Taken over: the killed node's timers, which another \
              node ran more than half the lease ({} ms) after due; their median and longest delay \
-             (handler start minus due) in ms. Cut short: runs started on the killed node that never ended, or that \
-             ended less than {} ms before the kill (their outcome may not have reached the store); ours runs them \
-             again after the lease (at-least-once), so they count as duplicates too. Lost: never ran. \
-             Check: early and lost timers, and duplicates beyond the runs cut short.",
+             (handler start minus due) in ms. Cut short: runs started on the killed node that never ended. \
+             Not acknowledged: runs that ended on the killed node without a report that the store recorded their \
+             outcome (each node reports the store's answer to every outcome; none for the peer, whose take \
+             removes a task before it runs). Run again (at-least-once): runs \
+             beyond a timer's first that followed a run whose outcome the store never recorded, whether cut \
+             short, not acknowledged, or on a live node whose lease ran out; ours runs those again after the lease. \
+             After stored: runs beyond the first that followed a run whose outcome the store had recorded (for \
+             the peer, whose take removes a task, any run beyond the first). Lost: never ran. Check: early and \
+             lost timers, and any run after a stored outcome (the keys are named).",
             p.nodes,
             p.work.as_millis(),
             p.workers,
             secs(p.lease),
             p.workers,
             taken_over_after(p.lease).as_millis(),
-            UNRECORDED.as_millis()
         ),
         &[
             "implementation",
@@ -152,8 +157,10 @@ pub(super) fn kill(p: &KillParams) -> Table {
             "median delay ms",
             "longest delay ms",
             "cut short",
+            "not acknowledged",
             "lost",
-            "duplicates",
+            "run again",
+            "after stored",
             "early",
             "check",
         ],
@@ -162,14 +169,34 @@ pub(super) fn kill(p: &KillParams) -> Table {
 
 pub(super) fn kill_check(r: &KillRun) -> Check {
     let s = &r.summary;
-    Check::from_errors(&[
+    let check = Check::from_errors(&[
         ("fired early", s.early as u64),
         ("lost", s.lost as u64),
-        (
-            "duplicates beyond the runs cut short",
-            s.duplicates.saturating_sub(r.cut_short as u64),
-        ),
-    ])
+        ("runs after a stored outcome", after_stored(r)),
+    ]);
+    match check {
+        Check::Failed(why) if !r.again.after_stored.is_empty() => {
+            Check::Failed(format!("{why}: {}", keys(&r.again.after_stored)))
+        }
+        other => other,
+    }
+}
+
+/// The first ten timers' keys, and how many more.
+fn keys(timers: &[usize]) -> String {
+    let mut named: Vec<String> = timers.iter().take(10).map(|&i| key(i)).collect();
+    if timers.len() > 10 {
+        named.push(format!("{} more", timers.len() - 10));
+    }
+    named.join(", ")
+}
+
+/// Runs beyond the first after a stored outcome: every duplicate not
+/// allowed, so that a report missing from a node shows here too.
+fn after_stored(r: &KillRun) -> u64 {
+    r.summary
+        .duplicates
+        .saturating_sub(r.again.allowed() as u64)
 }
 
 pub(super) fn kill_row(name: &str, r: &KillRun) -> Vec<String> {
@@ -181,8 +208,16 @@ pub(super) fn kill_row(name: &str, r: &KillRun) -> Vec<String> {
         ms2(percentile_sorted(&r.taken_over, 50.0)),
         ms2(r.taken_over.last().copied()),
         r.cut_short.to_string(),
+        r.unacked.to_string(),
         s.lost.to_string(),
-        s.duplicates.to_string(),
+        match r.again.allowed() {
+            0 => "0".into(),
+            n => format!(
+                "{n} ({} cut short, {} not acknowledged, {} lease ran out)",
+                r.again.after_cut_short, r.again.after_unacked, r.again.after_lapsed
+            ),
+        },
+        after_stored(r).to_string(),
         s.early_cell(),
         kill_check(r).label(),
     ]
@@ -514,4 +549,53 @@ pub(super) fn script_cost_note(
         "{run}: {} {units}, {missed}{cost}.",
         fmt_count(c.units as usize)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::durable::kill::Again;
+
+    fn run(duplicates: u64, again: Again) -> KillRun {
+        let mut r = KillRun {
+            again,
+            ..KillRun::default()
+        };
+        r.summary.duplicates = duplicates;
+        r
+    }
+
+    #[test]
+    fn runs_again_after_unrecorded_outcomes_pass_the_kill_check() {
+        let again = Again {
+            after_cut_short: 5,
+            after_unacked: 1,
+            ..Again::default()
+        };
+        let r = run(6, again);
+        assert_eq!(kill_check(&r), Check::Passed);
+        let row = kill_row("ours", &r);
+        assert_eq!(row.len(), kill(&DurableParams::quick().kill).header.len());
+        assert_eq!(
+            row[8],
+            "6 (5 cut short, 1 not acknowledged, 0 lease ran out)"
+        );
+        assert_eq!(row[9], "0");
+    }
+
+    #[test]
+    fn a_run_after_a_stored_outcome_fails_the_kill_check_naming_its_key() {
+        let again = Again {
+            after_cut_short: 5,
+            after_stored: vec![7],
+            ..Again::default()
+        };
+        let r = run(6, again);
+        let Check::Failed(why) = kill_check(&r) else {
+            panic!("passed: {r:?}");
+        };
+        assert!(why.contains("1 runs after a stored outcome"), "{why}");
+        assert!(why.contains(&key(7)), "{why}");
+        assert_eq!(kill_row("ours", &r)[9], "1");
+    }
 }
