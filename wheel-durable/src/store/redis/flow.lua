@@ -7,17 +7,15 @@
 -- permits are read at most once per script call, into F's caches, and
 -- written by `flush_flows` (one of the prelude's `flushers`) with one
 -- command per hash or set; wake times and pauses are written at once.
-local LIMITS, TAT, BREAKERS = KEYS[17], KEYS[18], KEYS[19]
+local LIMITS, TAT, BREAKERS
 local CLOSED, OPEN, HALF = 0, 1, 2
-local F = {
-  own = {},       -- flow key -> its own limits (false: none), once read
-  defaults = nil, -- the defaults (false: none), once read
-  decoded = {},   -- flow key -> its limits as the gate uses them (false: none)
-  breakers = {},  -- flow key -> its breaker, once read
-  tats = {},      -- flow key -> tat (µs), once read
-  permits = {},   -- flow key -> its valid permits, once validated
-  dirty = { b = {}, t = {}, p = {} }, -- the flow keys to write, by kind
-}
+-- The functions and the call's caches, which `begin` empties (below):
+-- own: flow key -> its own limits (false: none), once read; defaults: the
+-- defaults (false: none), once read; decoded: flow key -> its limits as
+-- the gate uses them (false: none); breakers: flow key -> its breaker,
+-- once read; tats: flow key -> tat (µs), once read; permits: flow key ->
+-- its valid permits, once validated; dirty: the flow keys to write, by kind.
+local F = {}
 
 -- a / b rounded up, exactly for integers under 2^53 (a double's quotient
 -- may round to the integer just below: the remainder says).
@@ -408,3 +406,10 @@ local function flush_flows()
   F.dirty = { b = {}, t = {}, p = {} }
 end
 flushers[#flushers + 1] = flush_flows
+
+-- A call starts with its flow keys and nothing read or changed.
+starters[#starters + 1] = function(keys)
+  LIMITS, TAT, BREAKERS = keys[17], keys[18], keys[19]
+  F.own, F.defaults, F.decoded, F.breakers, F.tats, F.permits = {}, nil, {}, {}, {}, {}
+  F.dirty = { b = {}, t = {}, p = {} }
+end

@@ -30,25 +30,25 @@
 -- changes them in the tables below, and `flush` writes every change with
 -- one multi-member command per key and kind (HSET, HDEL, ZADD, ZREM): a
 -- batch of n timers costs a handful of commands, not a few per timer.
-local T, DUE, LEASE, DEAD, DEADQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local ENDED, ENDEDQ = KEYS[10], KEYS[11]
-local PAUSED, PARKQ, PFLOW, PFLOWS, WAKEUPS = KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
-local INFLIGHT, PERMITS = KEYS[20], KEYS[21]
+-- The call's state: set by `begin` at the start of every call (a function
+-- library's top level runs once, at load, so nothing here may keep a value
+-- from one call to the next unless `begin` resets it).
+-- ARGS is the call's ARGV for the code of the library's top level; a
+-- script's own body names it ARGV, its function's parameter.
+local ARGS
+local T, DUE, LEASE, DEAD, DEADQ, FENCE
+local ENDED, ENDEDQ
+local PAUSED, PARKQ, PFLOW, PFLOWS, WAKEUPS
+local INFLIGHT, PERMITS
 local PENDING, CLAIMED, RUNNING, PARKED = 0, 1, 2, 4
 local MAX_MS = 9007199254740991 -- 2^53 - 1: exact in a double and a score
 local FIRST, DEAD_FIRST = 128, 2147483648 -- the flags: first_due follows
 local FIRST_FENCE = 64 -- the flag: first_fence follows
 local CHUNK = 4000 -- arguments per command at most (Lua's unpack has a limit)
 local NOW
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  NOW = tonumber(ARGV[1])
-end
-local WAKE_BEFORE = NOW + tonumber(ARGV[2])
+local WAKE_BEFORE
 -- The earliest due time of a timer made pending inside the notify window.
-local wake = nil
+local wake
 
 local function later(ms)
   return math.min(NOW + ms, MAX_MS)
@@ -112,8 +112,7 @@ end
 local function cache(hash, decode)
   return { hash = hash, decode = decode, val = {}, from = {}, dirty = {}, order = {} }
 end
-local timers = cache(T, decode_timer)
-local deads = cache(DEAD, decode_dead)
+local timers, deads
 
 local function index_of(x)
   if not x then return false end
@@ -124,7 +123,7 @@ end
 
 -- The flow key of each key this script parked or unparked (the record does
 -- not hold it: PFLOW does, read at the flush for a key leaving the index).
-local flow_of = {}
+local flow_of
 
 -- The parked index of one flow key.
 local function parked_index(flow)
@@ -166,7 +165,7 @@ end
 -- script's keys) with one HMGET per CHUNK keys.
 local function prefetch_args(from, step)
   local keys = {}
-  for i = from, #ARGV, step do keys[#keys + 1] = ARGV[i] end
+  for i = from, #ARGS, step do keys[#keys + 1] = ARGS[i] end
   prefetch(timers, keys)
 end
 
@@ -201,7 +200,7 @@ end
 -- Every change of a record goes through `unindex`, so a run that ends by
 -- any path (finish, cancel, replace, lease taken back) is here, and the
 -- flush gives its permit back (`flush_permits`).
-local left_running, left_order = {}, {}
+local left_running, left_order
 
 local function unindex(key, x, forget)
   if x and x.state == RUNNING and not left_running[key] then
@@ -368,6 +367,9 @@ end
 -- The flushes of caches kept by code appended after the prelude (the
 -- schedule rules): `flush` runs them after the timers' and dead letters'.
 local flushers = {}
+-- The same for `begin`: each resets its code's per-call state, given the
+-- call's KEYS.
+local starters = {}
 
 -- The permits of the runs that left the running state (or were renewed:
 -- their member's score follows the lease). One EXISTS while no run holds a
@@ -424,7 +426,7 @@ end
 -- the window, and returns `result`.
 local function done(result)
   flush()
-  if wake then redis.call('PUBLISH', ARGV[3], string.format('%d', wake)) end
+  if wake then redis.call('PUBLISH', ARGS[3], string.format('%d', wake)) end
   return result
 end
 
@@ -433,7 +435,7 @@ end
 -- orders the keys by when the memory expires. A memory expired by NOW
 -- answers nothing; `prune_ended` deletes the oldest expired ones.
 local PRUNE = 100 -- expired memories deleted per script call, beyond those it adds
-local any_ended = nil
+local any_ended
 
 -- Whether any memory exists (read once per script: most namespaces have none).
 local function has_ended()
@@ -472,4 +474,26 @@ local function prune_ended(limit)
     multi('HDEL', ENDED, old)
     multi('ZREM', ENDEDQ, old)
   end
+end
+
+-- Starts a call: the key names, the clock (read once, with TIME unless a
+-- test set it) and every cache and pending write empty, whatever an
+-- earlier call (or one that failed half-way) left.
+local function begin(keys, argv)
+  ARGS = argv
+  T, DUE, LEASE, DEAD, DEADQ, FENCE = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
+  ENDED, ENDEDQ = keys[10], keys[11]
+  PAUSED, PARKQ, PFLOW, PFLOWS, WAKEUPS = keys[12], keys[13], keys[14], keys[15], keys[16]
+  INFLIGHT, PERMITS = keys[20], keys[21]
+  if argv[1] == '' then
+    local t = redis.call('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  else
+    NOW = tonumber(argv[1])
+  end
+  WAKE_BEFORE = NOW + tonumber(argv[2])
+  wake = nil
+  timers, deads = cache(T, decode_timer), cache(DEAD, decode_dead)
+  flow_of, left_running, left_order, any_ended = {}, {}, {}, nil
+  for _, start in ipairs(starters) do start(keys) end
 end

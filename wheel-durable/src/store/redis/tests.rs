@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::{Options, RedisStore};
+use super::{Mode, Options, RedisStore};
 use crate::store::{Claimed, Due, NewTimer, Store, StoreClock};
 use crate::sync::lock;
 use crate::{AddMode, DurableError, DurableTimers, Fired, Listing, Outcome};
@@ -25,12 +25,27 @@ fn options(url: String, clock: StoreClock) -> Options {
     }
 }
 
-/// A fresh server and a store on it, for one differential sequence.
+/// A fresh server and two stores on it, for one differential sequence:
+/// one calling the function library, one the scripts (each in its own
+/// namespace), so every sequence checks both forms of each body.
 #[cfg(feature = "embedded")] // the differential harness runs beside the embedded store
-pub(crate) fn store_for_differential(clock: StoreClock) -> Option<(RedisServer, Box<dyn Store>)> {
+pub(crate) fn store_for_differential(
+    clock: StoreClock,
+) -> Option<(RedisServer, [(&'static str, Box<dyn Store>); 2])> {
     let server = RedisServer::for_test(ServerOptions::default())?;
-    let store = RedisStore::open(options(server.url(), clock)).expect("open the Redis store");
-    Some((server, Box::new(store)))
+    let functions =
+        RedisStore::open(options(server.url(), clock.clone())).expect("open the Redis store");
+    assert_eq!(functions.mode(), Mode::Functions);
+    let mut o = options(server.url(), clock);
+    o.namespace = "diff-scripts".into();
+    let scripts = RedisStore::open_scripts(o).expect("open the Redis store");
+    Some((
+        server,
+        [
+            ("redis", Box::new(functions)),
+            ("redis-scripts", Box::new(scripts)),
+        ],
+    ))
 }
 
 #[test]
