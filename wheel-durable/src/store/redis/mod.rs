@@ -683,6 +683,8 @@ impl Drop for RedisStore {
 }
 
 #[cfg(test)]
+mod call_tests;
+#[cfg(test)]
 mod flow_tests;
 #[cfg(test)]
 pub(crate) mod tests;
