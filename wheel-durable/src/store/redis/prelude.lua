@@ -112,7 +112,15 @@ end
 local function cache(hash, decode)
   return { hash = hash, decode = decode, val = {}, from = {}, dirty = {}, order = {} }
 end
-local timers, deads
+local timers, deads = cache(nil, decode_timer), cache(nil, decode_dead)
+
+-- Empties cache `c` for a call on `hash`. A key enters `from`, `dirty` or
+-- `order` only once it is in `val`: an empty `val` means an empty cache,
+-- and most calls leave most caches empty, so only a used one is replaced.
+local function reset(c, hash)
+  c.hash = hash
+  if next(c.val) ~= nil then c.val, c.from, c.dirty, c.order = {}, {}, {}, {} end
+end
 
 local function index_of(x)
   if not x then return false end
@@ -123,7 +131,7 @@ end
 
 -- The flow key of each key this script parked or unparked (the record does
 -- not hold it: PFLOW does, read at the flush for a key leaving the index).
-local flow_of
+local flow_of = {}
 
 -- The parked index of one flow key.
 local function parked_index(flow)
@@ -200,7 +208,7 @@ end
 -- Every change of a record goes through `unindex`, so a run that ends by
 -- any path (finish, cancel, replace, lease taken back) is here, and the
 -- flush gives its permit back (`flush_permits`).
-local left_running, left_order
+local left_running, left_order = {}, {}
 
 local function unindex(key, x, forget)
   if x and x.state == RUNNING and not left_running[key] then
@@ -493,7 +501,11 @@ local function begin(keys, argv)
   end
   WAKE_BEFORE = NOW + tonumber(argv[2])
   wake = nil
-  timers, deads = cache(T, decode_timer), cache(DEAD, decode_dead)
-  flow_of, left_running, left_order, any_ended = {}, {}, {}, nil
+  reset(timers, T)
+  reset(deads, DEAD)
+  if next(flow_of) ~= nil then flow_of = {} end
+  -- Emptied by the flush; a call that failed before it leaves them.
+  if next(left_order) ~= nil then left_running, left_order = {}, {} end
+  any_ended = nil
   for _, start in ipairs(starters) do start(keys) end
 end

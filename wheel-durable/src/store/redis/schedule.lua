@@ -22,7 +22,7 @@ end
 -- The owners of the run keys seen so far (a key's owner is asked for
 -- several times per script): `owner_id[key]` the id (false: none),
 -- `owner_chain[key]` whether a chain run.
-local owner_id, owner_chain
+local owner_id, owner_chain = {}, {}
 
 -- The schedule id of a run key, and whether it is a chain run.
 local function owner(key)
@@ -99,7 +99,7 @@ end
 -- changed since the last flush. A record exists iff its id is in SIDS and
 -- is marked unplanned iff its id is in UNPLANNED, so the flush touches
 -- those sets only when that changes.
-local scheds
+local scheds = { val = {}, had = {}, unpl = {}, dirty = {}, order = {} }
 
 -- Reads every record of `ids` not read yet, with one HMGET per CHUNK ids.
 local function prefetch_scheds(ids)
@@ -328,7 +328,7 @@ end
 -- The running and buffered runs of each schedule read for finishes
 -- (`links[id]` = { running, buffered }, false: no record): a finish needs
 -- no more, so the rest of the record is skipped, not decoded.
-local links
+local links = {}
 
 -- The running and buffered runs of record `r`: past the fixed fields (50
 -- bytes), the definition and the payload, and the next run.
@@ -395,6 +395,11 @@ end
 -- A call starts with its schedule keys and nothing read or changed.
 starters[#starters + 1] = function(keys)
   SCHED, SIDS, UNPLANNED = keys[7], keys[8], keys[9]
-  owner_id, owner_chain, links = {}, {}, {}
-  scheds = { val = {}, had = {}, unpl = {}, dirty = {}, order = {} }
+  -- owner_chain is filled with owner_id, and an id enters scheds' other
+  -- tables only once in scheds.val: a call that left these three empty
+  -- left all empty (most calls touch no schedule).
+  if next(owner_id) ~= nil or next(links) ~= nil or next(scheds.val) ~= nil then
+    owner_id, owner_chain, links = {}, {}, {}
+    scheds = { val = {}, had = {}, unpl = {}, dirty = {}, order = {} }
+  end
 end

@@ -25,13 +25,15 @@ fn options(url: String, clock: StoreClock) -> Options {
     }
 }
 
+/// A store and its name in the differential harness's reports.
+#[cfg(feature = "embedded")]
+type NamedStore = (&'static str, Box<dyn Store>);
+
 /// A fresh server and two stores on it, for one differential sequence:
 /// one calling the function library, one the scripts (each in its own
 /// namespace), so every sequence checks both forms of each body.
 #[cfg(feature = "embedded")] // the differential harness runs beside the embedded store
-pub(crate) fn store_for_differential(
-    clock: StoreClock,
-) -> Option<(RedisServer, [(&'static str, Box<dyn Store>); 2])> {
+pub(crate) fn store_for_differential(clock: StoreClock) -> Option<(RedisServer, [NamedStore; 2])> {
     let server = RedisServer::for_test(ServerOptions::default())?;
     let functions =
         RedisStore::open(options(server.url(), clock.clone())).expect("open the Redis store");
