@@ -11,13 +11,15 @@
 //!
 //! Flow control keeps its own keys (`flows.rs`).
 //!
-//! Every operation is one Lua script (`*.lua` beside this file, each after
+//! Every operation is one Lua body (`*.lua` beside this file, run after
 //! `prelude.lua`), so it is atomic and reads the clock once, with `TIME`,
-//! on the server. Scripts are called by SHA (`EVALSHA`) and loaded again
-//! when the server answers `NOSCRIPT` (after a restart). Each touches only
-//! the keys of the timers it names and O(log n) entries of the sorted sets
-//! (a listing page: O(log n) to find where it resumes, then its entries);
-//! nothing runs `KEYS` or `SCAN`.
+//! on the server. The bodies are the functions of one library, loaded
+//! when the store opens and called by `FCALL`, or on servers without
+//! functions the same bodies as scripts called by `EVALSHA` (`scripts.rs`
+//! builds both, `call.rs` chooses and reloads what the server lost). Each
+//! touches only the keys of the timers it names and O(log n) entries of
+//! the sorted sets (a listing page: O(log n) to find where it resumes,
+//! then its entries); nothing runs `KEYS` or `SCAN`.
 //!
 //! Connections come from a small pool. A call that fails because the
 //! server is unreachable, restarting or still loading its data is retried

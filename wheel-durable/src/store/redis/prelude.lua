@@ -1,4 +1,9 @@
--- Shared by every script of the Redis store (see docs/durable.md).
+-- Shared by every operation of the Redis store (see docs/durable.md and
+-- scripts.rs): the top level of its function library, which Redis runs
+-- once, at load, or the start of each fallback script. Each call starts
+-- with `begin` (at the end of this file). At load only `redis.register_*`
+-- and plain Lua exist: the top level calls no `redis.call`, `struct` or
+-- `cjson`, and keeps no per-call value (`begin` sets those).
 -- KEYS: 1 timers hash, 2 due zset, 3 lease zset, 4 dead hash,
 --       5 dead order zset, 6 fence counter (7..9: schedule.lua's),
 --       10 the dedup window's memories hash, 11 their expiry zset,
@@ -30,11 +35,10 @@
 -- changes them in the tables below, and `flush` writes every change with
 -- one multi-member command per key and kind (HSET, HDEL, ZADD, ZREM): a
 -- batch of n timers costs a handful of commands, not a few per timer.
--- The call's state: set by `begin` at the start of every call (a function
--- library's top level runs once, at load, so nothing here may keep a value
--- from one call to the next unless `begin` resets it).
--- ARGS is the call's ARGV for the code of the library's top level; a
--- script's own body names it ARGV, its function's parameter.
+
+-- The call's state, set by `begin`. ARGS is the call's ARGV for the
+-- functions defined here (a library has no global ARGV); an operation's
+-- body names it ARGV, its callback's parameter.
 local ARGS
 local T, DUE, LEASE, DEAD, DEADQ, FENCE
 local ENDED, ENDEDQ
