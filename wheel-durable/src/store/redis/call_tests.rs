@@ -200,3 +200,52 @@ fn a_server_without_functions_gets_the_scripts() {
     assert!(store.cancel("k").unwrap());
     assert_eq!(store.counts().unwrap().pending, 0);
 }
+
+/// A server over `maxmemory` refuses writes; the reads still answer, in
+/// both forms, and a write is an error, not a lost timer.
+#[test]
+fn a_server_refusing_writes_still_answers_the_reads() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let mut c = conn(&server.url());
+    for mode in [Mode::Functions, Mode::Scripts] {
+        let mut o = options(server.url());
+        o.namespace = format!("{mode:?}");
+        let store = match mode {
+            Mode::Functions => RedisStore::open(o),
+            Mode::Scripts => RedisStore::open_scripts(o),
+        }
+        .unwrap();
+        add(&store, "k");
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(1)
+            .exec(&mut c)
+            .unwrap();
+        assert_eq!(store.counts().unwrap().pending, 1, "{mode:?}");
+        assert_eq!(store.get("k").unwrap().unwrap().payload, b"p");
+        assert_eq!(store.ended("k").unwrap(), None);
+        assert_eq!(store.dead_letters(10).unwrap().len(), 0);
+        assert_eq!(
+            store.list(crate::Listing::Pending, None, 10).unwrap().len(),
+            1
+        );
+        assert_eq!(store.list_schedules(None, 10).unwrap().len(), 0);
+        let t = NewTimer {
+            key: "refused",
+            due: Due::After(60_000),
+            payload: b"",
+        };
+        let e = store.add(&[t], AddMode::Replace).unwrap_err();
+        assert!(matches!(e, crate::DurableError::Store(_)), "{e:?}");
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(0)
+            .exec(&mut c)
+            .unwrap();
+        assert_eq!(store.get("refused").unwrap(), None);
+    }
+}

@@ -43,22 +43,28 @@ impl Op {
     }
 }
 
-/// A script file: its name, body, and whether it uses the schedule rules
-/// and flow control (the fallback script includes only what it uses).
+/// A script file: its name, body, whether it uses the schedule rules and
+/// flow control (the fallback script includes only what it uses), and
+/// whether it only reads.
 struct Source {
     name: &'static str,
     body: &'static str,
     schedules: bool,
     flows: bool,
+    reads: bool,
 }
 
 macro_rules! source {
     ($name:literal, $schedules:literal, $flows:literal) => {
+        source!($name, $schedules, $flows, false)
+    };
+    ($name:literal, $schedules:literal, $flows:literal, $reads:literal) => {
         Source {
             name: $name,
             body: include_str!(concat!($name, ".lua")),
             schedules: $schedules,
             flows: $flows,
+            reads: $reads,
         }
     };
 }
@@ -68,19 +74,19 @@ const SOURCES: [Source; 19] = [
     source!("add", false, false),
     source!("cancel", true, false),
     source!("reschedule", false, false),
-    source!("get", false, false),
-    source!("ended", false, false),
+    source!("get", false, false, true),
+    source!("ended", false, false, true),
     source!("claim", true, true),
     source!("start", true, true),
     source!("renew", false, false),
     source!("finish", true, true),
     source!("release", false, false),
-    source!("dead_letters", false, false),
+    source!("dead_letters", false, false, true),
     source!("retry_dead", false, false),
-    source!("counts", false, false),
-    source!("list", false, false),
+    source!("counts", false, false, true),
+    source!("list", false, false, true),
     source!("schedule_write", true, false),
-    source!("schedules", true, false),
+    source!("schedules", true, false, true),
     source!("pause", false, true),
     source!("flows", false, true),
     source!("defer", false, true),
@@ -121,7 +127,9 @@ fn script_text(s: &Source) -> String {
 
 /// The library's code after its two header lines: everything shared once,
 /// then one registration per script, named with `P` (the header's
-/// `wheel_<h>_`).
+/// `wheel_<h>_`). A reading one says `no-writes`: like a script, it runs
+/// on a server refusing writes (over `maxmemory`), where Redis refuses a
+/// function that may write before it starts.
 fn library_code() -> String {
     let mut code = [
         constants().as_str(),
@@ -131,8 +139,9 @@ fn library_code() -> String {
     ]
     .concat();
     for s in &SOURCES {
+        let flags = if s.reads { "{ 'no-writes' }" } else { "{}" };
         code.push_str(&format!(
-            "redis.register_function{{function_name = P .. '{}', callback = {}}}\n",
+            "redis.register_function{{function_name = P .. '{}', flags = {flags}, callback = {}}}\n",
             s.name,
             callback(s.body)
         ));
