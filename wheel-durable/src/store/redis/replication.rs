@@ -11,9 +11,9 @@
 //!   7 sets it after every command, reads included). So a confirmed call
 //!   confirms everything the master had written before it, by any client;
 //!   a retry that finds its write already made confirms that write too.
-//! - Only the read-only scripts (`get`, `ended`, `counts`, `list`,
-//!   `dead_letters`, `flows`, `schedules`) go without a `WAIT`; a script
-//!   added later waits unless it is named here as a reader.
+//! - Only the operations that only read (flagged `reads` in `scripts.rs`,
+//!   `no-writes` in the library) go without a `WAIT`; an operation added
+//!   later waits unless it is flagged so.
 //! - The timeout is at least 1 ms (`WAIT` with 0 would block for good), and
 //!   the connection's read timeout is extended by it (`mod.rs`), so a
 //!   `WAIT` that runs its whole course is answered, not cut off as a
@@ -23,12 +23,9 @@
 
 use std::time::Duration;
 
-use redis::{
-    Cmd, Connection, ErrorKind, FromRedisValue, Pipeline, RedisResult, Script, ScriptInvocation,
-    ServerErrorKind,
-};
+use redis::{Cmd, Connection, FromRedisValue, Pipeline, RedisResult};
 
-use super::scripts::Scripts;
+use super::scripts::Op;
 use crate::DurableError;
 use crate::store::StoreResult;
 
@@ -54,24 +51,9 @@ impl Replicas {
         pipe.cmd("WAIT").arg(self.wanted).arg(self.timeout_ms());
     }
 
-    /// The `WAIT` to follow a run of `script`: none for the readers.
-    pub(super) fn for_script(
-        replicas: Option<Replicas>,
-        scripts: &Scripts,
-        script: &Script,
-    ) -> Option<Replicas> {
-        let readers = [
-            &scripts.get,
-            &scripts.ended,
-            &scripts.counts,
-            &scripts.list,
-            &scripts.dead_letters,
-            &scripts.flows,
-            &scripts.schedules,
-        ];
-        // Identity, not text: each script is one field of `Scripts`.
-        let reads = readers.iter().any(|r| std::ptr::eq(*r, script));
-        replicas.filter(|_| !reads)
+    /// The `WAIT` to follow a call of `op`: none for the readers.
+    pub(super) fn for_op(replicas: Option<Replicas>, op: &Op) -> Option<Replicas> {
+        replicas.filter(|_| !op.reads)
     }
 }
 
@@ -94,36 +76,6 @@ impl<T> Replied<T> {
             _ => Ok(self.reply),
         }
     }
-}
-
-/// Runs `inv`, then `WAIT` in the same round trip when `wait` is set.
-pub(super) fn invoke<T: FromRedisValue>(
-    inv: &ScriptInvocation<'_>,
-    wait: Option<Replicas>,
-    c: &mut Connection,
-) -> RedisResult<Replied<T>> {
-    let Some(w) = wait else {
-        let reply = inv.invoke(c)?;
-        return Ok(Replied {
-            reply,
-            confirmed: None,
-        });
-    };
-    let mut pipe = redis::pipe();
-    pipe.invoke_script(inv);
-    w.append(&mut pipe);
-    let (reply, n) = match pipe.query::<(T, i64)>(c) {
-        // A restarted server has lost its scripts: load and run again.
-        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-            inv.load(c)?;
-            pipe.query(c)?
-        }
-        r => r?,
-    };
-    Ok(Replied {
-        reply,
-        confirmed: Some((w, n)),
-    })
 }
 
 /// Runs the plain command `cmd`, then `WAIT` in the same round trip when
@@ -153,6 +105,7 @@ pub(super) fn query<T: FromRedisValue>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::redis::scripts::Scripts;
 
     fn replicas(wanted: u32) -> Replicas {
         Replicas {
@@ -162,7 +115,7 @@ mod tests {
     }
 
     #[test]
-    fn readers_go_without_a_wait_and_every_other_script_waits() {
+    fn readers_go_without_a_wait_and_every_other_operation_waits() {
         let s = Scripts::new();
         let r = Some(replicas(1));
         for reader in [
@@ -171,10 +124,9 @@ mod tests {
             &s.counts,
             &s.list,
             &s.dead_letters,
-            &s.flows,
             &s.schedules,
         ] {
-            assert_eq!(Replicas::for_script(r, &s, reader), None);
+            assert_eq!(Replicas::for_op(r, reader), None);
         }
         for writer in [
             &s.add,
@@ -190,8 +142,8 @@ mod tests {
             &s.pause,
             &s.defer,
         ] {
-            assert_eq!(Replicas::for_script(r, &s, writer), r);
-            assert_eq!(Replicas::for_script(None, &s, writer), None);
+            assert_eq!(Replicas::for_op(r, writer), r);
+            assert_eq!(Replicas::for_op(None, writer), None);
         }
     }
 
