@@ -28,7 +28,9 @@
 //! and the subscriber thread (`watch.rs`).
 
 mod claimed_schedules;
+mod combine;
 mod flows;
+mod round;
 mod schedules;
 mod scripts;
 mod watch;
@@ -41,6 +43,8 @@ use std::time::{Duration, Instant};
 use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvocation, Value};
 
 use self::claimed_schedules::ClaimedSchedules;
+use self::combine::Combiner;
+use self::round::{Answer, COMBINED_ADD, ROUND_CAP, Single};
 use self::schedules::encode_advance;
 use self::scripts::Scripts;
 use super::health::Health;
@@ -88,6 +92,8 @@ pub(crate) struct RedisStore {
     claimed_schedules: ClaimedSchedules,
     /// The dedup window in ms, passed to the scripts that end timers.
     dedup: AtomicU64,
+    /// Concurrent single adds, cancels and reschedules, sent in rounds.
+    combiner: Combiner<Single, Answer>,
 }
 
 /// Whether a failed call may succeed on a new connection after a wait.
@@ -130,6 +136,7 @@ impl RedisStore {
             health,
             claimed_schedules: ClaimedSchedules::default(),
             dedup: AtomicU64::new(0),
+            combiner: Combiner::new(ROUND_CAP),
         };
         store.with_conn(|c| redis::cmd("PING").query::<String>(c))?;
         Ok(store)
@@ -357,6 +364,9 @@ impl Store for RedisStore {
         if timers.is_empty() {
             return Ok(Vec::new());
         }
+        if timers.len() <= COMBINED_ADD {
+            return self.combiner.call(self, Single::add(timers, mode));
+        }
         self.flags(&self.scripts.add, timers.len(), |inv| {
             inv.arg(match mode {
                 AddMode::Replace => "r",
@@ -371,16 +381,13 @@ impl Store for RedisStore {
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
-        self.flag(&self.scripts.cancel, |inv| {
-            inv.arg(self.dedup.load(Ordering::Relaxed)).arg(key);
-        })
+        let flags = self.combiner.call(self, Single::Cancel(key.to_owned()))?;
+        flags.first().copied().ok_or_else(|| bad_reply("cancel"))
     }
 
     fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool> {
-        self.flag(&self.scripts.reschedule, |inv| {
-            inv.arg(key);
-            due_args(inv, due);
-        })
+        let flags = self.combiner.call(self, Single::Reschedule(key.to_owned(), due))?;
+        flags.first().copied().ok_or_else(|| bad_reply("reschedule"))
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
@@ -662,6 +669,8 @@ impl Drop for RedisStore {
     }
 }
 
+#[cfg(test)]
+mod combine_tests;
 #[cfg(test)]
 mod flow_tests;
 #[cfg(test)]
