@@ -17,7 +17,8 @@
 //!   store's restart; [`disk`]: the raw disk's group-commit appends beside
 //!   the embedded adds; [`redis_cpu`]: the Redis server's CPU while firing;
 //! - [`nearfar`]: adds to Redis while three nodes fire, timers due soon
-//!   against timers an hour out;
+//!   against timers an hour out; [`adds_firing`]: single adds from four
+//!   threads of timers due from 3 s ahead while three nodes fire them;
 //! - [`outage`]: a Redis server killed under a node, an unreachable one,
 //!   and a node shut down while it holds claims;
 //! - [`flow_cost`]: what flow limits cost per callback on Redis, in
@@ -27,6 +28,7 @@
 //! - [`ours`]: our builders, nodes and recording handler as the runs use
 //!   them; [`record`]: the records and their summary.
 
+pub mod adds_firing;
 pub mod chart;
 pub mod disk;
 pub mod flow_cost;

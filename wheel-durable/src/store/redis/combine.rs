@@ -204,7 +204,13 @@ mod tests {
     impl<'a> Rec<'a> {
         fn new(comb: &'a Comb, gate: usize, down: bool) -> Rec<'a> {
             let (sizes, busy) = (Mutex::new(Vec::new()), AtomicUsize::new(0));
-            Rec { comb, gate, down, sizes, busy }
+            Rec {
+                comb,
+                gate,
+                down,
+                sizes,
+                busy,
+            }
         }
     }
 
@@ -212,7 +218,11 @@ mod tests {
         type Req = u64;
         type Ans = Result<u64, &'static str>;
         fn round(&self, reqs: Vec<u64>) -> Vec<Self::Ans> {
-            assert_eq!(self.busy.fetch_add(1, Ordering::SeqCst), 0, "one round at a time");
+            assert_eq!(
+                self.busy.fetch_add(1, Ordering::SeqCst),
+                0,
+                "one round at a time"
+            );
             if lock(&self.sizes).is_empty() {
                 while self.comb.queued() < self.gate {
                     std::thread::yield_now();

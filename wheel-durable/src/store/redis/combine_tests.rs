@@ -207,7 +207,10 @@ fn concurrent_calls_on_overlapping_keys_answer_as_a_sequential_history() {
             call: Call::Read(found),
             answer: true,
         });
-        assert!(linearizable(&ops), "key k{k}: no sequential order explains {ops:?}");
+        assert!(
+            linearizable(&ops),
+            "key k{k}: no sequential order explains {ops:?}"
+        );
     }
 }
 
@@ -244,16 +247,25 @@ fn a_script_error_for_one_request_fails_only_that_request() {
         Single::Cancel("a".into()),
         Single::Reschedule("missing".into(), Due::After(1)),
     ]);
-    assert!(matches!(answers[0], Ok(ref f) if f == &[true]), "{answers:?}");
+    assert!(
+        matches!(answers[0], Ok(ref f) if f == &[true]),
+        "{answers:?}"
+    );
     assert!(
         matches!(answers[1], Err(DurableError::Store(_))),
         "{answers:?}"
     );
-    assert!(matches!(answers[2], Ok(ref f) if f == &[true]), "{answers:?}");
+    assert!(
+        matches!(answers[2], Ok(ref f) if f == &[true]),
+        "{answers:?}"
+    );
     // The cancel ran in its own script call of the round, after or before
     // the add: either answer is a sequential one, and the record agrees.
     let cancelled = matches!(answers[3], Ok(ref f) if f == &[true]);
     assert_eq!(store.get("a").unwrap().is_some(), !cancelled);
-    assert!(matches!(answers[4], Ok(ref f) if f == &[false]), "{answers:?}");
+    assert!(
+        matches!(answers[4], Ok(ref f) if f == &[false]),
+        "{answers:?}"
+    );
     assert!(store.get("b").unwrap().is_some());
 }

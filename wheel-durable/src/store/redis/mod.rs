@@ -17,7 +17,9 @@
 //! when the server answers `NOSCRIPT` (after a restart). Each touches only
 //! the keys of the timers it names and O(log n) entries of the sorted sets
 //! (a listing page: O(log n) to find where it resumes, then its entries);
-//! nothing runs `KEYS` or `SCAN`.
+//! nothing runs `KEYS` or `SCAN`. Concurrent callers' single adds,
+//! cancels and reschedules are combined (`combine.rs`, `round.rs`): one
+//! script call per kind for all of them, one pipeline, one round trip.
 //!
 //! Connections come from a small pool. A call that fails because the
 //! server is unreachable, restarting or still loading its data is retried
@@ -386,8 +388,13 @@ impl Store for RedisStore {
     }
 
     fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool> {
-        let flags = self.combiner.call(self, Single::Reschedule(key.to_owned(), due))?;
-        flags.first().copied().ok_or_else(|| bad_reply("reschedule"))
+        let flags = self
+            .combiner
+            .call(self, Single::Reschedule(key.to_owned(), due))?;
+        flags
+            .first()
+            .copied()
+            .ok_or_else(|| bad_reply("reschedule"))
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {

@@ -107,7 +107,9 @@ impl Rounds for RedisStore {
         if !alone.is_empty() {
             let singles: Vec<Group> = alone.iter().map(|&i| vec![i]).collect();
             match self.send(&reqs, &singles) {
-                Err(e) => alone.iter().for_each(|&i| answers[i] = Some(Err(e.clone()))),
+                Err(e) => alone
+                    .iter()
+                    .for_each(|&i| answers[i] = Some(Err(e.clone()))),
                 Ok(replies) => {
                     for (g, (reply, _)) in singles.iter().zip(replies) {
                         split(&reqs, g, reply, &mut answers);
