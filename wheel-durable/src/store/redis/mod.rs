@@ -46,7 +46,7 @@ use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvo
 
 use self::claimed_schedules::ClaimedSchedules;
 use self::combine::Combiner;
-use self::round::{Answer, COMBINED_ADD, ROUND_CAP, Single};
+use self::round::{Answer, COMBINED_ADD, ROUND_CAP, ROUND_LANES, Single};
 use self::schedules::encode_advance;
 use self::scripts::Scripts;
 use super::health::Health;
@@ -138,7 +138,7 @@ impl RedisStore {
             health,
             claimed_schedules: ClaimedSchedules::default(),
             dedup: AtomicU64::new(0),
-            combiner: Combiner::new(ROUND_CAP),
+            combiner: Combiner::new(ROUND_CAP, ROUND_LANES),
         };
         store.with_conn(|c| redis::cmd("PING").query::<String>(c))?;
         Ok(store)

@@ -27,6 +27,10 @@ use crate::{AddMode, DurableError, ErrorDetail};
 /// Requests in one round at most.
 pub(super) const ROUND_CAP: usize = 512;
 
+/// Rounds in flight at once at most: while one travels, the next forms
+/// and goes, so the server does not idle while a leader wakes the next.
+pub(super) const ROUND_LANES: usize = 2;
+
 /// An add of at most this many timers joins a round; a larger one is
 /// sent alone (it is a batch already, and copying it would cost more than
 /// it saves).
