@@ -1,6 +1,8 @@
 //! The durable section's node processes (the hidden `--durable-node` mode
 //! of the `wheel-bench` binary) on a private Redis server: they report
-//! their handler runs, and a node killed mid window loses nothing of ours.
+//! their handler runs and (ours) the store's answer to each outcome, and a
+//! node killed mid window loses nothing of ours and runs nothing again
+//! after the store recorded its outcome.
 //! Skipped without `redis-server` (unless `WHEEL_REQUIRE_REDIS=1`).
 
 use std::path::Path;
@@ -69,6 +71,27 @@ fn node_processes_report_each_run_and_stop_when_their_input_closes() {
         node.finish(Duration::from_secs(10));
         let rest: Vec<Event> = rx.try_iter().map(|(_, e)| e).collect();
         assert_eq!(rest.last(), Some(&Event::Gone), "{kind:?}: {rest:?}");
+        // A clean stop records every outcome first; each run's report
+        // names the fence its start did.
+        let all: Vec<&Event> = seen.iter().chain(&rest).collect();
+        let runs: std::collections::HashSet<(usize, u64)> = all
+            .iter()
+            .filter_map(|e| match e {
+                Event::Started(i, _, fence) => Some((*i, *fence)),
+                _ => None,
+            })
+            .collect();
+        let stored: std::collections::HashSet<(usize, u64)> = all
+            .iter()
+            .filter_map(|e| match e {
+                Event::Settled(i, fence, true) => Some((*i, *fence)),
+                _ => None,
+            })
+            .collect();
+        match kind {
+            Kind::Ours => assert_eq!(stored, runs, "{all:?}"),
+            Kind::Peer => assert!(stored.is_empty(), "{all:?}"),
+        }
     }
 }
 
@@ -90,6 +113,10 @@ fn our_node_killed_mid_window_loses_nothing_and_runs_nothing_early() {
     let r = kill::run(Kind::Ours, &p, exe(), &server.url()).unwrap();
     let s = &r.summary;
     assert_eq!((s.lost, s.early), (0, 0), "{r:?}");
-    // At-least-once: only runs the killed node had started may run again.
-    assert!(s.duplicates <= r.cut_short as u64, "{r:?}");
+    // At-least-once: a timer runs again only after a run whose outcome
+    // the store never recorded, and every run again is one of those.
+    assert!(r.again.after_stored.is_empty(), "{r:?}");
+    assert_eq!(s.duplicates, r.again.allowed() as u64, "{r:?}");
+    assert!(r.again.after_cut_short <= r.cut_short, "{r:?}");
+    assert!(r.again.after_unacked <= r.unacked, "{r:?}");
 }

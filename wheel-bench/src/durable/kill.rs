@@ -11,9 +11,21 @@
 //!
 //! Afterwards: the killed node's timers that others took over (ours: a
 //! first run by another node later than [`taken_over_after`] after due), runs
-//! cut short (started on the killed node, never ended: run again after the
-//! lease, so they count as duplicates), lost timers, duplicates.
+//! cut short (started on the killed node, never ended), runs that ended on
+//! the killed node before the store recorded their outcome, lost timers,
+//! and every run beyond a timer's first, sorted by the run before it
+//! ([`Again`]).
+//!
+//! The check is exact because each node process reports the store's
+//! answer to every outcome (`s` lines, see [`super::node`]): a timer runs
+//! again either after a run whose outcome the store never recorded
+//! (at-least-once: allowed) or after one it recorded (a duplicate the
+//! store let through: the check fails, naming the keys). Runs are ordered
+//! by their fences, which strictly increase with every claim of a key; the
+//! peer has none (0), and its take removes a task from Redis, so its runs
+//! beyond the first are all the same task run twice.
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, SystemTime};
@@ -61,29 +73,62 @@ pub struct KillRun {
     pub killed_at: Duration,
     /// Timers the victim held that others ran later: lateness, ns, sorted.
     pub taken_over: Vec<i64>,
-    /// Runs started on the victim that never ended, or that ended less
-    /// than [`UNRECORDED`] before it was killed.
+    /// Runs started on the victim that never ended.
     pub cut_short: usize,
+    /// Runs that ended on the victim without a report that the store
+    /// recorded their outcome: still on its way when it died, refused, or
+    /// recorded just before the kill with the report not yet written.
+    /// None for the peer, whose take removes a task before it runs.
+    pub unacked: usize,
+    /// For each of those, how long before the kill the parent heard that
+    /// it ended, sorted.
+    pub unacked_ended: Vec<Duration>,
+    /// The runs beyond each timer's first.
+    pub again: Again,
 }
 
-/// How long before the kill a run that ended on the victim still counts
-/// as cut short: its outcome goes to the store in the next group commit
-/// after the handler returns, and an outcome the store never got makes the
-/// run start again after the lease (at-least-once), as a run that never
-/// ended does. A store call takes a millisecond or so here; the rest is
-/// room for a loaded machine.
-pub const UNRECORDED: Duration = Duration::from_millis(250);
+/// The runs beyond each timer's first, by the run before each (in fence
+/// order).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Again {
+    /// After a run cut short on the victim (at-least-once).
+    pub after_cut_short: usize,
+    /// After a run that ended on the victim with no report that the store
+    /// recorded its outcome (at-least-once).
+    pub after_unacked: usize,
+    /// After a run on a live node whose outcome the store did not record:
+    /// its lease ran out first (at-least-once).
+    pub after_lapsed: usize,
+    /// Timers (indexes) that ran again after a run whose outcome the store
+    /// had recorded, or whose one run started twice: the failures.
+    pub after_stored: Vec<usize>,
+}
+
+impl Again {
+    /// Runs again that at-least-once allows.
+    pub fn allowed(&self) -> usize {
+        self.after_cut_short + self.after_unacked + self.after_lapsed
+    }
+}
+
+/// One run of a timer, as the parent saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    node: usize,
+    fence: u64,
+    /// When the parent heard that it ended.
+    ended: Option<SystemTime>,
+}
 
 /// What the parent tracks while the nodes run.
 struct Track {
     rec: Arc<Recorder>,
     /// Per timer: the earliest start seen (ns) and the node that made it.
     first: Vec<(i64, usize)>,
-    /// Per node: started minus ended runs of each timer it ran.
-    open: Vec<std::collections::HashMap<usize, i32>>,
-    /// Per node: when the parent last heard that a run of each timer ended
-    /// (never before the run ended).
-    ended: Vec<std::collections::HashMap<usize, SystemTime>>,
+    /// Per timer: its runs, in the order they were reported.
+    runs: HashMap<usize, Vec<Run>>,
+    /// The runs (timer, fence) whose outcome the store recorded.
+    stored: HashSet<(usize, u64)>,
     /// When the victim got its SIGKILL.
     killed: Option<SystemTime>,
     ready: usize,
@@ -93,20 +138,30 @@ impl Track {
     fn apply(&mut self, node: usize, ev: Event) {
         match ev {
             Event::Ready => self.ready += 1,
-            Event::Started(i, ns) => {
+            Event::Started(i, ns, fence) => {
                 self.rec.record(i, ns);
                 if let Some(f) = self.first.get_mut(i) {
                     if ns < f.0 {
                         *f = (ns, node);
                     }
                 }
-                *self.open[node].entry(i).or_default() += 1;
+                self.runs.entry(i).or_default().push(Run {
+                    node,
+                    fence,
+                    ended: None,
+                });
             }
             Event::Ended(i) => {
-                *self.open[node].entry(i).or_default() -= 1;
-                self.ended[node].insert(i, SystemTime::now());
+                // A node runs one run of a timer at a time: the open one.
+                let open = self.runs.get_mut(&i).into_iter().flatten();
+                if let Some(r) = open.filter(|r| r.node == node && r.ended.is_none()).last() {
+                    r.ended = Some(SystemTime::now());
+                }
             }
-            Event::Took(_) | Event::Gone => {}
+            Event::Settled(i, fence, true) => {
+                self.stored.insert((i, fence));
+            }
+            Event::Settled(_, _, false) | Event::Took(_) | Event::Gone => {}
         }
     }
 }
@@ -137,8 +192,8 @@ pub fn run(kind: Kind, p: &KillParams, exe: &Path, url: &str) -> Result<KillRun,
     let mut track = Track {
         rec: Arc::new(Recorder::new(&[])),
         first: vec![(i64::MAX, usize::MAX); n],
-        open: vec![Default::default(); p.nodes],
-        ended: vec![Default::default(); p.nodes],
+        runs: HashMap::new(),
+        stored: HashSet::new(),
         killed: None,
         ready: 0,
     };
@@ -261,27 +316,132 @@ fn result(
         Kind::Peer => Vec::new(),
     };
     taken_over.sort_unstable();
+    let victims = track.runs.iter().flat_map(|(&i, runs)| {
+        runs.iter()
+            .filter(move |r| r.node == victim)
+            .map(move |r| (i, r))
+    });
+    // The peer's take removed each task from Redis before it ran: nothing
+    // is left to acknowledge.
+    let acked = |i: usize, r: &Run| kind == Kind::Peer || track.stored.contains(&(i, r.fence));
+    let (mut cut_short, mut unacked_ended) = (0, Vec::new());
+    for (i, r) in victims {
+        match r.ended {
+            None => cut_short += 1,
+            Some(ended) if !acked(i, r) => {
+                let killed = track.killed.unwrap_or(ended);
+                unacked_ended.push(killed.duration_since(ended).unwrap_or_default());
+            }
+            Some(_) => {}
+        }
+    }
+    unacked_ended.sort_unstable();
     KillRun {
         summary: track.rec.summary(),
         killed_at,
         taken_over,
-        cut_short: cut_short(track, victim),
+        cut_short,
+        unacked: unacked_ended.len(),
+        unacked_ended,
+        again: again(&track.runs, &track.stored, victim),
     }
 }
 
-/// The victim's runs that may run again: those that never ended, and
-/// those that ended within [`UNRECORDED`] of the kill.
-fn cut_short(track: &Track, victim: usize) -> usize {
-    let recent = |i: &usize| {
-        let (Some(killed), Some(ended)) = (track.killed, track.ended[victim].get(i)) else {
-            return false;
+/// Sorts every run beyond a timer's first by the run before it in fence
+/// order. Every line a node wrote before its end (a SIGKILL included)
+/// reaches the parent, so a run not marked ended never ended, and one not
+/// marked stored was not stored or died in the instant between the
+/// store's answer and its report (then it does not run again: no run
+/// after it to sort).
+fn again(runs: &HashMap<usize, Vec<Run>>, stored: &HashSet<(usize, u64)>, victim: usize) -> Again {
+    let mut a = Again::default();
+    for (&i, runs) in runs {
+        let mut runs = runs.clone();
+        runs.sort_by_key(|r| r.fence);
+        let mut failed = false;
+        for pair in runs.windows(2) {
+            let (before, this) = (pair[0], pair[1]);
+            let same_run = before.fence == this.fence;
+            if same_run || stored.contains(&(i, before.fence)) {
+                failed = true;
+            } else if before.node != victim {
+                a.after_lapsed += 1;
+            } else if before.ended.is_some() {
+                a.after_unacked += 1;
+            } else {
+                a.after_cut_short += 1;
+            }
+        }
+        if failed {
+            a.after_stored.push(i);
+        }
+    }
+    a.after_stored.sort_unstable();
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(node: usize, fence: u64, ended: bool) -> Run {
+        let ended = ended.then(SystemTime::now);
+        Run { node, fence, ended }
+    }
+
+    /// Timer 1: cut short on the victim (node 1), run again elsewhere.
+    /// Timer 2: ended on the victim, outcome not acknowledged, run again.
+    /// Timer 3: a live node's lease ran out. Timer 4: run again after a
+    /// stored outcome. Timer 5: one run (fence 9) started twice. Timer 6:
+    /// stored once, never again.
+    #[test]
+    fn runs_again_are_sorted_by_the_run_before() {
+        let runs: HashMap<usize, Vec<Run>> = [
+            (1, vec![run(0, 8, true), run(1, 5, false)]),
+            (2, vec![run(1, 5, true), run(2, 8, true)]),
+            (3, vec![run(0, 5, true), run(2, 6, true)]),
+            (4, vec![run(1, 5, true), run(0, 7, true)]),
+            (5, vec![run(0, 9, true), run(2, 9, true)]),
+            (6, vec![run(1, 5, true)]),
+        ]
+        .into();
+        let stored: HashSet<(usize, u64)> =
+            [(1, 8), (2, 8), (3, 6), (4, 5), (4, 7), (5, 9), (6, 5)].into();
+        let a = again(&runs, &stored, 1);
+        assert_eq!(
+            a,
+            Again {
+                after_cut_short: 1,
+                after_unacked: 1,
+                after_lapsed: 1,
+                after_stored: vec![4, 5],
+            }
+        );
+        assert_eq!(a.allowed(), 3);
+    }
+
+    #[test]
+    fn the_victims_runs_are_cut_short_or_unacknowledged_by_its_reports() {
+        let mut t = Track {
+            rec: Arc::new(Recorder::new(&[SystemTime::now(); 4])),
+            first: vec![(i64::MAX, usize::MAX); 4],
+            runs: HashMap::new(),
+            stored: HashSet::new(),
+            killed: Some(SystemTime::now()),
+            ready: 0,
         };
-        ended
-            .checked_add(UNRECORDED)
-            .is_some_and(|until| until >= killed)
-    };
-    track.open[victim]
-        .iter()
-        .filter(|&(i, &open)| open > 0 || recent(i))
-        .count()
+        for (i, fence) in [(0, 3), (1, 4), (2, 5)] {
+            t.apply(1, Event::Started(i, 10, fence));
+        }
+        t.apply(0, Event::Started(3, 10, 6));
+        t.apply(1, Event::Ended(1));
+        t.apply(1, Event::Ended(2));
+        t.apply(1, Event::Settled(2, 5, true));
+        t.apply(0, Event::Ended(3));
+        let r = result(Kind::Ours, &t, 1, Duration::ZERO, Duration::from_secs(2));
+        assert_eq!((r.cut_short, r.unacked), (1, 1));
+        assert_eq!(r.summary.duplicates, 0);
+        let peer = result(Kind::Peer, &t, 1, Duration::ZERO, Duration::from_secs(2));
+        assert_eq!((peer.cut_short, peer.unacked), (1, 0));
+    }
 }

@@ -16,6 +16,8 @@
 //!   firing many due at once, store bytes per timer, and the embedded
 //!   store's restart; [`disk`]: the raw disk's group-commit appends beside
 //!   the embedded adds; [`redis_cpu`]: the Redis server's CPU while firing;
+//! - [`script_cost`]: Redis's time by script (from the [`slowlog`]) for
+//!   the fire rate with three nodes and for single adds;
 //! - [`nearfar`]: adds to Redis while three nodes fire, timers due soon
 //!   against timers an hour out; [`adds_firing`]: single adds from four
 //!   threads of timers due from 3 s ahead while three nodes fire them;
@@ -43,6 +45,8 @@ pub mod peer;
 pub mod record;
 pub mod redis_cpu;
 pub mod replay;
+pub mod script_cost;
+pub mod slowlog;
 pub mod throughput;
 
 pub use record::{Recorder, Summary};

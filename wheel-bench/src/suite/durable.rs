@@ -2,9 +2,9 @@
 //! three nodes) and the one-second Redis time wheel, on a private
 //! `redis-server` started for the section (the embedded part alone when
 //! there is none). Tables: a ladder of lateness at rising rates, a node
-//! killed, throughput (with the raw disk's ceiling and Redis's CPU), adds
-//! while nodes fire, the embedded restart, outages and shutdown, and the
-//! targets.
+//! killed, throughput (with the raw disk's ceiling and Redis's CPU),
+//! Redis's time by script, adds while nodes fire, the embedded restart,
+//! outages and shutdown, and the targets.
 
 use std::time::Duration;
 
@@ -19,6 +19,7 @@ use crate::durable::lateness::{self, LatenessParams};
 use crate::durable::nearfar::{self, NearFarParams};
 use crate::durable::node::Kind;
 use crate::durable::outage::{self, OutageParams, ShutdownStore};
+use crate::durable::script_cost;
 use crate::durable::throughput::{self, Restart, ThroughputParams};
 use crate::durable::{Impl, flush};
 use crate::report::{Table, ms};
@@ -215,6 +216,9 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
     if let Some(url) = url {
         results
             .tables
+            .push(script_cost_table(&p.throughput, url, progress));
+        results
+            .tables
             .push(near_far_table(&p.near_far, url, progress, &mut figures));
         results
             .tables
@@ -358,6 +362,38 @@ fn throughput_table(
             }
             Err(e) => t.row(failed_row(&name, &e)),
         }
+    }
+    t
+}
+
+/// Redis's time by script: the fire rate with 3 nodes and single adds
+/// from `p.threads` threads, each under the slow log.
+fn script_cost_table(p: &ThroughputParams, url: &str, progress: &Progress) -> Table {
+    let mut t = tables::script_cost(p);
+    let fire = format!("fire, 3 nodes, {} timers", fmt_count(p.fire));
+    progress.say(format!("durable script cost: {fire}{}", load()));
+    match script_cost::fire(url, 3, p.fire) {
+        Ok(f) => {
+            tables::script_cost_rows(&fire, &f.costs, true)
+                .into_iter()
+                .for_each(|r| t.row(r));
+            let rates = Some((&f.without, &f.with));
+            t.notes
+                .push(tables::script_cost_note(&fire, &f.costs, rates));
+        }
+        Err(e) => t.row(failed_row(&fire, &e)),
+    }
+    let adds = format!("adds, {} threads", p.threads);
+    progress.say(format!("durable script cost: {adds}{}", load()));
+    match script_cost::adds(url, p.threads, p.add_for) {
+        Ok(a) => {
+            tables::script_cost_rows(&adds, &a.costs, false)
+                .into_iter()
+                .for_each(|r| t.row(r));
+            let note = tables::script_cost_note(&adds, &a.costs, None);
+            t.notes.push(format!("{note} {:.0} adds/s.", a.per_sec));
+        }
+        Err(e) => t.row(failed_row(&adds, &e)),
     }
     t
 }

@@ -90,6 +90,7 @@ fn record(shared: &Arc<NodeShared>, batch: &[Ending], watch: &mut PauseWatch) ->
     };
     match shared.store.finish(&runs, &flows) {
         Ok(recorded) => {
+            log_settled(shared, batch, &recorded);
             log_dead_letters(shared, batch, &recorded);
             nudge_flows(shared, batch, &recorded);
             let classes = batch.iter().zip(&recorded).filter(|&(_, &r)| r);
@@ -126,6 +127,26 @@ fn nudge_flows(shared: &Arc<NodeShared>, batch: &[Ending], recorded: &[bool]) {
         {
             starter::schedule_retry(shared, flow.clone(), at);
         }
+    }
+}
+
+/// Logs at TRACE, per run, the store's answer to its outcome: a run
+/// whose `Done` was recorded never runs again, one refused (its lease
+/// had passed, another run holds the timer) may. A watcher tells an
+/// at-least-once run again from a duplicate by these events; the check
+/// keeps a busy node from formatting them for nobody.
+fn log_settled(shared: &NodeShared, batch: &[Ending], recorded: &[bool]) {
+    if !tracing::enabled!(tracing::Level::TRACE) {
+        return;
+    }
+    for (e, &r) in batch.iter().zip(recorded) {
+        tracing::trace!(
+            namespace = %shared.config.namespace,
+            key = ?e.key,
+            fence = e.fence,
+            recorded = r,
+            "outcome settled"
+        );
     }
 }
 

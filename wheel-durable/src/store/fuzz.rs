@@ -324,8 +324,8 @@ impl DurableBench {
             vec![("embedded", Box::new(embedded))];
         #[cfg(all(test, feature = "redis"))]
         let server =
-            super::redis::tests::store_for_differential(manual.clone()).map(|(server, store)| {
-                stores.push(("redis", store));
+            super::redis::tests::store_for_differential(manual.clone()).map(|(server, redis)| {
+                stores.extend(redis);
                 server
             });
         DurableBench {

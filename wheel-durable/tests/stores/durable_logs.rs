@@ -1,6 +1,7 @@
 //! The durable tier's log events, as a subscriber sees them: a handler's
-//! panic, a dead letter and the hand-back at shutdown each give one event
-//! at its level, with the namespace and the key as fields.
+//! panic, a dead letter, the hand-back at shutdown and a run's settled
+//! outcome each give one event at its level, with the namespace and the
+//! key as fields.
 
 use crate::durable_common;
 
@@ -20,7 +21,7 @@ fn logs() -> &'static Arc<Mutex<Vec<u8>>> {
         let sink = Sink(buf.clone());
         tracing_subscriber::fmt()
             .with_ansi(false)
-            .with_max_level(tracing::Level::DEBUG)
+            .with_max_level(tracing::Level::TRACE)
             .with_writer(move || sink.clone())
             .init();
         buf
@@ -201,4 +202,39 @@ fn claims_handed_back_at_shutdown_are_logged_with_their_count() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("INFO"), "{}", found[0]);
     assert!(found[0].contains("released=3"), "{}", found[0]);
+}
+
+/// The store's answer to each run's outcome is a TRACE event naming the
+/// run (key and fence): what tells a watcher that a run will not run
+/// again.
+#[test]
+fn a_stored_outcome_is_traced_with_its_key_and_fence() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let fence = Arc::new(AtomicU64::new(0));
+    let seen = fence.clone();
+    let timers = node(&dir, "logsettled")
+        .handler(move |t| {
+            seen.store(t.fence, Ordering::SeqCst);
+            Outcome::Done
+        })
+        .build()
+        .unwrap();
+    timers.add_at("s1", SystemTime::now(), b"").unwrap();
+    eventually("its log line", || {
+        !lines("logsettled", "outcome settled").is_empty()
+    });
+    let found = lines("logsettled", "outcome settled");
+    assert_eq!(found.len(), 1, "{found:?}");
+    let fence = fence.load(Ordering::SeqCst);
+    assert!(fence > 0, "the handler ran before its outcome settled");
+    assert!(found[0].contains("TRACE"), "{}", found[0]);
+    assert!(found[0].contains("key=\"s1\""), "{}", found[0]);
+    assert!(
+        found[0].contains(&format!("fence={fence} ")),
+        "{}",
+        found[0]
+    );
+    assert!(found[0].contains("recorded=true"), "{}", found[0]);
+    timers.shutdown().unwrap();
 }

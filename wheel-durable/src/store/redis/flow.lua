@@ -7,17 +7,16 @@
 -- permits are read at most once per script call, into F's caches, and
 -- written by `flush_flows` (one of the prelude's `flushers`) with one
 -- command per hash or set; wake times and pauses are written at once.
-local LIMITS, TAT, BREAKERS = KEYS[17], KEYS[18], KEYS[19]
+local LIMITS, TAT, BREAKERS
 local CLOSED, OPEN, HALF = 0, 1, 2
-local F = {
-  own = {},       -- flow key -> its own limits (false: none), once read
-  defaults = nil, -- the defaults (false: none), once read
-  decoded = {},   -- flow key -> its limits as the gate uses them (false: none)
-  breakers = {},  -- flow key -> its breaker, once read
-  tats = {},      -- flow key -> tat (µs), once read
-  permits = {},   -- flow key -> its valid permits, once validated
-  dirty = { b = {}, t = {}, p = {} }, -- the flow keys to write, by kind
-}
+-- The functions and the call's caches, which `begin` empties (below):
+-- own: flow key -> its own limits (false: none), once read; defaults: the
+-- defaults (false: none), once read; decoded: flow key -> its limits as
+-- the gate uses them (false: none); breakers: flow key -> its breaker,
+-- once read; tats: flow key -> tat (µs), once read; permits: flow key ->
+-- its valid permits, once validated; dirty: the flow keys to write, by kind.
+local F = { own = {}, decoded = {}, breakers = {}, tats = {}, permits = {},
+            dirty = { b = {}, t = {}, p = {} } }
 
 -- a / b rounded up, exactly for integers under 2^53 (a double's quotient
 -- may round to the integer just below: the remainder says).
@@ -380,6 +379,8 @@ end
 
 -- Writes the breakers, tats and permits changed.
 local function flush_flows()
+  local d = F.dirty
+  if next(d.b) == nil and next(d.t) == nil and next(d.p) == nil then return end
   local bset, bdel, tset = {}, {}, {}
   for f in pairs(F.dirty.b) do
     local b = F.breakers[f]
@@ -408,3 +409,15 @@ local function flush_flows()
   F.dirty = { b = {}, t = {}, p = {} }
 end
 flushers[#flushers + 1] = flush_flows
+
+-- A call starts with its flow keys and nothing read or changed.
+starters[#starters + 1] = function(keys)
+  LIMITS, TAT, BREAKERS = keys[17], keys[18], keys[19]
+  -- A flow key marked dirty is in breakers, tats or permits: a call that
+  -- left these caches empty left nothing to empty (most use none).
+  if F.defaults ~= nil or next(F.own) ~= nil or next(F.decoded) ~= nil
+      or next(F.breakers) ~= nil or next(F.tats) ~= nil or next(F.permits) ~= nil then
+    F.own, F.decoded, F.breakers, F.tats, F.permits, F.defaults = {}, {}, {}, {}, {}, nil
+    F.dirty = { b = {}, t = {}, p = {} }
+  end
+end

@@ -1,7 +1,9 @@
 //! Redis-specific tests of flow control: what the differential tests
 //! cannot show with one store handle — several handles (nodes) on one
 //! namespace sharing a key's rate and breaker — and permits given back by
-//! a lease that passed, read from the Redis keys themselves.
+//! a lease that passed, read from the Redis keys themselves. The two
+//! nodes of a test call differently, one the function library, one the
+//! scripts: both forms share the keys.
 //!
 //! Node state: none.
 
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::{Options, RedisStore};
+use super::{Mode, Options, RedisStore};
 use crate::AddMode;
 use crate::store::flow_state::{BreakerLimits, FlowClass, Phase, Rate};
 use crate::store::{
@@ -18,14 +20,19 @@ use crate::store::{
 };
 use wheel_testkit::{RedisServer, ServerOptions};
 
-fn open(server: &RedisServer, clock: StoreClock) -> RedisStore {
-    RedisStore::open(Options {
+/// A store calling as `mode` says.
+fn open(server: &RedisServer, clock: StoreClock, mode: Mode) -> RedisStore {
+    let options = Options {
         url: server.url(),
         namespace: "flows".into(),
         clock,
         window: 10,
         unavailable_after: Duration::from_secs(2),
-    })
+    };
+    match mode {
+        Mode::Functions => RedisStore::open(options),
+        Mode::Scripts => RedisStore::open_scripts(options),
+    }
     .expect("open the Redis store")
 }
 
@@ -64,73 +71,82 @@ fn in_flight(store: &RedisStore, flow: &str) -> u32 {
     entry.map_or(0, |e| e.in_flight)
 }
 
+/// Runs `test` once with a store of each mode.
+fn in_both_modes(test: impl Fn(Mode)) {
+    for mode in [Mode::Functions, Mode::Scripts] {
+        test(mode);
+    }
+}
+
 /// A run that took a permit and whose node died (no finish, no renewal)
 /// gives the permit back once its lease passes by the store's clock; until
 /// then a renewal keeps it, and the next claim of the key waits for it.
 #[test]
 fn the_permit_of_a_run_whose_lease_passed_comes_back() {
-    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
-        return;
-    };
-    let clock = Arc::new(AtomicU64::new(10_000));
-    let store = open(&server, StoreClock::Manual(clock.clone()));
-    let one = Limits {
-        parallelism: Some(1),
-        ..Limits::default()
-    };
-    store.set_limits(Some("f"), Some(&one)).unwrap();
-    add_due(&store, &["dies", "waits"], 9_000);
-    let claims = claim(&store, 2);
-    assert_eq!(claims.len(), 2);
-    let (dies, waits) = (&claims[..1], &claims[1..]);
-    assert!(matches!(
-        start(&store, dies, "f", 100)[..],
-        [Start::Started { .. }]
-    ));
-    assert_eq!(in_flight(&store, "f"), 1);
-    let wait = Start::Wait {
-        now: 10_000,
-        until: 10_100,
-    };
-    assert_eq!(start(&store, waits, "f", 100), [wait]);
+    in_both_modes(|mode| {
+        let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+            return;
+        };
+        let clock = Arc::new(AtomicU64::new(10_000));
+        let store = open(&server, StoreClock::Manual(clock.clone()), mode);
+        let one = Limits {
+            parallelism: Some(1),
+            ..Limits::default()
+        };
+        store.set_limits(Some("f"), Some(&one)).unwrap();
+        add_due(&store, &["dies", "waits"], 9_000);
+        let claims = claim(&store, 2);
+        assert_eq!(claims.len(), 2);
+        let (dies, waits) = (&claims[..1], &claims[1..]);
+        assert!(matches!(
+            start(&store, dies, "f", 100)[..],
+            [Start::Started { .. }]
+        ));
+        assert_eq!(in_flight(&store, "f"), 1);
+        let wait = Start::Wait {
+            now: 10_000,
+            until: 10_100,
+        };
+        assert_eq!(start(&store, waits, "f", 100), [wait]);
 
-    // A renewal keeps the permit and moves the wait with the lease.
-    clock.store(10_050, Ordering::SeqCst);
-    assert_eq!(store.renew(&[dies[0].fenced()], 100).unwrap(), [true]);
-    let wait = Start::Wait {
-        now: 10_050,
-        until: 10_150,
-    };
-    assert_eq!(start(&store, waits, "f", 100), [wait]);
+        // A renewal keeps the permit and moves the wait with the lease.
+        clock.store(10_050, Ordering::SeqCst);
+        assert_eq!(store.renew(&[dies[0].fenced()], 100).unwrap(), [true]);
+        let wait = Start::Wait {
+            now: 10_050,
+            until: 10_150,
+        };
+        assert_eq!(start(&store, waits, "f", 100), [wait]);
 
-    // Its node is gone: nothing renews it, and at its lease end the permit
-    // is back, before any claim takes the lease back.
-    clock.store(10_150, Ordering::SeqCst);
-    assert_eq!(in_flight(&store, "f"), 0);
-    let started = start(&store, waits, "f", 100);
-    assert!(matches!(started[..], [Start::Started { now: 10_150, .. }]));
-    assert_eq!(in_flight(&store, "f"), 1);
-    // The dead run's member left the key's set; the live one stays.
-    let mut c = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let mut members = || -> u64 {
-        redis::cmd("ZCARD")
-            .arg("{flows}:inflight:f")
-            .query(&mut c)
+        // Its node is gone: nothing renews it, and at its lease end the permit
+        // is back, before any claim takes the lease back.
+        clock.store(10_150, Ordering::SeqCst);
+        assert_eq!(in_flight(&store, "f"), 0);
+        let started = start(&store, waits, "f", 100);
+        assert!(matches!(started[..], [Start::Started { now: 10_150, .. }]));
+        assert_eq!(in_flight(&store, "f"), 1);
+        // The dead run's member left the key's set; the live one stays.
+        let mut c = redis::Client::open(server.url())
             .unwrap()
-    };
-    assert_eq!(members(), 1);
-    // Its finish gives it back at once, and nothing of it is left.
-    let done = [(waits[0].fenced(), Finish::Done)];
-    assert_eq!(store.finish(&done, &[]).unwrap(), [true]);
-    assert_eq!(members(), 0);
-    assert_eq!(in_flight(&store, "f"), 0);
-    for key in ["{flows}:inflight", "{flows}:permits"] {
-        let n: u64 = redis::cmd("EXISTS").arg(key).query(&mut c).unwrap();
-        assert_eq!(n, 0, "{key}");
-    }
+            .get_connection()
+            .unwrap();
+        let mut members = || -> u64 {
+            redis::cmd("ZCARD")
+                .arg("{flows}:inflight:f")
+                .query(&mut c)
+                .unwrap()
+        };
+        assert_eq!(members(), 1);
+        // Its finish gives it back at once, and nothing of it is left.
+        let done = [(waits[0].fenced(), Finish::Done)];
+        assert_eq!(store.finish(&done, &[]).unwrap(), [true]);
+        assert_eq!(members(), 0);
+        assert_eq!(in_flight(&store, "f"), 0);
+        for key in ["{flows}:inflight", "{flows}:permits"] {
+            let n: u64 = redis::cmd("EXISTS").arg(key).query(&mut c).unwrap();
+            assert_eq!(n, 0, "{key}");
+        }
+    });
 }
 
 /// Two nodes (two store handles on one namespace, the server's clock)
@@ -144,8 +160,8 @@ fn a_rate_shared_by_two_nodes_never_grants_two_slots_closer_than_its_interval() 
     const TIMERS: usize = 60;
     const INTERVAL_MS: u64 = 5; // 200 per second
     let nodes = [
-        open(&server, StoreClock::Real),
-        open(&server, StoreClock::Real),
+        open(&server, StoreClock::Real, Mode::Functions),
+        open(&server, StoreClock::Real, Mode::Scripts),
     ];
     let rate = Limits {
         rate: Some(Rate {
@@ -213,8 +229,8 @@ fn a_half_open_breaker_lets_one_probe_through_across_two_nodes() {
         return;
     };
     let clock = Arc::new(AtomicU64::new(50_000));
-    let a = open(&server, StoreClock::Manual(clock.clone()));
-    let b = open(&server, StoreClock::Manual(clock.clone()));
+    let a = open(&server, StoreClock::Manual(clock.clone()), Mode::Functions);
+    let b = open(&server, StoreClock::Manual(clock.clone()), Mode::Scripts);
     let breaker = Limits {
         breaker: Some(BreakerLimits {
             failures: 1,

@@ -45,8 +45,9 @@
 //!
 //! Node state: none: the keys belong to the store.
 
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
+use super::call::Call;
 use super::{RedisStore, bad_reply, bytes, int, millis};
 use crate::DurableError;
 use crate::flow_key::check_deferral;
@@ -136,7 +137,7 @@ pub(super) fn starts(reply: &[i64], n: usize) -> Option<Vec<Start>> {
 
 /// The finish script's flow key, class and `Retry-After` of one run
 /// (`finish.lua`).
-pub(super) fn outcome_args(inv: &mut ScriptInvocation<'_>, out: Option<&FlowOutcome<'_>>) {
+pub(super) fn outcome_args(inv: &mut Call<'_>, out: Option<&FlowOutcome<'_>>) {
     let Some(out) = out else {
         inv.arg("").arg("").arg(0);
         return;

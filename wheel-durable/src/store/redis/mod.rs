@@ -11,15 +11,18 @@
 //!
 //! Flow control keeps its own keys (`flows.rs`).
 //!
-//! Every operation is one Lua script (`*.lua` beside this file, each after
+//! Every operation is one Lua body (`*.lua` beside this file, run after
 //! `prelude.lua`), so it is atomic and reads the clock once, with `TIME`,
-//! on the server. Scripts are called by SHA (`EVALSHA`) and loaded again
-//! when the server answers `NOSCRIPT` (after a restart). Each touches only
-//! the keys of the timers it names and O(log n) entries of the sorted sets
-//! (a listing page: O(log n) to find where it resumes, then its entries);
-//! nothing runs `KEYS` or `SCAN`. Concurrent callers' single adds,
-//! cancels and reschedules are combined (`combine.rs`, `round.rs`): one
-//! script call per kind for all of them, one pipeline, one round trip.
+//! on the server. The bodies are the functions of one library, loaded
+//! when the store opens and called by `FCALL`, or on servers without
+//! functions the same bodies as scripts called by `EVALSHA` (`scripts.rs`
+//! builds both, `call.rs` chooses and reloads what the server lost). Each
+//! touches only the keys of the timers it names and O(log n) entries of
+//! the sorted sets (a listing page: O(log n) to find where it resumes,
+//! then its entries); nothing runs `KEYS` or `SCAN`.
+//! Concurrent callers' single adds, cancels and reschedules are combined
+//! (`combine.rs`, `round.rs`): one call per kind for all of them, one
+//! pipeline, one round trip.
 //!
 //! Connections come from a small pool. A call that fails because the
 //! server is unreachable, restarting or still loading its data is retried
@@ -29,6 +32,7 @@
 //! Node state: none: the store is below the node. It owns its connection pool
 //! and the subscriber thread (`watch.rs`).
 
+mod call;
 mod claimed_schedules;
 mod combine;
 mod flows;
@@ -42,13 +46,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use redis::{Connection, RedisError, RedisResult, RetryMethod, Script, ScriptInvocation, Value};
+use redis::{Connection, RedisError, RedisResult, RetryMethod, Value};
 
+pub(crate) use self::call::Mode;
+use self::call::{Call, load_library};
 use self::claimed_schedules::ClaimedSchedules;
 use self::combine::Combiner;
 use self::round::{Answer, COMBINED_ADD, ROUND_CAP, ROUND_LANES, Single};
 use self::schedules::encode_advance;
-use self::scripts::Scripts;
+use self::scripts::{Op, Scripts};
 use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
@@ -87,6 +93,8 @@ pub(crate) struct RedisStore {
     keys: [String; 21],
     channel: String,
     scripts: Scripts,
+    /// How calls reach the server, chosen at open (`call.rs`).
+    mode: Mode,
     options: Options,
     closed: Arc<AtomicBool>,
     watcher: Mutex<Option<JoinHandle<()>>>,
@@ -113,9 +121,27 @@ fn bad_reply(what: &str) -> DurableError {
 }
 
 impl RedisStore {
-    /// Connects (within `unavailable_after`) and checks that the server
-    /// answers.
+    /// Connects (within `unavailable_after`), checks that the server
+    /// answers and loads the function library, or chooses the scripts
+    /// where the server has no functions (`call.rs`).
     pub(crate) fn open(options: Options) -> StoreResult<RedisStore> {
+        RedisStore::open_in(options, None)
+    }
+
+    /// A store that calls by `EVALSHA` whatever the server offers: the
+    /// tests run the scripts on a server that has functions too.
+    #[cfg(test)]
+    pub(crate) fn open_scripts(options: Options) -> StoreResult<RedisStore> {
+        RedisStore::open_in(options, Some(Mode::Scripts))
+    }
+
+    /// How this store's calls reach the server.
+    #[cfg(test)]
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    fn open_in(options: Options, forced: Option<Mode>) -> StoreResult<RedisStore> {
         let client = redis::Client::open(options.url.as_str())
             .map_err(|e| DurableError::Config(format!("redis url: {e}")))?;
         let ns = &options.namespace;
@@ -126,12 +152,13 @@ impl RedisStore {
         ]
         .map(|k| format!("{{{ns}}}:{k}"));
         let health = Health::new(ns);
-        let store = RedisStore {
+        let mut store = RedisStore {
             client,
             pool: Mutex::new(Vec::new()),
             keys,
             channel: format!("{{{ns}}}:wake"),
             scripts: Scripts::new(),
+            mode: Mode::Scripts,
             options,
             closed: Arc::new(AtomicBool::new(false)),
             watcher: Mutex::new(None),
@@ -141,6 +168,10 @@ impl RedisStore {
             combiner: Combiner::new(ROUND_CAP, ROUND_LANES),
         };
         store.with_conn(|c| redis::cmd("PING").query::<String>(c))?;
+        store.mode = match forced {
+            Some(mode) => mode,
+            None => store.with_conn(|c| load_library(c, &store.scripts))?,
+        };
         Ok(store)
     }
 
@@ -204,45 +235,37 @@ impl RedisStore {
         }
     }
 
-    /// An invocation of `script` with the keys and the common arguments.
-    fn invocation<'a>(&self, script: &'a Script) -> ScriptInvocation<'a> {
-        let mut inv = script.prepare_invoke();
-        for k in &self.keys {
-            inv.key(k);
-        }
+    /// A call of `op` with the keys and the common arguments.
+    fn invocation<'a>(&self, op: &'a Op) -> Call<'a> {
+        let mut call = Call::new(op, self.mode, &self.keys);
         let clock = self
             .options
             .clock
             .manual()
             .map_or(String::new(), |ms| ms.to_string());
-        inv.arg(clock).arg(self.options.window).arg(&self.channel);
-        inv
+        call.arg(clock).arg(self.options.window).arg(&self.channel);
+        call
     }
 
     fn run<T: redis::FromRedisValue>(
         &self,
-        script: &Script,
-        args: impl Fn(&mut ScriptInvocation<'_>),
+        op: &Op,
+        args: impl Fn(&mut Call<'_>),
     ) -> StoreResult<T> {
         self.with_conn(|c| {
-            let mut inv = self.invocation(script);
-            args(&mut inv);
-            inv.invoke(c)
+            let mut call = self.invocation(op);
+            args(&mut call);
+            call.invoke(c, &self.scripts)
         })
     }
 
-    fn flag(&self, script: &Script, args: impl Fn(&mut ScriptInvocation<'_>)) -> StoreResult<bool> {
-        self.run::<i64>(script, args).map(|n| n == 1)
+    fn flag(&self, op: &Op, args: impl Fn(&mut Call<'_>)) -> StoreResult<bool> {
+        self.run::<i64>(op, args).map(|n| n == 1)
     }
 
     /// A batch script's answer: one 0 or 1 for each of its `n` entries.
-    fn flags(
-        &self,
-        script: &Script,
-        n: usize,
-        args: impl Fn(&mut ScriptInvocation<'_>),
-    ) -> StoreResult<Vec<bool>> {
-        let reply: Vec<i64> = self.run(script, args)?;
+    fn flags(&self, op: &Op, n: usize, args: impl Fn(&mut Call<'_>)) -> StoreResult<Vec<bool>> {
+        let reply: Vec<i64> = self.run(op, args)?;
         if reply.len() != n {
             return Err(bad_reply("a batch"));
         }
@@ -251,14 +274,14 @@ impl RedisStore {
 }
 
 /// Key and fence of each entry of a batch.
-fn fenced_args(inv: &mut ScriptInvocation<'_>, batch: &[Fenced<'_>]) {
+fn fenced_args(inv: &mut Call<'_>, batch: &[Fenced<'_>]) {
     for f in batch {
         inv.arg(f.key).arg(f.fence);
     }
 }
 
 /// The two arguments of a due time: its kind and its value.
-fn due_args(inv: &mut ScriptInvocation<'_>, due: Due) {
+fn due_args(inv: &mut Call<'_>, due: Due) {
     match due {
         Due::At(at) => inv.arg("a").arg(at),
         Due::After(ms) => inv.arg("r").arg(ms),
@@ -676,6 +699,8 @@ impl Drop for RedisStore {
     }
 }
 
+#[cfg(test)]
+mod call_tests;
 #[cfg(test)]
 mod combine_tests;
 #[cfg(test)]

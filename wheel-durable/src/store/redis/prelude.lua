@@ -1,4 +1,9 @@
--- Shared by every script of the Redis store (see docs/durable.md).
+-- Shared by every operation of the Redis store (see docs/durable.md and
+-- scripts.rs): the top level of its function library, which Redis runs
+-- once, at load, or the start of each fallback script. Each call starts
+-- with `begin` (at the end of this file). At load only `redis.register_*`
+-- and plain Lua exist: the top level calls no `redis.call`, `struct` or
+-- `cjson`, and keeps no per-call value (`begin` sets those).
 -- KEYS: 1 timers hash, 2 due zset, 3 lease zset, 4 dead hash,
 --       5 dead order zset, 6 fence counter (7..9: schedule.lua's),
 --       10 the dedup window's memories hash, 11 their expiry zset,
@@ -30,25 +35,24 @@
 -- changes them in the tables below, and `flush` writes every change with
 -- one multi-member command per key and kind (HSET, HDEL, ZADD, ZREM): a
 -- batch of n timers costs a handful of commands, not a few per timer.
-local T, DUE, LEASE, DEAD, DEADQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local ENDED, ENDEDQ = KEYS[10], KEYS[11]
-local PAUSED, PARKQ, PFLOW, PFLOWS, WAKEUPS = KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
-local INFLIGHT, PERMITS = KEYS[20], KEYS[21]
+
+-- The call's state, set by `begin`. ARGS is the call's ARGV for the
+-- functions defined here (a library has no global ARGV); an operation's
+-- body names it ARGV, its callback's parameter.
+local ARGS
+local T, DUE, LEASE, DEAD, DEADQ, FENCE
+local ENDED, ENDEDQ
+local PAUSED, PARKQ, PFLOW, PFLOWS, WAKEUPS
+local INFLIGHT, PERMITS
 local PENDING, CLAIMED, RUNNING, PARKED = 0, 1, 2, 4
 local MAX_MS = 9007199254740991 -- 2^53 - 1: exact in a double and a score
 local FIRST, DEAD_FIRST = 128, 2147483648 -- the flags: first_due follows
 local FIRST_FENCE = 64 -- the flag: first_fence follows
 local CHUNK = 4000 -- arguments per command at most (Lua's unpack has a limit)
 local NOW
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  NOW = tonumber(ARGV[1])
-end
-local WAKE_BEFORE = NOW + tonumber(ARGV[2])
+local WAKE_BEFORE
 -- The earliest due time of a timer made pending inside the notify window.
-local wake = nil
+local wake
 
 local function later(ms)
   return math.min(NOW + ms, MAX_MS)
@@ -112,8 +116,15 @@ end
 local function cache(hash, decode)
   return { hash = hash, decode = decode, val = {}, from = {}, dirty = {}, order = {} }
 end
-local timers = cache(T, decode_timer)
-local deads = cache(DEAD, decode_dead)
+local timers, deads = cache(nil, decode_timer), cache(nil, decode_dead)
+
+-- Empties cache `c` for a call on `hash`. A key enters `from`, `dirty` or
+-- `order` only once it is in `val`: an empty `val` means an empty cache,
+-- and most calls leave most caches empty, so only a used one is replaced.
+local function reset(c, hash)
+  c.hash = hash
+  if next(c.val) ~= nil then c.val, c.from, c.dirty, c.order = {}, {}, {}, {} end
+end
 
 local function index_of(x)
   if not x then return false end
@@ -166,7 +177,7 @@ end
 -- script's keys) with one HMGET per CHUNK keys.
 local function prefetch_args(from, step)
   local keys = {}
-  for i = from, #ARGV, step do keys[#keys + 1] = ARGV[i] end
+  for i = from, #ARGS, step do keys[#keys + 1] = ARGS[i] end
   prefetch(timers, keys)
 end
 
@@ -368,6 +379,9 @@ end
 -- The flushes of caches kept by code appended after the prelude (the
 -- schedule rules): `flush` runs them after the timers' and dead letters'.
 local flushers = {}
+-- The same for `begin`: each resets its code's per-call state, given the
+-- call's KEYS.
+local starters = {}
 
 -- The permits of the runs that left the running state (or were renewed:
 -- their member's score follows the lease). One EXISTS while no run holds a
@@ -424,7 +438,7 @@ end
 -- the window, and returns `result`.
 local function done(result)
   flush()
-  if wake then redis.call('PUBLISH', ARGV[3], string.format('%d', wake)) end
+  if wake then redis.call('PUBLISH', ARGS[3], string.format('%d', wake)) end
   return result
 end
 
@@ -433,7 +447,7 @@ end
 -- orders the keys by when the memory expires. A memory expired by NOW
 -- answers nothing; `prune_ended` deletes the oldest expired ones.
 local PRUNE = 100 -- expired memories deleted per script call, beyond those it adds
-local any_ended = nil
+local any_ended
 
 -- Whether any memory exists (read once per script: most namespaces have none).
 local function has_ended()
@@ -472,4 +486,30 @@ local function prune_ended(limit)
     multi('HDEL', ENDED, old)
     multi('ZREM', ENDEDQ, old)
   end
+end
+
+-- Starts a call: the key names, the clock (read once, with TIME unless a
+-- test set it) and every cache and pending write empty, whatever an
+-- earlier call (or one that failed half-way) left.
+local function begin(keys, argv)
+  ARGS = argv
+  T, DUE, LEASE, DEAD, DEADQ, FENCE = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
+  ENDED, ENDEDQ = keys[10], keys[11]
+  PAUSED, PARKQ, PFLOW, PFLOWS, WAKEUPS = keys[12], keys[13], keys[14], keys[15], keys[16]
+  INFLIGHT, PERMITS = keys[20], keys[21]
+  if argv[1] == '' then
+    local t = redis.call('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  else
+    NOW = tonumber(argv[1])
+  end
+  WAKE_BEFORE = NOW + tonumber(argv[2])
+  wake = nil
+  reset(timers, T)
+  reset(deads, DEAD)
+  if next(flow_of) ~= nil then flow_of = {} end
+  -- Emptied by the flush; a call that failed before it leaves them.
+  if next(left_order) ~= nil then left_running, left_order = {}, {} end
+  any_ended = nil
+  for _, start in ipairs(starters) do start(keys) end
 end

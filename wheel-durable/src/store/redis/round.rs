@@ -1,24 +1,28 @@
 //! One round of combined single calls (`combine.rs`) on Redis: the
-//! round's adds of one mode go to the server as one `add` script call, its
-//! cancels as one `cancel` call and its reschedules as one `reschedule`
-//! call, and those calls travel in one pipeline, one round trip.
+//! round's adds of one mode go to the server as one call of the `add`
+//! operation (`FCALL` of its function, or `EVALSHA` of its script: the
+//! store's [`Mode`](super::Mode)), its cancels as one `cancel` call and its
+//! reschedules as one `reschedule` call, and those calls travel in one
+//! pipeline, one round trip.
 //!
 //! Invariants: each request gets the flags of its own entries, in order,
-//! or its own error. A script call that fails as a whole for a group of
+//! or its own error. A call that fails as a whole for a group of
 //! several requests is run again once per request, so that one request's
 //! bad entry fails only that request. A group answered once is never sent
 //! again: after a transient failure (the connection broke, the server is
 //! loading) only the unanswered groups are retried, on a new connection,
-//! under `with_conn`'s deadline; a group whose script the server lost
-//! (`NOSCRIPT`) is sent again after loading it.
+//! under `with_conn`'s deadline; a group whose function or script the
+//! server lost ("Function not found", `NOSCRIPT`) is sent again, once,
+//! after loading it (the library once for all such groups).
 //!
 //! Node state: none: it is below the node.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use redis::{ErrorKind, FromRedisValue, RedisError, RedisResult, ServerErrorKind, Value};
+use redis::{FromRedisValue, RedisResult, Value};
 
+use super::call::Call;
 use super::combine::Rounds;
 use super::{RedisStore, bad_reply, due_args, transient};
 use crate::store::{Due, NewTimer, StoreResult};
@@ -60,7 +64,7 @@ impl Single {
         Single::Add(mode, timers.iter().map(own).collect())
     }
 
-    /// Which script call of a round carries it.
+    /// Which call of a round carries it.
     fn group(&self) -> usize {
         match self {
             Single::Add(AddMode::Replace, _) => 0,
@@ -81,7 +85,7 @@ impl Single {
 /// Each request's answer: the flags of its entries.
 pub(crate) type Answer = StoreResult<Vec<bool>>;
 
-/// The requests (indexes into the round) that one script call carries.
+/// The requests (indexes into the round) that one call carries.
 type Group = Vec<usize>;
 
 impl Rounds for RedisStore {
@@ -136,6 +140,11 @@ impl Rounds for RedisStore {
             _ => None,
         }
     }
+
+    fn abandoned(&self) -> Answer {
+        let detail = ErrorDetail::new("the combined call carrying this one panicked");
+        Err(DurableError::Store(detail))
+    }
 }
 
 /// Hands each request of group `g` its own slice of the group's `reply`.
@@ -152,49 +161,51 @@ fn split(reqs: &[Single], g: &Group, reply: Answer, answers: &mut [Option<Answer
     }
 }
 
-fn no_script(e: &RedisError) -> bool {
-    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
-}
-
 impl RedisStore {
-    /// Sends one script call per group in one pipeline; the outer error
+    /// Sends one call (`FCALL` or `EVALSHA`) per group in one pipeline; the outer error
     /// is `with_conn`'s (the store is unavailable or closed), each inner
     /// answer the server's to that group, with whether the server refused
-    /// it with an error (then its script stopped before writing its
+    /// it with an error (then its body stopped before writing its
     /// records, and its requests may be sent again one by one).
     fn send(&self, reqs: &[Single], groups: &[Group]) -> StoreResult<Vec<(Answer, bool)>> {
         let mut got: Vec<Option<RedisResult<Value>>> = groups.iter().map(|_| None).collect();
         self.with_conn(|c| {
-            // A second pass sends the groups whose script was not loaded.
+            // A second pass sends the groups whose function or script the
+            // server had lost, once it is loaded again.
             for _ in 0..2 {
                 let todo: Vec<usize> = (0..groups.len()).filter(|&i| got[i].is_none()).collect();
                 if todo.is_empty() {
                     break;
                 }
-                let script = |i: usize| match reqs[groups[i][0]].group() {
+                let op = |i: usize| match reqs[groups[i][0]].group() {
                     0 | 1 => &self.scripts.add,
                     2 => &self.scripts.cancel,
                     _ => &self.scripts.reschedule,
                 };
-                let invs: Vec<_> = todo
+                let calls: Vec<_> = todo
                     .iter()
                     .map(|&i| {
-                        let mut inv = self.invocation(script(i));
-                        self.group_args(&mut inv, reqs, &groups[i]);
-                        inv
+                        let mut call = self.invocation(op(i));
+                        self.group_args(&mut call, reqs, &groups[i]);
+                        call
                     })
                     .collect();
                 let mut pipe = redis::pipe();
                 pipe.ignore_errors();
-                invs.iter().for_each(|inv| {
-                    pipe.invoke_script(inv);
+                calls.iter().for_each(|call| {
+                    pipe.add_command(call.cmd().clone());
                 });
                 let replies: Vec<RedisResult<Value>> = pipe.query(c)?;
-                let mut retry = None;
-                for ((&i, inv), reply) in todo.iter().zip(&invs).zip(replies) {
+                let (mut retry, mut library_loaded) = (None, false);
+                for ((&i, call), reply) in todo.iter().zip(&calls).zip(replies) {
                     match reply {
-                        Err(e) if no_script(&e) => {
-                            inv.load(c)?;
+                        // Left unanswered, so sent again on the next pass.
+                        Err(e) if call.missing(&e) => {
+                            // One library load brings back every function.
+                            if !(library_loaded && call.loads_library()) {
+                                call.load(c, &self.scripts)?;
+                                library_loaded = call.loads_library();
+                            }
                         }
                         Err(e) if transient(&e) => retry = Some(e),
                         reply => got[i] = Some(reply),
@@ -214,14 +225,14 @@ impl RedisStore {
                     let detail = ErrorDetail::new("the server answered with an error");
                     (Err(DurableError::Store(detail.with_source(e))), true)
                 }
-                None => (Err(bad_reply("a script loaded twice")), false),
+                None => (Err(bad_reply("a call loaded twice")), false),
             }
         });
         Ok(answers.collect())
     }
 
-    /// The script's own arguments for the requests of one group.
-    fn group_args(&self, inv: &mut redis::ScriptInvocation<'_>, reqs: &[Single], g: &Group) {
+    /// The operation's own arguments for the requests of one group.
+    fn group_args(&self, inv: &mut Call<'_>, reqs: &[Single], g: &Group) {
         match &reqs[g[0]] {
             Single::Add(mode, _) => inv.arg(match mode {
                 AddMode::Replace => "r",
@@ -251,7 +262,7 @@ impl RedisStore {
     }
 }
 
-/// A batch script's reply: one 0 or 1 for each of its `n` entries.
+/// A batch call's reply: one 0 or 1 for each of its `n` entries.
 fn flags(v: &Value, n: usize) -> Answer {
     let reply = Vec::<i64>::from_redis_value(v.clone()).map_err(|_| bad_reply("a batch"))?;
     if reply.len() != n {

@@ -8,7 +8,7 @@
 -- byte (0 skip, 1 buffer one, 2 allow), then the definition, the payload,
 -- the next, running and buffered keys, each a u32 length (0xFFFFFFFF: none)
 -- and its bytes. Every integer little-endian.
-local SCHED, SIDS, UNPLANNED = KEYS[7], KEYS[8], KEYS[9]
+local SCHED, SIDS, UNPLANNED
 local NONE = 4294967295
 
 local function canonical(ms)
@@ -58,7 +58,9 @@ local function optional(r, at)
   return string.sub(r, at, at + len - 1), at + len
 end
 
-local NONE_FIELD = struct.pack('<I4', NONE)
+-- struct.pack('<I4', NONE), written out: a function library's top level,
+-- run at load, cannot reach `struct`.
+local NONE_FIELD = '\255\255\255\255'
 
 local function encode_optional(v)
   if not v then return NONE_FIELD end
@@ -166,8 +168,8 @@ flushers[#flushers + 1] = flush_scheds
 -- (running and buffered runs), one HMGET per hash.
 local function prefetch_owners(from, step)
   local ids, keys = {}, {}
-  for i = from, #ARGV, step do
-    local id = owner(ARGV[i])
+  for i = from, #ARGS, step do
+    local id = owner(ARGS[i])
     if id then ids[#ids + 1] = id end
   end
   prefetch_scheds(ids)
@@ -239,8 +241,8 @@ end
 -- create, one HMGET per hash.
 local function decode_steps(from, step)
   local steps, keys = {}, {}
-  for i = from, #ARGV, step do
-    local a = decode_advance(ARGV[i])
+  for i = from, #ARGS, step do
+    local a = decode_advance(ARGS[i])
     steps[i] = a
     if a then
       for _, r in ipairs(a.create) do keys[#keys + 1] = r.key end
@@ -346,8 +348,8 @@ end
 -- ARGV[from + step], ..., and their buffered runs, one HMGET per hash.
 local function prefetch_links(from, step)
   local ids, seen, keys = {}, {}, {}
-  for i = from, #ARGV, step do
-    local id = owner(ARGV[i])
+  for i = from, #ARGS, step do
+    local id = owner(ARGS[i])
     if id and not seen[id] then
       seen[id] = true
       ids[#ids + 1] = id
@@ -387,5 +389,17 @@ local function sched_on_cancel(key)
     s.next = false
     s.unplanned = true
     put_sched(id, s)
+  end
+end
+
+-- A call starts with its schedule keys and nothing read or changed.
+starters[#starters + 1] = function(keys)
+  SCHED, SIDS, UNPLANNED = keys[7], keys[8], keys[9]
+  -- owner_chain is filled with owner_id, and an id enters scheds' other
+  -- tables only once in scheds.val: a call that left these three empty
+  -- left all empty (most calls touch no schedule).
+  if next(owner_id) ~= nil or next(links) ~= nil or next(scheds.val) ~= nil then
+    owner_id, owner_chain, links = {}, {}, {}
+    scheds = { val = {}, had = {}, unpl = {}, dirty = {}, order = {} }
   end
 end

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::{Options, RedisStore};
+use super::{Mode, Options, RedisStore};
 use crate::store::{Claimed, Due, NewTimer, Store, StoreClock};
 use crate::sync::lock;
 use crate::{AddMode, DurableError, DurableTimers, Fired, Listing, Outcome};
@@ -25,12 +25,46 @@ fn options(url: String, clock: StoreClock) -> Options {
     }
 }
 
-/// A fresh server and a store on it, for one differential sequence.
+/// A store and its name in the differential harness's reports.
+#[cfg(feature = "embedded")]
+type NamedStore = (&'static str, Box<dyn Store>);
+
+/// A fresh server and two stores on it, for one differential sequence:
+/// one calling the function library, one the scripts (each in its own
+/// namespace), so every sequence checks both forms of each body.
 #[cfg(feature = "embedded")] // the differential harness runs beside the embedded store
-pub(crate) fn store_for_differential(clock: StoreClock) -> Option<(RedisServer, Box<dyn Store>)> {
+pub(crate) fn store_for_differential(clock: StoreClock) -> Option<(RedisServer, [NamedStore; 2])> {
     let server = RedisServer::for_test(ServerOptions::default())?;
-    let store = RedisStore::open(options(server.url(), clock)).expect("open the Redis store");
-    Some((server, Box::new(store)))
+    let functions =
+        RedisStore::open(options(server.url(), clock.clone())).expect("open the Redis store");
+    assert_eq!(functions.mode(), Mode::Functions);
+    let mut o = options(server.url(), clock);
+    o.namespace = "diff-scripts".into();
+    let scripts = RedisStore::open_scripts(o).expect("open the Redis store");
+    Some((
+        server,
+        [
+            ("redis", Box::new(functions)),
+            ("redis-scripts", Box::new(scripts)),
+        ],
+    ))
+}
+
+/// Runs `test` once with a store of each mode.
+fn in_both_modes(test: impl Fn(Mode)) {
+    for mode in [Mode::Functions, Mode::Scripts] {
+        test(mode);
+    }
+}
+
+/// A store calling as `mode` says (the server offers both).
+fn open_in(mode: Mode, options: Options) -> crate::store::StoreResult<RedisStore> {
+    let store = match mode {
+        Mode::Functions => RedisStore::open(options)?,
+        Mode::Scripts => RedisStore::open_scripts(options)?,
+    };
+    assert_eq!(store.mode(), mode);
+    Ok(store)
 }
 
 #[test]
@@ -56,26 +90,28 @@ fn an_unreachable_server_is_unavailable_not_waited_for() {
 
 #[test]
 fn a_restarted_server_is_reached_again_and_scripts_reload() {
-    let Some(mut server) = RedisServer::for_test(ServerOptions { aof: true }) else {
-        return;
-    };
-    let store = RedisStore::open(options(server.url(), StoreClock::Real)).unwrap();
-    let t = NewTimer {
-        key: "k",
-        due: Due::After(60_000),
-        payload: b"p",
-    };
-    store.add(&[t], AddMode::Replace).unwrap();
-    // AOF fsyncs every second: wait for the write to reach the file.
-    std::thread::sleep(Duration::from_millis(1_200));
-    server.restart().unwrap();
-    // The pooled connection is broken and the scripts are gone (NOSCRIPT).
-    let info = store
-        .get("k")
-        .unwrap()
-        .expect("kept by the append-only file");
-    assert_eq!(info.payload, b"p");
-    assert!(store.cancel("k").unwrap());
+    in_both_modes(|mode| {
+        let Some(mut server) = RedisServer::for_test(ServerOptions { aof: true }) else {
+            return;
+        };
+        let store = open_in(mode, options(server.url(), StoreClock::Real)).unwrap();
+        let t = NewTimer {
+            key: "k",
+            due: Due::After(60_000),
+            payload: b"p",
+        };
+        store.add(&[t], AddMode::Replace).unwrap();
+        // AOF fsyncs every second: wait for the write to reach the file.
+        std::thread::sleep(Duration::from_millis(1_200));
+        server.restart().unwrap();
+        // The pooled connection is broken and the scripts are gone (NOSCRIPT).
+        let info = store
+            .get("k")
+            .unwrap()
+            .expect("kept by the append-only file");
+        assert_eq!(info.payload, b"p");
+        assert!(store.cancel("k").unwrap());
+    });
 }
 
 /// A store clock 2 s ahead of this machine's, then 2 s behind it, in a
@@ -231,153 +267,162 @@ fn a_store_clock_off_by_two_seconds_decides_and_nothing_starts_early_by_it() {
 /// its eight bytes: the scripts refuse it, nothing is claimed from it.
 #[test]
 fn a_flagged_record_missing_its_first_due_time_is_an_error_not_a_timer() {
-    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
-        return;
-    };
-    let store = RedisStore::open(options(
-        server.url(),
-        StoreClock::Manual(Default::default()),
-    ))
-    .unwrap();
-    let mut record = vec![0u8; 29];
-    record[28] = 0x80; // pending, flagged
-    let mut conn = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
+    in_both_modes(|mode| {
+        let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+            return;
+        };
+        let store = open_in(
+            mode,
+            options(server.url(), StoreClock::Manual(Default::default())),
+        )
         .unwrap();
-    redis::cmd("HSET")
-        .arg("{diff}:t")
-        .arg("k")
-        .arg(record)
-        .exec(&mut conn)
-        .unwrap();
-    redis::cmd("ZADD")
-        .arg("{diff}:due")
-        .arg(0)
-        .arg("k")
-        .exec(&mut conn)
-        .unwrap();
-    let e = store.get("k").unwrap_err();
-    assert!(matches!(e, DurableError::Store(_)), "{e:?}");
-    let req = crate::store::ClaimRequest {
-        window: 0,
-        lease: 1_000,
-        max: 10,
-        max_attempts: 3,
-    };
-    let e = store.claim(&req).unwrap_err();
-    assert!(matches!(e, DurableError::Store(_)), "{e:?}");
-    let source = std::error::Error::source(&e).expect("the script's error");
-    assert!(source.is::<redis::RedisError>(), "{source:?}");
+        let mut record = vec![0u8; 29];
+        record[28] = 0x80; // pending, flagged
+        let mut conn = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        redis::cmd("HSET")
+            .arg("{diff}:t")
+            .arg("k")
+            .arg(record)
+            .exec(&mut conn)
+            .unwrap();
+        redis::cmd("ZADD")
+            .arg("{diff}:due")
+            .arg(0)
+            .arg("k")
+            .exec(&mut conn)
+            .unwrap();
+        let e = store.get("k").unwrap_err();
+        assert!(matches!(e, DurableError::Store(_)), "{e:?}");
+        let req = crate::store::ClaimRequest {
+            window: 0,
+            lease: 1_000,
+            max: 10,
+            max_attempts: 3,
+        };
+        let e = store.claim(&req).unwrap_err();
+        assert!(matches!(e, DurableError::Store(_)), "{e:?}");
+        let source = std::error::Error::source(&e).expect("the script's error");
+        assert!(source.is::<redis::RedisError>(), "{source:?}");
+    });
 }
 
 #[test]
 fn a_chain_step_planned_from_the_claim_s_record_is_the_fresh_read_s_or_refused() {
-    use crate::schedule::{Schedule, Spec};
-    use crate::schedule_store::{advances, upsert};
-    use crate::store::{ClaimRequest, Start};
-    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
-        return;
-    };
-    let clock = Arc::new(AtomicU64::new(1_700_000_000_500));
-    let store = RedisStore::open(options(server.url(), StoreClock::Manual(clock.clone())))
-        .expect("open the Redis store");
-    let every = |_| {
-        Schedule::builder(Spec::every(Duration::from_secs(1)).unwrap())
-            .build()
-            .unwrap()
-    };
-    upsert(&store, "a", &every(()), b"p").unwrap();
-    let claim = |store: &RedisStore| {
-        let req = ClaimRequest {
-            window: 0,
-            lease: 60_000,
-            max: 10,
-            max_attempts: 3,
+    in_both_modes(|mode| {
+        use crate::schedule::{Schedule, Spec};
+        use crate::schedule_store::{advances, upsert};
+        use crate::store::{ClaimRequest, Start};
+        let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+            return;
         };
-        store.claim(&req).unwrap().timers
-    };
-    clock.store(1_700_000_001_000, Ordering::SeqCst);
-    let claimed = claim(&store);
-    let key = "sched:a:1700000001000";
-    assert_eq!(
-        claimed.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(),
-        [key]
-    );
-    // The claim's copy is what a read gives now; taken, the next ask reads.
-    let fresh = store.schedules(&["a"]).unwrap();
-    assert_eq!(store.schedules_to_start(&[(key, "a")]).unwrap(), fresh);
-    assert_eq!(store.schedules_to_start(&[(key, "a")]).unwrap(), fresh);
-    let steps = advances(&store, &[key]).unwrap();
-    let fenced = [claimed[0].fenced()];
-    let started = store.start_runs(&fenced, &steps, &[], 60_000).unwrap();
-    assert!(matches!(started[0], Start::Started { .. }), "{started:?}");
-    let next = "sched:a:1700000002000";
-    let (_, r) = store.schedules(&["a"]).unwrap();
-    assert_eq!(r[0].as_ref().unwrap().next.as_deref(), Some(next));
+        let clock = Arc::new(AtomicU64::new(1_700_000_000_500));
+        let store = open_in(
+            mode,
+            options(server.url(), StoreClock::Manual(clock.clone())),
+        )
+        .expect("open the Redis store");
+        let every = |_| {
+            Schedule::builder(Spec::every(Duration::from_secs(1)).unwrap())
+                .build()
+                .unwrap()
+        };
+        upsert(&store, "a", &every(()), b"p").unwrap();
+        let claim = |store: &RedisStore| {
+            let req = ClaimRequest {
+                window: 0,
+                lease: 60_000,
+                max: 10,
+                max_attempts: 3,
+            };
+            store.claim(&req).unwrap().timers
+        };
+        clock.store(1_700_000_001_000, Ordering::SeqCst);
+        let claimed = claim(&store);
+        let key = "sched:a:1700000001000";
+        assert_eq!(
+            claimed.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(),
+            [key]
+        );
+        // The claim's copy is what a read gives now; taken, the next ask reads.
+        let fresh = store.schedules(&["a"]).unwrap();
+        assert_eq!(store.schedules_to_start(&[(key, "a")]).unwrap(), fresh);
+        assert_eq!(store.schedules_to_start(&[(key, "a")]).unwrap(), fresh);
+        let steps = advances(&store, &[key]).unwrap();
+        let fenced = [claimed[0].fenced()];
+        let started = store.start_runs(&fenced, &steps, &[], 60_000).unwrap();
+        assert!(matches!(started[0], Start::Started { .. }), "{started:?}");
+        let next = "sched:a:1700000002000";
+        let (_, r) = store.schedules(&["a"]).unwrap();
+        assert_eq!(r[0].as_ref().unwrap().next.as_deref(), Some(next));
 
-    // The schedule changes between the next run's claim and its start:
-    // the step planned from the claim's copy is refused with the run, and
-    // the chain keeps exactly the one pending run of the new definition.
-    clock.store(1_700_000_002_000, Ordering::SeqCst);
-    let claimed = claim(&store);
-    assert_eq!(claimed[0].key, next);
-    upsert(&store, "a", &every(()), b"changed").unwrap();
-    let steps = advances(&store, &[next]).unwrap();
-    assert!(steps[0].is_some(), "planned from the claim's copy");
-    let started = store
-        .start_runs(&[claimed[0].fenced()], &steps, &[], 60_000)
-        .unwrap();
-    assert_eq!(started, [Start::Stale]);
-    let (_, r) = store.schedules(&["a"]).unwrap();
-    let r = r[0].clone().unwrap();
-    assert_eq!(
-        r.next.as_deref(),
-        Some(next),
-        "the new definition's first run"
-    );
-    assert!(!r.unplanned);
-    assert_eq!(store.get(next).unwrap().unwrap().payload, b"changed");
+        // The schedule changes between the next run's claim and its start:
+        // the step planned from the claim's copy is refused with the run, and
+        // the chain keeps exactly the one pending run of the new definition.
+        clock.store(1_700_000_002_000, Ordering::SeqCst);
+        let claimed = claim(&store);
+        assert_eq!(claimed[0].key, next);
+        upsert(&store, "a", &every(()), b"changed").unwrap();
+        let steps = advances(&store, &[next]).unwrap();
+        assert!(steps[0].is_some(), "planned from the claim's copy");
+        let started = store
+            .start_runs(&[claimed[0].fenced()], &steps, &[], 60_000)
+            .unwrap();
+        assert_eq!(started, [Start::Stale]);
+        let (_, r) = store.schedules(&["a"]).unwrap();
+        let r = r[0].clone().unwrap();
+        assert_eq!(
+            r.next.as_deref(),
+            Some(next),
+            "the new definition's first run"
+        );
+        assert!(!r.unplanned);
+        assert_eq!(store.get(next).unwrap().unwrap().payload, b"changed");
+    });
 }
 
 #[test]
 fn expired_memories_are_deleted_by_a_claim() {
-    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
-        return;
-    };
-    let ms = Arc::new(AtomicU64::new(1_000_000));
-    let store = RedisStore::open(options(server.url(), StoreClock::Manual(ms.clone()))).unwrap();
-    store.set_dedup_window(100);
-    for key in ["a", "b", "c"] {
-        let t = NewTimer {
-            key,
-            due: Due::After(50),
-            payload: b"",
+    in_both_modes(|mode| {
+        let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+            return;
         };
-        store.add(&[t], AddMode::Replace).unwrap();
-        assert!(store.cancel(key).unwrap());
-    }
-    let mut c = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let sizes = |c: &mut redis::Connection| -> (u64, u64) {
-        let h = redis::cmd("HLEN").arg("{diff}:ended").query(c).unwrap();
-        let z = redis::cmd("ZCARD").arg("{diff}:endedq").query(c).unwrap();
-        (h, z)
-    };
-    assert_eq!(sizes(&mut c), (3, 3));
-    ms.fetch_add(100, Ordering::SeqCst);
-    assert_eq!(store.ended("a").unwrap(), None);
-    assert_eq!(sizes(&mut c), (3, 3));
-    let req = crate::store::ClaimRequest {
-        window: 0,
-        lease: 1_000,
-        max: 10,
-        max_attempts: 1,
-    };
-    store.claim(&req).unwrap();
-    assert_eq!(sizes(&mut c), (0, 0));
+        let ms = Arc::new(AtomicU64::new(1_000_000));
+        let store = open_in(mode, options(server.url(), StoreClock::Manual(ms.clone()))).unwrap();
+        store.set_dedup_window(100);
+        for key in ["a", "b", "c"] {
+            let t = NewTimer {
+                key,
+                due: Due::After(50),
+                payload: b"",
+            };
+            store.add(&[t], AddMode::Replace).unwrap();
+            assert!(store.cancel(key).unwrap());
+        }
+        let mut c = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let sizes = |c: &mut redis::Connection| -> (u64, u64) {
+            let h = redis::cmd("HLEN").arg("{diff}:ended").query(c).unwrap();
+            let z = redis::cmd("ZCARD").arg("{diff}:endedq").query(c).unwrap();
+            (h, z)
+        };
+        assert_eq!(sizes(&mut c), (3, 3));
+        ms.fetch_add(100, Ordering::SeqCst);
+        assert_eq!(store.ended("a").unwrap(), None);
+        assert_eq!(sizes(&mut c), (3, 3));
+        let req = crate::store::ClaimRequest {
+            window: 0,
+            lease: 1_000,
+            max: 10,
+            max_attempts: 1,
+        };
+        store.claim(&req).unwrap();
+        assert_eq!(sizes(&mut c), (0, 0));
+    });
 }
 
 /// Parks `n` timers under each flow key of `flows` (keys `<flow>-<i>`,
@@ -386,99 +431,101 @@ fn expired_memories_are_deleted_by_a_claim() {
 /// claims that follow make them pending as the model does.
 #[test]
 fn a_resume_of_more_than_a_batch_continues_in_the_claims_as_the_model_does() {
-    use crate::store::model::Model;
-    use crate::store::{ClaimRequest, Fenced, Start, UNPARK_BATCH};
-    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
-        return;
-    };
-    let clock = Arc::new(AtomicU64::new(1_000));
-    let manual = StoreClock::Manual(clock.clone());
-    let redis = RedisStore::open(options(server.url(), manual.clone())).unwrap();
-    let model = Model::new(manual);
-    let stores: [&dyn Store; 2] = [&model, &redis];
-    // Each answer of the Redis store is the model's.
-    let both = |f: &dyn Fn(&dyn Store) -> String| {
-        let (m, r) = (f(stores[0]), f(stores[1]));
-        assert_eq!(m, r);
-        m
-    };
-    let flows = [("b", 1_300), ("a", 1_200), ("c", 2_500)];
-    let keys: Vec<(String, &str)> = flows
-        .iter()
-        .flat_map(|&(f, n)| (0..n).map(move |i| (format!("{f}-{i:05}"), f)))
-        .collect();
-    let timers: Vec<NewTimer<'_>> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, (k, _))| NewTimer {
-            key: k,
-            due: Due::At(900 + (i as u64 * 7) % 50),
-            payload: b"",
-        })
-        .collect();
-    let req = ClaimRequest {
-        window: 0,
-        lease: 10_000,
-        max: 10_000,
-        max_attempts: 3,
-    };
-    both(&|s| format!("{:?}", s.add(&timers, AddMode::Replace).unwrap()));
-    for (f, _) in flows {
-        both(&|s| format!("{:?}", s.set_paused(Some(f), true).unwrap()));
-    }
-    let starts = both(&|s| {
-        let claimed = s.claim(&req).unwrap().timers;
-        let held: Vec<Fenced<'_>> = claimed.iter().map(Claimed::fenced).collect();
-        let of: Vec<&str> = claimed
+    in_both_modes(|mode| {
+        use crate::store::model::Model;
+        use crate::store::{ClaimRequest, Fenced, Start, UNPARK_BATCH};
+        let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+            return;
+        };
+        let clock = Arc::new(AtomicU64::new(1_000));
+        let manual = StoreClock::Manual(clock.clone());
+        let redis = open_in(mode, options(server.url(), manual.clone())).unwrap();
+        let model = Model::new(manual);
+        let stores: [&dyn Store; 2] = [&model, &redis];
+        // Each answer of the Redis store is the model's.
+        let both = |f: &dyn Fn(&dyn Store) -> String| {
+            let (m, r) = (f(stores[0]), f(stores[1]));
+            assert_eq!(m, r);
+            m
+        };
+        let flows = [("b", 1_300), ("a", 1_200), ("c", 2_500)];
+        let keys: Vec<(String, &str)> = flows
             .iter()
-            .map(|c| keys.iter().find(|(k, _)| *k == c.key).unwrap().1)
+            .flat_map(|&(f, n)| (0..n).map(move |i| (format!("{f}-{i:05}"), f)))
             .collect();
-        let started = s.start_runs(&held, &[], &of, 100).unwrap();
-        assert!(started.iter().all(|a| matches!(a, Start::Paused { .. })));
-        format!("{started:?}")
-    });
-    assert!(!starts.is_empty());
-    let look = |s: &dyn Store| {
-        let parked = s.list(Listing::Parked, None, 3).unwrap();
-        let pending = s.list(Listing::Pending, None, 3).unwrap();
-        format!(
-            "{:?} {:?} {parked:?} {pending:?}",
-            s.counts().unwrap(),
-            s.flows().unwrap()
-        )
-    };
-    both(&look);
-    for (f, _) in flows {
-        both(&|s| format!("{:?}", s.set_paused(Some(f), false).unwrap()));
+        let timers: Vec<NewTimer<'_>> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| NewTimer {
+                key: k,
+                due: Due::At(900 + (i as u64 * 7) % 50),
+                payload: b"",
+            })
+            .collect();
+        let req = ClaimRequest {
+            window: 0,
+            lease: 10_000,
+            max: 10_000,
+            max_attempts: 3,
+        };
+        both(&|s| format!("{:?}", s.add(&timers, AddMode::Replace).unwrap()));
+        for (f, _) in flows {
+            both(&|s| format!("{:?}", s.set_paused(Some(f), true).unwrap()));
+        }
+        let starts = both(&|s| {
+            let claimed = s.claim(&req).unwrap().timers;
+            let held: Vec<Fenced<'_>> = claimed.iter().map(Claimed::fenced).collect();
+            let of: Vec<&str> = claimed
+                .iter()
+                .map(|c| keys.iter().find(|(k, _)| *k == c.key).unwrap().1)
+                .collect();
+            let started = s.start_runs(&held, &[], &of, 100).unwrap();
+            assert!(started.iter().all(|a| matches!(a, Start::Paused { .. })));
+            format!("{started:?}")
+        });
+        assert!(!starts.is_empty());
+        let look = |s: &dyn Store| {
+            let parked = s.list(Listing::Parked, None, 3).unwrap();
+            let pending = s.list(Listing::Pending, None, 3).unwrap();
+            format!(
+                "{:?} {:?} {parked:?} {pending:?}",
+                s.counts().unwrap(),
+                s.flows().unwrap()
+            )
+        };
         both(&look);
-    }
-    // Left parked: 300 of b, 200 of a, 1500 of c; the first claim takes
-    // a's and b's rest and 500 of c, the second c's last 1000.
-    let counts = redis.counts().unwrap();
-    assert_eq!(counts.parked, 2_000);
-    assert_eq!(counts.pending, 3 * UNPARK_BATCH as u64);
-    let none = ClaimRequest { max: 0, ..req };
-    for left in [1_000, 0] {
-        both(&|s| format!("{:?}", s.claim(&none).unwrap()));
-        both(&look);
-        assert_eq!(redis.counts().unwrap().parked, left);
-    }
-    both(&|s| format!("{:?}", s.claim(&req).unwrap()));
-    assert!(redis.flows().unwrap().keys.is_empty());
-    // Nothing of the flow control is left behind in Redis.
-    let mut c = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    for key in [
-        "paused", "parked", "pflow", "pflows", "wakeups", "parked:a", "breakers", "inflight",
-    ] {
-        let n: u64 = redis::cmd("EXISTS")
-            .arg(format!("{{diff}}:{key}"))
-            .query(&mut c)
+        for (f, _) in flows {
+            both(&|s| format!("{:?}", s.set_paused(Some(f), false).unwrap()));
+            both(&look);
+        }
+        // Left parked: 300 of b, 200 of a, 1500 of c; the first claim takes
+        // a's and b's rest and 500 of c, the second c's last 1000.
+        let counts = redis.counts().unwrap();
+        assert_eq!(counts.parked, 2_000);
+        assert_eq!(counts.pending, 3 * UNPARK_BATCH as u64);
+        let none = ClaimRequest { max: 0, ..req };
+        for left in [1_000, 0] {
+            both(&|s| format!("{:?}", s.claim(&none).unwrap()));
+            both(&look);
+            assert_eq!(redis.counts().unwrap().parked, left);
+        }
+        both(&|s| format!("{:?}", s.claim(&req).unwrap()));
+        assert!(redis.flows().unwrap().keys.is_empty());
+        // Nothing of the flow control is left behind in Redis.
+        let mut c = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
             .unwrap();
-        assert_eq!(n, 0, "{key}");
-    }
+        for key in [
+            "paused", "parked", "pflow", "pflows", "wakeups", "parked:a", "breakers", "inflight",
+        ] {
+            let n: u64 = redis::cmd("EXISTS")
+                .arg(format!("{{diff}}:{key}"))
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(n, 0, "{key}");
+        }
+    });
 }
 
 /// Resuming a flow key whose parked timers come due, and resuming the
