@@ -17,7 +17,9 @@
 //! freeing its lane), so no request waits without a leader to come; a
 //! chosen request is taken by its own leader only, who finds it in the
 //! queue; each request is answered exactly once. A lone caller runs its
-//! request at once: nothing waits for company.
+//! request at once: nothing waits for company. The lane is handed on
+//! however the round ends: a round that panics (a bug in `round`) panics
+//! its leader, and its followers get [`Rounds::abandoned`] (`Lane`).
 //!
 //! A caller's calls are sequential (each returns before the next is made),
 //! so they land in the order it made them whatever the lanes; requests in
@@ -438,10 +440,13 @@ mod tests {
         assert_eq!(*lock(&d.sizes), vec![1]);
     }
 
-    /// Rounds that panic when they carry three requests: the first round
-    /// (one request) holds until three are queued, and the next, led by
-    /// one of them, takes all three.
-    struct Boom<'a>(&'a Comb);
+    /// Rounds that panic when they carry three requests: the round of
+    /// request 100 says it has begun (`entered`) and holds until three are
+    /// queued, and the next, led by one of them, takes all three.
+    struct Boom<'a> {
+        comb: &'a Comb,
+        entered: AtomicBool,
+    }
 
     impl Rounds for Boom<'_> {
         type Req = u64;
@@ -449,7 +454,8 @@ mod tests {
         fn round(&self, reqs: Vec<u64>) -> Vec<Self::Ans> {
             assert_ne!(reqs.len(), 3, "a round of three panics");
             if reqs == [100] {
-                while self.0.queued() < 3 {
+                self.entered.store(true, Ordering::SeqCst);
+                while self.comb.queued() < 3 {
                     std::thread::yield_now();
                 }
             }
@@ -466,13 +472,18 @@ mod tests {
     #[test]
     fn a_round_that_panics_answers_its_followers_and_gives_its_lane_back() {
         let c = Combiner::new(8, 1);
-        let boom = Boom(&c);
+        let boom = Boom {
+            comb: &c,
+            entered: AtomicBool::new(false),
+        };
         let outcomes: Vec<_> = std::thread::scope(|s| {
             let (c, boom) = (&c, &boom);
             let first = s.spawn(move || c.call(boom, 100));
-            let rest: Vec<_> = (1..=3)
-                .map(|r| s.spawn(move || c.call(boom, r)))
-                .collect();
+            // Its round holds the only lane: the three below all queue.
+            while !boom.entered.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            let rest: Vec<_> = (1..=3).map(|r| s.spawn(move || c.call(boom, r))).collect();
             assert_eq!(first.join().unwrap(), Ok(200));
             rest.into_iter().map(|h| h.join()).collect()
         });

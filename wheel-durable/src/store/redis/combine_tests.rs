@@ -12,21 +12,24 @@ use std::time::Duration;
 
 use super::combine::Rounds;
 use super::round::Single;
-use super::{Options, RedisStore};
+use super::{Mode, Options, RedisStore};
 use crate::store::{Due, NewTimer, Store, StoreClock};
 use crate::sync::lock;
 use crate::{AddMode, DurableError};
 use wheel_testkit::{RedisServer, ServerOptions};
 
-fn open(server: &RedisServer) -> RedisStore {
-    RedisStore::open(Options {
+fn open_options(server: &RedisServer) -> Options {
+    Options {
         url: server.url(),
         namespace: "comb".into(),
         clock: StoreClock::Real,
         window: 10,
         unavailable_after: Duration::from_secs(2),
-    })
-    .expect("open the Redis store")
+    }
+}
+
+fn open(server: &RedisServer) -> RedisStore {
+    RedisStore::open(open_options(server)).expect("open the Redis store")
 }
 
 /// A call as the history records it.
@@ -268,4 +271,61 @@ fn a_script_error_for_one_request_fails_only_that_request() {
         "{answers:?}"
     );
     assert!(store.get("b").unwrap().is_some());
+}
+
+/// A server that lost the code (`FUNCTION FLUSH`, `SCRIPT FLUSH`) answers
+/// a round of all four kinds after one reload: every group is sent again
+/// and answered, in either call mode.
+#[test]
+fn a_round_reloads_lost_code_and_answers_every_group() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for mode in [Mode::Functions, Mode::Scripts] {
+        let options = Options {
+            namespace: format!("{mode:?}"),
+            ..open_options(&server)
+        };
+        let store = match mode {
+            Mode::Functions => RedisStore::open(options),
+            Mode::Scripts => RedisStore::open_scripts(options),
+        }
+        .unwrap();
+        assert_eq!(store.mode(), mode);
+        let add = |key: &str, how| {
+            let t = NewTimer {
+                key,
+                due: Due::After(60_000),
+                payload: b"p",
+            };
+            Single::add(&[t], how)
+        };
+        assert!(matches!(&store.round(vec![add("c", AddMode::Replace)])[0], Ok(f) if f == &[true]));
+        let what = match mode {
+            Mode::Functions => "FUNCTION",
+            Mode::Scripts => "SCRIPT",
+        };
+        redis::cmd(what).arg("FLUSH").exec(&mut c).unwrap();
+        let answers = store.round(vec![
+            add("a", AddMode::Replace),
+            add("b", AddMode::IfAbsent),
+            Single::Cancel("c".into()),
+            Single::Reschedule("a".into(), Due::After(1_000)),
+        ]);
+        let flags: Vec<Vec<bool>> = answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|e| panic!("{mode:?}: {e}")))
+            .collect();
+        // The reschedule may land before or after the add of "a" (separate
+        // calls of one round): either answer is a sequential one.
+        assert_eq!(&flags[..3], [[true], [true], [true]], "{mode:?}");
+        assert_eq!(flags[3].len(), 1, "{mode:?}");
+        assert!(store.get("a").unwrap().is_some());
+        assert!(store.get("b").unwrap().is_some());
+        assert!(store.get("c").unwrap().is_none());
+    }
 }
