@@ -19,7 +19,8 @@
 //! - [`script_cost`]: Redis's time by script (from the [`slowlog`]) for
 //!   the fire rate with three nodes and for single adds;
 //! - [`nearfar`]: adds to Redis while three nodes fire, timers due soon
-//!   against timers an hour out;
+//!   against timers an hour out; [`adds_firing`]: single adds from four
+//!   threads of timers due from 3 s ahead while three nodes fire them;
 //! - [`outage`]: a Redis server killed under a node, an unreachable one,
 //!   and a node shut down while it holds claims;
 //! - [`flow_cost`]: what flow limits cost per callback on Redis, in
@@ -29,6 +30,7 @@
 //! - [`ours`]: our builders, nodes and recording handler as the runs use
 //!   them; [`record`]: the records and their summary.
 
+pub mod adds_firing;
 pub mod chart;
 pub mod disk;
 pub mod flow_cost;

@@ -12,6 +12,7 @@ use wheel_testkit::{RedisServer, ServerOptions};
 
 use super::{Progress, Results, Settings, fmt_count};
 use crate::chart::Panel;
+use crate::durable::adds_firing::{self, AddsFiringParams};
 use crate::durable::chart;
 use crate::durable::kill::{self, KillParams, KillRun};
 use crate::durable::lateness::{self, LatenessParams};
@@ -45,6 +46,8 @@ pub struct DurableParams {
     pub throughput: ThroughputParams,
     /// Adds while nodes fire.
     pub near_far: NearFarParams,
+    /// Single adds of timers due soon while nodes fire them.
+    pub adds_firing: AddsFiringParams,
     /// Outages and shutdown.
     pub outage: OutageParams,
 }
@@ -125,6 +128,14 @@ impl DurableParams {
                 near_from: Duration::from_millis(500),
                 near_to: Duration::from_secs(3),
                 nodes: 3,
+            },
+            adds_firing: AddsFiringParams {
+                timers: if quick { 5_000 } else { 20_000 },
+                threads: 4,
+                lead: Duration::from_secs(3),
+                rate: 6_667,
+                nodes: 3,
+                grace: Duration::from_secs(5),
             },
             outage: OutageParams {
                 unavailable_after: Duration::from_secs(1),
@@ -209,6 +220,9 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
         results
             .tables
             .push(near_far_table(&p.near_far, url, progress, &mut figures));
+        results
+            .tables
+            .push(adds_firing_table(&p.adds_firing, url, progress));
     }
     results.tables.push(restart_table(&p.throughput, progress));
     results.tables.push(outage_table(&p.outage, url, progress));
@@ -405,6 +419,24 @@ fn near_far_table(
             }
             Err(e) => t.row(failed_row(&name, &e)),
         }
+    }
+    let _ = flush(url);
+    t
+}
+
+/// Single adds of timers due soon while nodes fire them, on an emptied
+/// server, and the targets row.
+fn adds_firing_table(p: &AddsFiringParams, url: &str, progress: &Progress) -> Table {
+    let mut t = tables::adds_firing(p);
+    let name = Impl::Redis { nodes: p.nodes }.name();
+    progress.say(format!("durable single adds of timers due soon{}", load()));
+    let _ = flush(url);
+    match adds_firing::run(url, p) {
+        Ok(r) => {
+            t.row(tables::adds_firing_row(&name, &r));
+            t.row(tables::adds_firing_targets(&r));
+        }
+        Err(e) => t.row(failed_row(&name, &e)),
     }
     let _ = flush(url);
     t

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::DurableParams;
+use crate::durable::adds_firing::{ADDING_TARGET, AddsFiringParams, AddsFiringRun, P99_TARGET_NS};
 use crate::durable::disk::{AppendRate, RECORD};
 use crate::durable::key;
 use crate::durable::kill::{KillParams, KillRun, taken_over_after};
@@ -356,6 +357,76 @@ pub(super) fn near_far_row(name: &str, due: &str, r: &AddsWhileFiring) -> Vec<St
         r.early.to_string(),
         r.duplicates.to_string(),
         r.check().label(),
+    ]
+}
+
+/// The single-adds-of-timers-due-soon table, without rows.
+pub(super) fn adds_firing(p: &AddsFiringParams) -> Table {
+    Table::new(
+        &format!(
+            "Durable timers: {} single adds due from {} s ahead while {} nodes fire them (Redis)",
+            fmt_count(p.timers),
+            secs(p.lead),
+            p.nodes
+        ),
+        &format!(
+            "{} threads sharing one handle add {} timers, one `add` call each, due from {} s after the \
+             adding starts at {}/s (whole ms), while {} nodes of ours (the builder's defaults) claim and \
+             fire them; thread t adds timers t, t + {}, ..., so the adding runs through the due times in \
+             order. Adding: until the last `add` returned. Lateness: handler start minus due time. The \
+             run waits until {} s after the last due time. Check: runs before due, timers never run, keys \
+             run twice. Targets: adding within {} s (before the first due time) and p99 within {} ms.",
+            p.threads,
+            fmt_count(p.timers),
+            secs(p.lead),
+            fmt_count(p.rate as usize),
+            p.nodes,
+            p.threads,
+            secs(p.grace),
+            secs(ADDING_TARGET),
+            P99_TARGET_NS / 1_000_000
+        ),
+        &[
+            "implementation",
+            "adding s",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+            "early",
+            "lost",
+            "duplicates",
+            "check",
+        ],
+    )
+}
+
+pub(super) fn adds_firing_row(name: &str, r: &AddsFiringRun) -> Vec<String> {
+    let s = &r.summary;
+    vec![
+        name.into(),
+        format!("{:.2}", r.adding.as_secs_f64()),
+        ms2(s.pct(50.0)),
+        ms2(s.pct(99.0)),
+        ms2(s.max()),
+        s.early_cell(),
+        s.lost.to_string(),
+        s.duplicates.to_string(),
+        r.check().label(),
+    ]
+}
+
+/// The targets row: adding and p99 against their targets.
+pub(super) fn adds_firing_targets(r: &AddsFiringRun) -> Vec<String> {
+    vec![
+        "targets".into(),
+        format!("≤ {}", secs(ADDING_TARGET)),
+        "-".into(),
+        format!("≤ {}", P99_TARGET_NS / 1_000_000),
+        "-".into(),
+        "0".into(),
+        "0".into(),
+        "0".into(),
+        r.targets().label(),
     ]
 }
 

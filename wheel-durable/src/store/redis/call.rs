@@ -63,19 +63,40 @@ impl<'a> Call<'a> {
         wait: Option<Replicas>,
     ) -> RedisResult<Replied<T>> {
         match replication::query(&self.cmd, wait, c) {
-            Err(e) if missing(&e, self.mode) => {
-                match self.mode {
-                    Mode::Functions => load_library(c, scripts).map(|_| ())?,
-                    Mode::Scripts => cmd("SCRIPT")
-                        .arg("LOAD")
-                        .arg(self.op.text())
-                        .query::<String>(c)
-                        .map(|_| ())?,
-                }
+            Err(e) if self.missing(&e) => {
+                self.load(c, scripts)?;
                 replication::query(&self.cmd, wait, c)
             }
             answer => answer,
         }
+    }
+
+    /// The command, for a caller that pipelines several calls.
+    pub(super) fn cmd(&self) -> &Cmd {
+        &self.cmd
+    }
+
+    /// Whether `e` says the server lacks this call's function or script.
+    pub(super) fn missing(&self, e: &RedisError) -> bool {
+        missing(e, self.mode)
+    }
+
+    /// Loads what this call runs: the whole library, or its one script.
+    pub(super) fn load(&self, c: &mut Connection, scripts: &Scripts) -> RedisResult<()> {
+        match self.mode {
+            Mode::Functions => load_library(c, scripts).map(|_| ()),
+            Mode::Scripts => cmd("SCRIPT")
+                .arg("LOAD")
+                .arg(self.op.text())
+                .query::<String>(c)
+                .map(|_| ()),
+        }
+    }
+
+    /// Whether this call's [`Call::load`] loads the whole library (one
+    /// load serves every call of the store).
+    pub(super) fn loads_library(&self) -> bool {
+        self.mode == Mode::Functions
     }
 }
 

@@ -20,6 +20,9 @@
 //! touches only the keys of the timers it names and O(log n) entries of
 //! the sorted sets (a listing page: O(log n) to find where it resumes,
 //! then its entries); nothing runs `KEYS` or `SCAN`.
+//! Concurrent callers' single adds, cancels and reschedules are combined
+//! (`combine.rs`, `round.rs`): one call per kind for all of them, one
+//! pipeline, one round trip.
 //!
 //! Connections come from a small pool. A call that fails because the
 //! server is unreachable, restarting or still loading its data is retried
@@ -31,8 +34,10 @@
 
 mod call;
 mod claimed_schedules;
+mod combine;
 mod flows;
 mod replication;
+mod round;
 mod schedules;
 mod scripts;
 mod watch;
@@ -47,7 +52,9 @@ use redis::{Connection, RedisError, RedisResult, RetryMethod, Value};
 pub(crate) use self::call::Mode;
 use self::call::{Call, load_library};
 use self::claimed_schedules::ClaimedSchedules;
+use self::combine::Combiner;
 pub(crate) use self::replication::Replicas;
+use self::round::{Answer, COMBINED_ADD, ROUND_CAP, ROUND_LANES, Single};
 use self::schedules::encode_advance;
 use self::scripts::{Op, Scripts};
 use super::health::Health;
@@ -99,6 +106,8 @@ pub(crate) struct RedisStore {
     claimed_schedules: ClaimedSchedules,
     /// The dedup window in ms, passed to the scripts that end timers.
     dedup: AtomicU64,
+    /// Concurrent single adds, cancels and reschedules, sent in rounds.
+    combiner: Combiner<Single, Answer>,
 }
 
 /// Whether a failed call may succeed on a new connection after a wait.
@@ -160,6 +169,7 @@ impl RedisStore {
             health,
             claimed_schedules: ClaimedSchedules::default(),
             dedup: AtomicU64::new(0),
+            combiner: Combiner::new(ROUND_CAP, ROUND_LANES),
         };
         store.with_conn(|c| redis::cmd("PING").query::<String>(c))?;
         store.mode = match forced {
@@ -387,6 +397,9 @@ impl Store for RedisStore {
         if timers.is_empty() {
             return Ok(Vec::new());
         }
+        if timers.len() <= COMBINED_ADD {
+            return self.combiner.call(self, Single::add(timers, mode));
+        }
         self.flags(&self.scripts.add, timers.len(), |inv| {
             inv.arg(match mode {
                 AddMode::Replace => "r",
@@ -401,16 +414,18 @@ impl Store for RedisStore {
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
-        self.flag(&self.scripts.cancel, |inv| {
-            inv.arg(self.dedup.load(Ordering::Relaxed)).arg(key);
-        })
+        let flags = self.combiner.call(self, Single::Cancel(key.to_owned()))?;
+        flags.first().copied().ok_or_else(|| bad_reply("cancel"))
     }
 
     fn reschedule(&self, key: &str, due: Due) -> StoreResult<bool> {
-        self.flag(&self.scripts.reschedule, |inv| {
-            inv.arg(key);
-            due_args(inv, due);
-        })
+        let flags = self
+            .combiner
+            .call(self, Single::Reschedule(key.to_owned(), due))?;
+        flags
+            .first()
+            .copied()
+            .ok_or_else(|| bad_reply("reschedule"))
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<TimerInfo>> {
@@ -694,6 +709,8 @@ impl Drop for RedisStore {
 
 #[cfg(test)]
 mod call_tests;
+#[cfg(test)]
+mod combine_tests;
 #[cfg(test)]
 mod flow_tests;
 #[cfg(test)]

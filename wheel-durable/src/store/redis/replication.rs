@@ -47,7 +47,7 @@ impl Replicas {
     }
 
     /// Appends `WAIT wanted timeout` to `pipe`.
-    fn append(self, pipe: &mut Pipeline) {
+    pub(super) fn append(self, pipe: &mut Pipeline) {
         pipe.cmd("WAIT").arg(self.wanted).arg(self.timeout_ms());
     }
 
@@ -55,6 +55,16 @@ impl Replicas {
     pub(super) fn for_op(replicas: Option<Replicas>, op: &Op) -> Option<Replicas> {
         replicas.filter(|_| !op.reads)
     }
+}
+
+/// The error of a write that `confirmed` replicas confirmed, when `wait`
+/// wanted more; none when it did not ask or they were enough.
+pub(super) fn shortfall(wait: Option<Replicas>, confirmed: i64) -> Option<DurableError> {
+    let w = wait?;
+    (confirmed < i64::from(w.wanted)).then(|| DurableError::NotReplicated {
+        wanted: w.wanted,
+        confirmed: u32::try_from(confirmed.max(0)).unwrap_or(0),
+    })
 }
 
 /// A reply, and how many replicas confirmed the write when some were
@@ -68,12 +78,9 @@ impl<T> Replied<T> {
     /// The reply, or [`DurableError::NotReplicated`] when fewer replicas
     /// confirmed than were wanted.
     pub(super) fn checked(self) -> StoreResult<T> {
-        match self.confirmed {
-            Some((w, n)) if n < i64::from(w.wanted) => Err(DurableError::NotReplicated {
-                wanted: w.wanted,
-                confirmed: u32::try_from(n.max(0)).unwrap_or(0),
-            }),
-            _ => Ok(self.reply),
+        match self.confirmed.and_then(|(w, n)| shortfall(Some(w), n)) {
+            Some(e) => Err(e),
+            None => Ok(self.reply),
         }
     }
 }
