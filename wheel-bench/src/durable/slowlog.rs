@@ -251,6 +251,9 @@ pub struct Tally {
     pub calls: u64,
     /// Execution time, µs.
     pub micros: u64,
+    /// Calls by their execution µs: the log counts whole µs, so this stays
+    /// small and gives the slowest call and the p99 exactly.
+    pub by_micros: BTreeMap<u64, u64>,
     /// Calls by their count of own arguments.
     pub by_args: BTreeMap<usize, u64>,
     /// The scripts that fit every call so far (bits by [`SCRIPTS`]).
@@ -303,6 +306,7 @@ impl Tallies {
         });
         t.calls += 1;
         t.micros += e.micros;
+        *t.by_micros.entry(e.micros).or_default() += 1;
         *t.by_args.entry(n).or_default() += 1;
         t.fits &= fits(&own, n);
     }
@@ -333,6 +337,8 @@ impl Tallies {
                     is_script: !matches!(callee, Callee::Command(_)),
                     calls: t.calls,
                     micros: t.micros,
+                    max: t.by_micros.keys().next_back().copied().unwrap_or(0),
+                    p99: quantile(&t.by_micros, t.calls, 0.99),
                     timers,
                 }
             })
@@ -340,6 +346,21 @@ impl Tallies {
         rows.sort_by_key(|r| (!r.is_script, std::cmp::Reverse(r.micros)));
         rows
     }
+}
+
+/// The smallest µs at or below which `q` of the `calls` in `by_micros`
+/// fall (0 for no calls).
+pub fn quantile(by_micros: &BTreeMap<u64, u64>, calls: u64, q: f64) -> u64 {
+    // Rank of the quantile's call, 1-based: ceil(q * calls), at least 1.
+    let rank = ((q * calls as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for (&micros, &n) in by_micros {
+        seen += n;
+        if seen >= rank {
+            return micros;
+        }
+    }
+    0
 }
 
 /// Each sha that fits exactly one script, after removing from every sha
@@ -402,6 +423,10 @@ pub struct CostRow {
     pub calls: u64,
     /// Execution time, µs.
     pub micros: u64,
+    /// The slowest call's execution time, µs.
+    pub max: u64,
+    /// The 99th percentile of its calls' execution time, µs.
+    pub p99: u64,
     /// Timers its calls named, when its arguments say.
     pub timers: Option<u64>,
 }

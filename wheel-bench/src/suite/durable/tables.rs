@@ -499,7 +499,8 @@ pub(super) fn script_cost(p: &ThroughputParams) -> Table {
              nodes ({} timers due at one instant, added with `add_many` while the nodes run: the \
              adding's calls are in the figures), and single adds (`add_at`, an hour out) from {} \
              threads for {} s. Per script (named by the function, or for `EVALSHA` by the shape of \
-             its arguments): calls; execution µs per call; timers per call (the timers its \
+             its arguments): calls; execution µs per call, its 99th percentile and its slowest \
+             call (a call holds Redis, one command at a time, for that long); timers per call (the timers its \
              arguments name; for claim, the run's timers over its calls); µs per fired timer (per \
              add): its µs over the run's timers (adds). All scripts: their sum; for the fire run \
              also without add, the firing alone. `INFO cpu`: the server's CPU over the same \
@@ -521,6 +522,8 @@ pub(super) fn script_cost(p: &ThroughputParams) -> Table {
             "script",
             "calls",
             "µs per call",
+            "p99 µs",
+            "max µs",
             "timers per call",
             "µs per timer (add)",
         ],
@@ -544,6 +547,8 @@ pub(super) fn script_cost_rows(run: &str, c: &Costs, fire: bool) -> Vec<Vec<Stri
                 r.name.clone(),
                 fmt_count(r.calls as usize),
                 per(r.calls, r.micros),
+                r.p99.to_string(),
+                r.max.to_string(),
                 r.timers.map_or("-".into(), |t| per(r.calls, t)),
                 per_unit(r.micros as f64),
             ]
@@ -561,6 +566,8 @@ pub(super) fn script_cost_rows(run: &str, c: &Costs, fire: bool) -> Vec<Vec<Stri
             fmt_count(calls as usize),
             per(calls, micros),
             "-".into(),
+            "-".into(),
+            "-".into(),
             per_unit(micros as f64),
         ]);
     }
@@ -576,6 +583,8 @@ pub(super) fn script_cost_rows(run: &str, c: &Costs, fire: bool) -> Vec<Vec<Stri
     rows.push(vec![
         run.into(),
         "`INFO cpu`, main thread (all threads)".into(),
+        "-".into(),
+        "-".into(),
         "-".into(),
         "-".into(),
         "-".into(),
