@@ -577,6 +577,8 @@ pub(super) fn script_cost_rows(run: &str, c: &Costs, fire: bool) -> Vec<Vec<Stri
         fmt_count(calls as usize),
         per(calls, micros),
         "-".into(),
+        "-".into(),
+        "-".into(),
         per_unit(micros as f64),
     ]);
     let main = c.cpu.main.map_or("-".into(), |m| per_unit(m * 1e6));
