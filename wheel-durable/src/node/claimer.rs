@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::clock::Reading;
-use super::config::{NodeConfig, STORE_BATCH};
+use super::config::NodeConfig;
 use super::hold::hold;
 use super::shared::NodeShared;
 use super::signal::Woken;
@@ -32,11 +32,6 @@ use super::starter;
 use crate::store::{ClaimBatch, ClaimRequest, Fenced};
 use crate::sync::Ordering;
 use crate::time::Backoff;
-
-/// Timers claimed by one store call at most: bounds how long one claim
-/// holds the store (a Redis script blocks the server while it runs, about
-/// a millisecond for this many; other nodes' starts wait meanwhile).
-const CLAIM_BATCH: usize = 128;
 
 /// A node claims timers entering the window at most this many times per
 /// window: each claim then takes a step's worth of timers, at least
@@ -75,7 +70,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
         let req = ClaimRequest {
             window: shared.window_ms,
             lease: shared.lease_ms,
-            max: room.min(CLAIM_BATCH),
+            max: room.min(shared.store.batch_limits().claim),
             max_attempts: shared.config.retry.attempts(),
         };
         shared.counters.claims.fetch_add(1, Ordering::Relaxed);
@@ -202,8 +197,11 @@ fn next_wake(
 fn renew(shared: &NodeShared) {
     let every = shared.config.lease / 3;
     let now = Instant::now();
+    // A renewal writes per timer a subset of what a finish writes: the
+    // finish limit bounds its time in the store too.
+    let batch = shared.store.batch_limits().finish;
     let stale = shared.runs.to_renew(every, now);
-    for part in stale.chunks(STORE_BATCH) {
+    for part in stale.chunks(batch) {
         let held: Vec<Fenced<'_>> = part
             .iter()
             .map(|(key, fence)| Fenced { key, fence: *fence })
@@ -218,7 +216,7 @@ fn renew(shared: &NodeShared) {
     // Claims waiting for their flow key: renewed too, so that a long wait
     // behind a rate does not lose them to their lease.
     let waiting = shared.flow_waits.to_renew(every, now);
-    for part in waiting.chunks(STORE_BATCH) {
+    for part in waiting.chunks(batch) {
         let held: Vec<Fenced<'_>> = part
             .iter()
             .map(|(key, fence)| Fenced { key, fence: *fence })

@@ -13,11 +13,6 @@ use crate::{Fired, Outcome, RetryPolicy};
 /// The user's handler.
 pub(crate) type Handler = Arc<dyn Fn(&Fired) -> Outcome + Send + Sync>;
 
-/// Entries of one store call at most (a start, finish, renew or release
-/// batch): bounds how long one call holds the store (a Redis script
-/// blocks the server while it runs, about a millisecond for this many).
-pub(super) const STORE_BATCH: usize = 256;
-
 /// How a node runs.
 #[derive(Clone)]
 pub(crate) struct NodeConfig {

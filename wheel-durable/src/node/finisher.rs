@@ -13,7 +13,6 @@
 
 use std::time::{Duration, Instant};
 
-use super::config::STORE_BATCH;
 use super::finishes::Ending;
 use super::shared::NodeShared;
 use std::sync::Arc;
@@ -46,7 +45,11 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
                 break;
             }
             shared.finishes.wait_until(now + backoff.next());
-            let room = STORE_BATCH.saturating_sub(batch.len());
+            let room = shared
+                .store
+                .batch_limits()
+                .finish
+                .saturating_sub(batch.len());
             batch.extend(shared.finishes.more(room));
         }
         forget(shared, &batch);
@@ -59,7 +62,7 @@ pub(super) fn run(shared: &Arc<NodeShared>) {
 fn next_batch(shared: &NodeShared, watch: &mut PauseWatch) -> Option<Vec<Ending>> {
     while let Some(due) = watch.due() {
         shared.finishes.wait_until(due);
-        let batch = shared.finishes.more(STORE_BATCH);
+        let batch = shared.finishes.more(shared.store.batch_limits().finish);
         if !batch.is_empty() {
             return Some(batch);
         }
@@ -67,7 +70,9 @@ fn next_batch(shared: &NodeShared, watch: &mut PauseWatch) -> Option<Vec<Ending>
         // look now rather than wait on a queue that no longer blocks.
         watch.look(shared);
     }
-    shared.finishes.take_up_to(STORE_BATCH)
+    shared
+        .finishes
+        .take_up_to(shared.store.batch_limits().finish)
 }
 
 /// One store call for the batch; false if the store could not take it.

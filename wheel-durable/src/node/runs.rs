@@ -17,7 +17,6 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::config::STORE_BATCH;
 use super::queue::Queue;
 use crate::LatenessBuckets;
 use crate::lateness::Histogram;
@@ -28,8 +27,11 @@ type Map<V> = HashMap<String, V, ahash::RandomState>;
 
 /// Started runs that wait for a handler at most (see `starts.rs`): enough
 /// for the next few store calls' worth while the handlers are busy, few
-/// enough that their lease renewals stay a call or two.
-pub(super) const RUN_AHEAD: usize = STORE_BATCH;
+/// enough that their lease renewals stay a few calls. A queue depth, not
+/// a call size: it stays this large when a store's start batches are
+/// smaller (several starts then fill it), so that the handlers do not
+/// run dry between them.
+pub(super) const RUN_AHEAD: usize = 256;
 
 /// A started timer on its way to a handler.
 pub(super) struct Started {

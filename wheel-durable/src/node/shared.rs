@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::clock::{Reading, StoreTime};
-use super::config::{NodeConfig, STORE_BATCH, millis};
+use super::config::{NodeConfig, millis};
 use super::finishes::Finishes;
 use super::flow_waits::FlowWaits;
 use super::holdings::Holdings;
@@ -134,13 +134,17 @@ impl NodeShared {
     pub(super) fn release(&self, claims: &[Claimed]) {
         let ns = &*self.config.namespace;
         let mut released = 0;
-        for (i, part) in claims.chunks(STORE_BATCH).enumerate() {
+        // Small batches at shutdown too: the other nodes go on firing, and
+        // their calls wait behind each hand-back as behind any call; the
+        // cost is only a few more round trips while shutting down.
+        let batch = self.store.batch_limits().finish;
+        for (i, part) in claims.chunks(batch).enumerate() {
             let fenced: Vec<Fenced<'_>> = part.iter().map(Claimed::fenced).collect();
             match self.store.release(&fenced) {
                 Ok(done) => released += done.iter().filter(|&&d| d).count(),
                 Err(e) => {
                     self.store_error();
-                    let left = claims.len() - i * STORE_BATCH;
+                    let left = claims.len() - i * batch;
                     tracing::warn!(namespace = %ns, left, error = %e,
                         "claims not handed back at shutdown; they fire after their leases end");
                     break;

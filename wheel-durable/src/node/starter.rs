@@ -37,7 +37,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::config::STORE_BATCH;
 use super::hold::hold;
 use super::runs::{Begun, RUN_AHEAD};
 use super::shared::NodeShared;
@@ -80,7 +79,8 @@ pub(super) fn offer_due(shared: &Arc<NodeShared>, claims: Vec<Claimed>) {
 /// left waiting stays claimed (its start is fenced, so a claim the store
 /// took back meanwhile is only refused, never run twice).
 fn drain(shared: &Arc<NodeShared>) {
-    let room = || shared.runs.room().min(STORE_BATCH);
+    let most = shared.store.batch_limits().start;
+    let room = || shared.runs.room().min(most);
     shared.starts.pass(room, |batch| {
         wake_claimer_below_half(shared, batch.len());
         if shared.stopping() {

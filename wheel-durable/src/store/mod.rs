@@ -69,6 +69,7 @@ use std::sync::Arc;
 #[cfg(any(test, fuzzing))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub(crate) use self::batch_limits::BatchLimits;
 pub(crate) use self::flow_state::{FlowOutcome, FlowsState, Limits, UNPARK_BATCH};
 use self::schedules::{SchedAnswer, SchedOp, SchedRecord};
 pub(crate) use super::dedup::Memory;
@@ -77,6 +78,7 @@ pub(crate) use super::time::{Millis, later};
 use super::{AddMode, DeadLetter, DurableError, Listing, TimerInfo};
 use crate::schedule::chain::Advance;
 
+pub(crate) mod batch_limits;
 #[cfg(feature = "embedded")]
 pub(crate) mod embedded;
 pub(crate) mod flow_state;
@@ -429,6 +431,13 @@ pub(crate) trait Store: Send + Sync + 'static {
     /// Answers at once, without a store call.
     fn reachable(&self) -> bool {
         true
+    }
+    /// The largest claim, start and finish the node sends this store
+    /// (`batch_limits.rs`): by default sized for a store whose each call
+    /// costs a disk write; a store that is blocked while a call runs says
+    /// less, to bound that time.
+    fn batch_limits(&self) -> BatchLimits {
+        BatchLimits::DEFAULT
     }
 }
 

@@ -32,6 +32,7 @@
 //! Node state: none: the store is below the node. It owns its connection pool
 //! and the subscriber thread (`watch.rs`).
 
+mod budget;
 mod call;
 mod claimed_schedules;
 mod combine;
@@ -61,9 +62,9 @@ use super::health::Health;
 use super::record::{DeadRecord, Record};
 use super::schedules::{SchedAnswer, SchedOp, SchedRecord};
 use super::{
-    ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish, FlowOutcome,
-    FlowsState, Limits, Listed, Memory, Millis, NewTimer, Start, Store, StoreClock, StoreResult,
-    UNPARK_BATCH, Wake,
+    BatchLimits, ClaimBatch, ClaimRequest, Claimed, Counts, Due, EXPIRED_KEYS, Fenced, Finish,
+    FlowOutcome, FlowsState, Limits, Listed, Memory, Millis, NewTimer, Start, Store, StoreClock,
+    StoreResult, UNPARK_BATCH, Wake,
 };
 use crate::schedule::chain::Advance;
 use crate::sync::lock;
@@ -688,6 +689,10 @@ impl Store for RedisStore {
 
     fn reachable(&self) -> bool {
         self.health.reachable()
+    }
+
+    fn batch_limits(&self) -> BatchLimits {
+        budget::LIMITS
     }
 
     fn close(&self) -> StoreResult<()> {
