@@ -1,5 +1,6 @@
-//! How a node runs: what the builder configures, and the one limit every
-//! stage's store calls share. Set before the node starts, read-only after.
+//! How a node runs: what the builder configures (the size of each store
+//! call is the store's, `store/batch_limits.rs`). Set before the node
+//! starts, read-only after.
 //!
 //! Owns no changing state: the settings every stage reads.
 

@@ -17,9 +17,10 @@ use crate::store::BatchLimits;
 /// timers/s, while each script still does about 60-120 timers, so its fixed cost (the call, the prelude, the
 /// reply, the node's round trip) stays a small part of it. A quarter of a
 /// millisecond (about 35 timers a call) was measured too: the three
-/// nodes' fire rate fell by 17 % (81 000 to 67 000 timers/s, the quick
-/// durable bench below), where this budget costs 8 % (74 000/s) and still
-/// cuts the slowest start from 4 ms to under 1 ms.
+/// nodes' fire rate fell by 17-20 % (81 000-84 800 to 67 000 timers/s,
+/// the quick durable bench below), where this budget costs about 9 %
+/// (74 400-76 300/s) and still cuts the slowest start from 2-4 ms to
+/// under 1 ms.
 pub(crate) const SCRIPT_BUDGET_NS: u64 = 500_000;
 
 // Redis execution time per timer of each script, in ns, from the slow-log
