@@ -11,7 +11,7 @@
 //! and (the peer) `c N` when a tick took N tasks, before they run.
 //!
 //! The `s` lines come from the durable tier's TRACE event "outcome
-//! settled", which the process subscribes to ([`Settled`]): a run whose
+//! settled", which the process subscribes to (`Settled`): a run whose
 //! outcome the store recorded must never run again, while one the node
 //! died with before that may (at-least-once), and only the node learns
 //! which.

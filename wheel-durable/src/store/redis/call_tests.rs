@@ -23,6 +23,17 @@ fn options(url: String) -> Options {
     }
 }
 
+/// A store calling as `mode` says, in a namespace of its own.
+fn open_in(server: &RedisServer, mode: Mode) -> RedisStore {
+    let mut o = options(server.url());
+    o.namespace = format!("{mode:?}");
+    match mode {
+        Mode::Functions => RedisStore::open(o),
+        Mode::Scripts => RedisStore::open_scripts(o),
+    }
+    .unwrap()
+}
+
 fn conn(url: &str) -> redis::Connection {
     redis::Client::open(url).unwrap().get_connection().unwrap()
 }
@@ -109,13 +120,7 @@ fn a_flushed_library_or_script_is_loaded_again_by_the_next_call() {
     };
     let mut c = conn(&server.url());
     for mode in [Mode::Functions, Mode::Scripts] {
-        let mut o = options(server.url());
-        o.namespace = format!("{mode:?}");
-        let store = match mode {
-            Mode::Functions => RedisStore::open(o),
-            Mode::Scripts => RedisStore::open_scripts(o),
-        }
-        .unwrap();
+        let store = open_in(&server, mode);
         add(&store, "a");
         let what = if mode == Mode::Functions {
             "FUNCTION"
@@ -211,13 +216,7 @@ fn a_server_refusing_writes_still_answers_the_reads() {
     };
     let mut c = conn(&server.url());
     for mode in [Mode::Functions, Mode::Scripts] {
-        let mut o = options(server.url());
-        o.namespace = format!("{mode:?}");
-        let store = match mode {
-            Mode::Functions => RedisStore::open(o),
-            Mode::Scripts => RedisStore::open_scripts(o),
-        }
-        .unwrap();
+        let store = open_in(&server, mode);
         add(&store, "k");
         redis::cmd("CONFIG")
             .arg("SET")

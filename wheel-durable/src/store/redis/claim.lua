@@ -61,7 +61,7 @@ if max > 0 and not paused then
     out[#out + 1] = x.attempts
     out[#out + 1] = x.fence
     out[#out + 1] = x.ffence or x.fence
-    out[#out + 1] = x.payload
+    out[#out + 1] = payload_of(x)
     local id, chain = owner(key)
     if chain then
       ids[#ids + 1] = id

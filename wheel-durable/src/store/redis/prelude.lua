@@ -54,6 +54,13 @@ local WAKE_BEFORE
 -- The earliest due time of a timer made pending inside the notify window.
 local wake
 
+-- A score as ZADD's argument. A number argument is formatted with
+-- '%.14g', which costs more and rounds past 14 digits; every score is
+-- whole milliseconds (at most MAX_MS), so '%d' is exact.
+local function score(ms)
+  return string.format('%d', ms)
+end
+
 local function later(ms)
   return math.min(NOW + ms, MAX_MS)
 end
@@ -70,8 +77,20 @@ local function decode_timer(r)
     state = state - FIRST_FENCE
     ffence, at = struct.unpack('<I8', r, at)
   end
+  -- The payload stays in `raw` from `at` until asked for (`payload_of`):
+  -- most calls never need it as a string of its own.
   return { due = due, first = first, lease = lease, fence = fence, attempts = attempts,
-           state = state, ffence = ffence, payload = string.sub(r, at) }
+           state = state, ffence = ffence, raw = r, at = at }
+end
+
+-- A timer's payload, cut from its stored bytes on first use.
+local function payload_of(x)
+  local p = x.payload
+  if p == nil then
+    p = string.sub(x.raw, x.at)
+    x.payload = p
+  end
+  return p
 end
 
 local function decode_dead(r)
@@ -98,7 +117,7 @@ local function encode_timer(x)
     flags = flags + FIRST_FENCE
     ext = ext .. struct.pack('<I8', x.ffence)
   end
-  return struct.pack('<I8I8I8I4B', x.due, x.lease, x.fence, x.attempts, flags) .. ext .. x.payload
+  return struct.pack('<I8I8I8I4B', x.due, x.lease, x.fence, x.attempts, flags) .. ext .. payload_of(x)
 end
 
 local function encode_dead(d)
@@ -235,7 +254,7 @@ end
 local function make_dead(key, x, reason)
   unindex(key, x, true)
   deads.val[key] = { failed_at = NOW, due = x.due, first = x.first, attempts = x.attempts,
-                     reason = reason, payload = x.payload }
+                     reason = reason, payload = payload_of(x) }
   touch(deads, key)
 end
 
@@ -323,9 +342,9 @@ local function flush_timers()
       -- A record stays parked unchanged: nothing but leaving the state
       -- rewrites a parked one, so its index entries stay right.
       if to == 'd' then
-        add.d[#add.d + 1], add.d[#add.d + 2] = x.due, k
+        add.d[#add.d + 1], add.d[#add.d + 2] = score(x.due), k
       elseif to == 'l' then
-        add.l[#add.l + 1], add.l[#add.l + 2] = x.lease, k
+        add.l[#add.l + 1], add.l[#add.l + 2] = score(x.lease), k
       elseif from ~= 'p' then
         parked[#parked + 1] = k
       end

@@ -26,6 +26,8 @@ local owner_id, owner_chain = {}, {}
 
 -- The schedule id of a run key, and whether it is a chain run.
 local function owner(key)
+  -- Most keys are no schedule's: one byte tells, with no string made.
+  if string.byte(key, 1) ~= 115 then return nil end -- 's'
   local id = owner_id[key]
   if id ~= nil then
     if not id then return nil end
