@@ -13,22 +13,16 @@ use crate::store::BatchLimits;
 
 /// How long one claim, start or finish script may run, in ns. Half a
 /// millisecond keeps the wait of a command queued behind one script under
-/// a millisecond, about the Redis nodes' p99 lateness at 1 000-30 000
-/// timers/s, while each script still does about 60-120 timers, so its fixed cost (the call, the prelude, the
-/// reply, the node's round trip) stays a small part of it. A quarter of a
-/// millisecond (about 35 timers a call) was measured too: the three
-/// nodes' fire rate fell by 17-20 % (81 000-84 800 to 67 000 timers/s,
-/// the quick durable bench below), where this budget costs about 9 %
-/// (74 400-76 300/s) and still cuts the slowest start from 2-4 ms to
-/// under 1 ms.
+/// a millisecond, while each script still carries enough timers that its
+/// fixed cost (the call, the reply, the node's round trip) stays a small
+/// part of it; a quarter of a millisecond cost the nodes a sixth of their
+/// fire rate (the figures are in `docs/benchmarks.md`, "Redis's script
+/// budget").
 pub(crate) const SCRIPT_BUDGET_NS: u64 = 500_000;
 
-// Redis execution time per timer of each script, in ns, from the slow-log
-// table "Durable timers: Redis's time by script" of
-// `cargo run --release -p wheel-bench -- --only durable --quick`
-// (µs per call over timers per call, Redis 7.0, 3 nodes firing): a claim
-// of ~94 timers took ~600 µs, a start of ~150 ~1 000 µs, a finish of
-// ~170 ~700 µs.
+// Redis execution time per timer of each script, in ns: µs per call over
+// timers per call in the slow-log table "Durable timers: Redis's time by
+// script" of `cargo run --release -p wheel-bench -- --only durable --quick`.
 
 /// Claim's cost per timer claimed, ns.
 pub(crate) const CLAIM_NS_PER_TIMER: u64 = 6_400;
