@@ -25,6 +25,7 @@ use crate::durable::{Impl, flush};
 use crate::report::{Table, ms};
 use crate::workloads::Check;
 
+mod cost_table;
 mod tables;
 mod targets;
 
@@ -369,17 +370,17 @@ fn throughput_table(
 /// Redis's time by script: the fire rate with 3 nodes and single adds
 /// from `p.threads` threads, each under the slow log.
 fn script_cost_table(p: &ThroughputParams, url: &str, progress: &Progress) -> Table {
-    let mut t = tables::script_cost(p);
+    let mut t = cost_table::script_cost(p);
     let fire = format!("fire, 3 nodes, {} timers", fmt_count(p.fire));
     progress.say(format!("durable script cost: {fire}{}", load()));
     match script_cost::fire(url, 3, p.fire) {
         Ok(f) => {
-            tables::script_cost_rows(&fire, &f.costs, true)
+            cost_table::script_cost_rows(&fire, &f.costs, true)
                 .into_iter()
                 .for_each(|r| t.row(r));
             let rates = Some((&f.without, &f.with));
             t.notes
-                .push(tables::script_cost_note(&fire, &f.costs, rates));
+                .push(cost_table::script_cost_note(&fire, &f.costs, rates));
         }
         Err(e) => t.row(failed_row(&fire, &e)),
     }
@@ -387,10 +388,10 @@ fn script_cost_table(p: &ThroughputParams, url: &str, progress: &Progress) -> Ta
     progress.say(format!("durable script cost: {adds}{}", load()));
     match script_cost::adds(url, p.threads, p.add_for) {
         Ok(a) => {
-            tables::script_cost_rows(&adds, &a.costs, false)
+            cost_table::script_cost_rows(&adds, &a.costs, false)
                 .into_iter()
                 .for_each(|r| t.row(r));
-            let note = tables::script_cost_note(&adds, &a.costs, None);
+            let note = cost_table::script_cost_note(&adds, &a.costs, None);
             t.notes.push(format!("{note} {:.0} adds/s.", a.per_sec));
         }
         Err(e) => t.row(failed_row(&adds, &e)),
