@@ -36,6 +36,9 @@ fn line(name: &str, mut us: Vec<u128>) {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::args().nth(1).map_or(Ok(5_000), |a| a.parse())?;
+    if n < 4 {
+        return Err("ADDS must be at least 4: the adds are measured in 4 rounds".into());
+    }
     let master = RedisServer::start(ServerOptions::default())?;
     let _replica = RedisServer::replica_of(&master)?;
     let plain = DurableTimers::builder().redis(&master.url()).build()?;
