@@ -33,6 +33,7 @@ impl BatchLimits {
     /// The limits that keep one call within `budget_ns` for a store whose
     /// calls cost these nanoseconds per timer; at least 1 each, however
     /// small the budget (one timer per call is the least that progresses).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's limits
     pub(crate) const fn from_budget(
         budget_ns: u64,
         claim_ns: u64,
@@ -55,6 +56,7 @@ impl Default for BatchLimits {
 
 /// Timers of `cost_ns` each that fit in `budget_ns`, at least 1 (a zero
 /// cost counts as 1 ns: no division by zero).
+#[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's limits
 const fn per_call(budget_ns: u64, cost_ns: u64) -> usize {
     let cost = if cost_ns == 0 { 1 } else { cost_ns };
     let n = budget_ns / cost;
