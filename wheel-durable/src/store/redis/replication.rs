@@ -46,6 +46,15 @@ impl Replicas {
             .max(1)
     }
 
+    /// Runs `WAIT wanted timeout` alone: how many replicas have every
+    /// write the master made so far.
+    pub(super) fn wait(self, c: &mut Connection) -> RedisResult<i64> {
+        redis::cmd("WAIT")
+            .arg(self.wanted)
+            .arg(self.timeout_ms())
+            .query(c)
+    }
+
     /// Appends `WAIT wanted timeout` to `pipe`.
     pub(super) fn append(self, pipe: &mut Pipeline) {
         pipe.cmd("WAIT").arg(self.wanted).arg(self.timeout_ms());

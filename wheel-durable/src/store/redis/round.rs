@@ -171,9 +171,9 @@ impl RedisStore {
     fn send(&self, reqs: &[Single], groups: &[Group]) -> StoreResult<Vec<(Answer, bool)>> {
         let mut got: Vec<Option<RedisResult<Value>>> = groups.iter().map(|_| None).collect();
         let wait = self.options.replicas;
-        // What the last pass's `WAIT` counted: it covers every write the
-        // master made before it, the earlier passes' included.
-        let mut confirmed = 0;
+        // What the last `WAIT` counted: it covers every write the master
+        // made before it, the earlier passes' included.
+        let mut confirmed: Option<i64> = None;
         self.with_conn(|c| {
             // A second pass sends the groups whose function or script the
             // server had lost, once it is loaded again.
@@ -204,13 +204,9 @@ impl RedisStore {
                     w.append(&mut pipe);
                 }
                 let mut replies: Vec<RedisResult<Value>> = pipe.query(c)?;
-                if wait.is_some() {
-                    match replies.pop() {
-                        Some(Ok(Value::Int(n))) => confirmed = n,
-                        Some(Err(e)) => return Err(e),
-                        _ => confirmed = 0,
-                    }
-                }
+                // Taken off before the groups' replies are read, and judged
+                // after: a failed `WAIT` must not cost the answers.
+                let waited = wait.and_then(|_| replies.pop());
                 let (mut retry, mut library_loaded) = (None, false);
                 for ((&i, call), reply) in todo.iter().zip(&calls).zip(replies) {
                     match reply {
@@ -229,10 +225,18 @@ impl RedisStore {
                 if let Some(e) = retry {
                     return Err(e); // with_conn retries the unanswered groups
                 }
+                confirmed = match waited {
+                    Some(Ok(Value::Int(n))) => Some(n),
+                    _ => None,
+                };
+            }
+            // Every group was answered but no `WAIT` counted: ask alone.
+            if let (Some(w), None) = (wait, confirmed) {
+                confirmed = Some(w.wait(c)?);
             }
             Ok(())
         })?;
-        let short = replication::shortfall(wait, confirmed);
+        let short = replication::shortfall(wait, confirmed.unwrap_or(0));
         let answers = groups.iter().zip(got).map(|(g, reply)| {
             let n: usize = g.iter().map(|&i| reqs[i].entries()).sum();
             match (reply, &short) {
