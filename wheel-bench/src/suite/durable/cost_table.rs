@@ -72,33 +72,28 @@ pub(super) fn script_cost_rows(run: &str, c: &Costs, fire: bool) -> Vec<Vec<Stri
             ]
         })
         .collect();
-    let (calls, micros) = c.scripts();
-    let adding = c.rows.iter().find(|r| r.name == "add" && r.calls < calls);
-    if let (true, Some(add)) = (fire, adding) {
-        // The adding before the due time is not firing: the firing alone
-        // is what a target per fired timer judges.
-        let (calls, micros) = (calls - add.calls, micros - add.micros);
-        rows.push(vec![
+    // A sum over scripts: no percentiles or timers per call of its own.
+    let total = |name: &str, calls: u64, micros: u64| {
+        vec![
             run.into(),
-            "all scripts but add (the firing)".into(),
+            name.into(),
             fmt_count(calls as usize),
             per(calls, micros),
             "-".into(),
             "-".into(),
             "-".into(),
             per_unit(micros as f64),
-        ]);
+        ]
+    };
+    let (calls, micros) = c.scripts();
+    let adding = c.rows.iter().find(|r| r.name == "add" && r.calls < calls);
+    if let (true, Some(add)) = (fire, adding) {
+        // The adding before the due time is not firing: the firing alone
+        // is what a target per fired timer judges.
+        let (calls, micros) = (calls - add.calls, micros - add.micros);
+        rows.push(total("all scripts but add (the firing)", calls, micros));
     }
-    rows.push(vec![
-        run.into(),
-        "all scripts".into(),
-        fmt_count(calls as usize),
-        per(calls, micros),
-        "-".into(),
-        "-".into(),
-        "-".into(),
-        per_unit(micros as f64),
-    ]);
+    rows.push(total("all scripts", calls, micros));
     let main = c.cpu.main.map_or("-".into(), |m| per_unit(m * 1e6));
     rows.push(vec![
         run.into(),
