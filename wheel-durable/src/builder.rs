@@ -14,13 +14,17 @@ use super::store::{Store, StoreClock};
 use super::timers::DurableTimers;
 use super::{DEFAULT_MAX_PAYLOAD, DurableError, Fired, Outcome, RetryPolicy};
 
+#[cfg(feature = "redis")]
+#[path = "builder_redis.rs"]
+mod redis_store;
+
 /// Where the timers live.
 #[derive(Debug, Clone)]
-enum Choice {
+pub(super) enum Choice {
     #[cfg(feature = "embedded")]
     Embedded(PathBuf),
     #[cfg(feature = "redis")]
-    Redis(String),
+    Redis(super::store::redis::Servers),
 }
 
 /// Configures and opens [`DurableTimers`].
@@ -63,7 +67,9 @@ pub struct DurableTimersBuilder {
     max_payload: usize,
     unavailable_after: Duration,
     /// Replicas each write waits for (0: none), and for how long.
-    replicas: (u32, Duration),
+    pub(super) replicas: (u32, Duration),
+    /// The namespace's partitions (`builder_redis.rs`); 1: undivided.
+    pub(super) partitions: u32,
     /// How long a key is remembered after its timer ended (zero: off).
     dedup: Duration,
     clock: StoreClock,
@@ -109,6 +115,7 @@ impl Default for DurableTimersBuilder {
             max_payload: DEFAULT_MAX_PAYLOAD,
             unavailable_after: Duration::from_secs(5),
             replicas: (0, Duration::ZERO),
+            partitions: 1,
             dedup: Duration::ZERO,
             clock: StoreClock::Real,
             #[cfg(feature = "http")]
@@ -120,7 +127,7 @@ impl Default for DurableTimersBuilder {
 }
 
 impl DurableTimersBuilder {
-    fn choose(mut self, c: Choice) -> Self {
+    pub(super) fn choose(mut self, c: Choice) -> Self {
         self.choice = match self.choice {
             Ok(None) => Ok(Some(c)),
             Ok(Some(_)) | Err(_) => Err("choose one store: embedded or redis".into()),
@@ -154,20 +161,6 @@ impl DurableTimersBuilder {
     #[cfg(feature = "embedded")]
     pub fn embedded(self, path: impl AsRef<Path>) -> Self {
         self.choose(Choice::Embedded(path.as_ref().to_owned()))
-    }
-
-    /// The Redis store at `url`, e.g. `"redis://127.0.0.1:6379/0"`, shared
-    /// by every node that names the same URL and namespace.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let b = wheel_durable::DurableTimers::builder().redis("redis://127.0.0.1:6379/0");
-    /// # drop(b);
-    /// ```
-    #[cfg(feature = "redis")]
-    pub fn redis(self, url: &str) -> Self {
-        self.choose(Choice::Redis(url.to_owned()))
     }
 
     /// Keeps these timers apart from other namespaces in the same store
@@ -587,7 +580,32 @@ impl DurableTimersBuilder {
         if let Some(Err(why)) = self.http.as_ref().map(super::http::HttpConfig::check) {
             return bad(why);
         }
-        self.check_replicas()
+        self.check_replicas()?;
+        self.check_partitions()
+    }
+
+    /// A partitioned namespace needs Redis, and a count it can place.
+    fn check_partitions(&self) -> Result<(), DurableError> {
+        let n = self.partitions;
+        if n == 1 {
+            return Ok(());
+        }
+        #[cfg(feature = "redis")]
+        let redis = matches!(self.choice, Ok(Some(Choice::Redis(_))));
+        #[cfg(not(feature = "redis"))]
+        let redis = false;
+        if !redis {
+            return Err(DurableError::Config(
+                "partitions need the Redis store: the embedded store is one file".into(),
+            ));
+        }
+        let max = super::store::partitioned::MAX_PARTITIONS;
+        if n == 0 || n > max {
+            return Err(DurableError::Config(format!(
+                "partitions must be from 1 to {max}, not {n}"
+            )));
+        }
+        Ok(())
     }
 
     /// The replicas asked for need Redis and a timeout `WAIT` can keep.
@@ -627,24 +645,8 @@ impl DurableTimersBuilder {
                 )?))
             }
             #[cfg(feature = "redis")]
-            Ok(Some(Choice::Redis(url))) => self.open_redis(&url),
+            Ok(Some(Choice::Redis(servers))) => self.open_redis(servers),
             _ => Err(DurableError::Config("no store".into())),
         }
-    }
-
-    #[cfg(feature = "redis")]
-    fn open_redis(&self, url: &str) -> Result<Arc<dyn Store>, DurableError> {
-        let options = super::store::redis::Options {
-            url: url.to_owned(),
-            namespace: self.namespace.clone(),
-            clock: self.clock.clone(),
-            window: self.window_ms(),
-            unavailable_after: self.unavailable_after,
-            replicas: match self.replicas {
-                (0, _) => None,
-                (wanted, timeout) => Some(super::store::redis::Replicas { wanted, timeout }),
-            },
-        };
-        Ok(Arc::new(super::store::redis::RedisStore::open(options)?))
     }
 }

@@ -38,6 +38,25 @@ pub(crate) struct Args {
     /// value is never printed: it may hold a password).
     #[arg(long, env = "WHEEL_REDIS", value_name = "URL", hide_env_values = true)]
     pub(crate) redis: Option<String>,
+    /// A Redis Cluster, by the URLs of some of its nodes (comma-separated
+    /// or repeated; Redis 7 or later): the store follows reshards and
+    /// failovers. Instead of --redis.
+    #[arg(
+        long,
+        env = "WHEEL_REDIS_CLUSTER",
+        value_name = "URLS",
+        value_delimiter = ',',
+        hide_env_values = true,
+        conflicts_with = "redis"
+    )]
+    pub(crate) redis_cluster: Vec<String>,
+    /// With --redis or --redis-cluster: split the namespace into N
+    /// partitions, each in a hash slot of its own, so that one namespace
+    /// spreads over a cluster's masters (1 to 256; 1, the default, does
+    /// not split). Every server of a namespace must give the same N.
+    /// Flow limits need an unsplit namespace.
+    #[arg(long, env = "WHEEL_REDIS_PARTITIONS", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub(crate) redis_partitions: u32,
     /// With --redis: how many replicas must have each write before it is
     /// acknowledged (Redis `WAIT`); a write they do not confirm within
     /// --redis-replica-timeout is answered 503. 0, the default, waits for
@@ -147,9 +166,16 @@ impl Args {
             }
             None => {}
         }
-        if self.redis_replicas > 0 && self.redis.is_none() {
+        let redis = self.redis.is_some() || !self.redis_cluster.is_empty();
+        if self.redis_replicas > 0 && !redis {
             return Err(
                 "--redis-replicas needs --redis: the embedded store has no replicas".into(),
+            );
+        }
+        if self.redis_partitions > 1 && !redis {
+            return Err(
+                "--redis-partitions needs --redis or --redis-cluster: the embedded store is one file"
+                    .into(),
             );
         }
         if self.max_body < 1024 {
@@ -243,6 +269,37 @@ mod tests {
             Ok(())
         );
         assert!(parse(&["--token", ""]).check().is_err());
+    }
+
+    #[test]
+    fn a_cluster_takes_node_urls_and_partitions_need_redis() {
+        let a = parse(&[
+            "--redis-cluster",
+            "redis://10.0.0.1:7000,redis://10.0.0.2:7000",
+            "--redis-cluster",
+            "redis://10.0.0.3:7000",
+            "--redis-partitions",
+            "6",
+        ]);
+        assert_eq!(a.check(), Ok(()));
+        assert_eq!(a.redis_cluster.len(), 3);
+        assert_eq!(a.redis_partitions, 6);
+        assert_eq!(parse(&[]).redis_partitions, 1);
+        assert!(parse(&["--redis-partitions", "3"]).check().is_err());
+        let both = [
+            "wheel-server",
+            "--redis",
+            "redis://a",
+            "--redis-cluster",
+            "redis://b",
+        ];
+        assert!(Args::try_parse_from(both).is_err(), "one or the other");
+        for bad in ["0", "257", "x"] {
+            let args = ["wheel-server", "--redis-partitions", bad];
+            assert!(Args::try_parse_from(args).is_err(), "{bad}");
+        }
+        let replicated = parse(&["--redis-cluster", "redis://b", "--redis-replicas", "1"]);
+        assert_eq!(replicated.check(), Ok(()));
     }
 
     #[test]

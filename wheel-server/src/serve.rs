@@ -56,11 +56,16 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         // The ceiling of every callback's own policy (each carries one).
         .retry(RetryPolicy::new().max_attempts(MAX_ATTEMPTS))
         .http(http_config(args));
-    let builder = match &args.redis {
-        Some(url) => builder
-            .redis(url)
+    let builder = match (&args.redis, args.redis_cluster.as_slice()) {
+        (Some(url), _) => builder.redis(url),
+        (None, []) => builder.embedded(&args.data),
+        (None, nodes) => builder.redis_cluster(nodes),
+    };
+    let builder = match (&args.redis, args.redis_cluster.is_empty()) {
+        (None, true) => builder,
+        _ => builder
+            .partitions(args.redis_partitions)
             .replicas(args.redis_replicas, args.redis_replica_timeout),
-        None => builder.embedded(&args.data),
     };
     let timers = Arc::new(
         builder
@@ -71,9 +76,14 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         stop(timers);
         return Err(e);
     }
-    match &args.redis {
-        Some(_) => tracing::info!(namespace = %args.namespace, "store: redis"),
-        None => tracing::info!(data = %args.data.display(), "store: embedded"),
+    match (&args.redis, args.redis_cluster.len()) {
+        (Some(_), _) => {
+            tracing::info!(namespace = %args.namespace, partitions = args.redis_partitions, "store: redis")
+        }
+        (None, 0) => tracing::info!(data = %args.data.display(), "store: embedded"),
+        (None, seeds) => {
+            tracing::info!(namespace = %args.namespace, partitions = args.redis_partitions, seeds, "store: redis cluster")
+        }
     }
     if args.token.is_none() {
         tracing::warn!(listen = %args.listen, "no --token: the API is open to anyone who can reach this loopback address");

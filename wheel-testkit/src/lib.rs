@@ -2,6 +2,8 @@
 //!
 //! - [`RedisServer`], a private `redis-server` on a free loopback port, in
 //!   a directory of its own, stopped when dropped;
+//! - [`RedisCluster`], a private Redis Cluster of such servers, with a
+//!   slot moved between masters and a master failed over on demand;
 //! - [`eventually`], a bounded wait for a condition that fails the test
 //!   with a message instead of hanging;
 //! - [`model::check`], a concurrency model run by loom under `--cfg loom`
@@ -39,10 +41,12 @@ mod eventually;
 pub mod model;
 #[cfg(feature = "receiver")]
 mod receiver;
+mod redis_cluster;
 mod redis_server;
 
 pub use corpus::seed_corpus;
 pub use eventually::{LIVENESS, eventually, eventually_within};
 #[cfg(feature = "receiver")]
 pub use receiver::{Gate, Received, Receiver, ReceiverOptions, Reply, Script};
+pub use redis_cluster::RedisCluster;
 pub use redis_server::{RedisServer, ServerOptions};

@@ -60,16 +60,16 @@ pub struct RedisServer {
     master: Option<u16>,
 }
 
-fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
-fn free_port() -> io::Result<u16> {
+pub(crate) fn free_port() -> io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-fn fresh_dir() -> io::Result<PathBuf> {
+pub(crate) fn fresh_dir() -> io::Result<PathBuf> {
     static N: AtomicU32 = AtomicU32::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
     let nanos = std::time::SystemTime::now()

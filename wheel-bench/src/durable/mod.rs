@@ -32,6 +32,7 @@
 
 pub mod adds_firing;
 pub mod chart;
+pub mod cluster;
 pub mod disk;
 pub mod flow_cost;
 pub mod http;

@@ -178,7 +178,7 @@ impl FireRate {
 
 /// The rate of `n` timers all due at `due`, with Redis's CPU between the
 /// first start and the last from `cpu` samples, if any.
-fn fire_rate_of(
+pub(super) fn fire_rate_of(
     n: usize,
     due: SystemTime,
     summary: Summary,
@@ -249,7 +249,7 @@ pub fn fire_rate_peer(url: &str, nodes: usize, n: usize) -> Result<FireRate, Str
 }
 
 /// Time to add `n` timers before they are due, and then some.
-fn fire_lead(n: usize) -> Duration {
+pub(super) fn fire_lead(n: usize) -> Duration {
     Duration::from_millis(1_500) + Duration::from_micros(20) * n as u32
 }
 

@@ -14,6 +14,7 @@ use super::{Progress, Results, Settings, fmt_count};
 use crate::chart::Panel;
 use crate::durable::adds_firing::{self, AddsFiringParams};
 use crate::durable::chart;
+use crate::durable::cluster::{self, ClusterParams};
 use crate::durable::kill::{self, KillParams, KillRun};
 use crate::durable::lateness::{self, LatenessParams};
 use crate::durable::nearfar::{self, NearFarParams};
@@ -25,6 +26,7 @@ use crate::durable::{Impl, flush};
 use crate::report::{Table, ms};
 use crate::workloads::Check;
 
+mod cluster_table;
 mod cost_table;
 mod tables;
 mod targets;
@@ -51,6 +53,8 @@ pub struct DurableParams {
     pub adds_firing: AddsFiringParams,
     /// Outages and shutdown.
     pub outage: OutageParams,
+    /// One namespace on a Redis Cluster.
+    pub cluster: ClusterParams,
 }
 
 impl DurableParams {
@@ -138,6 +142,11 @@ impl DurableParams {
                 nodes: 3,
                 grace: Duration::from_secs(5),
             },
+            cluster: ClusterParams {
+                masters: 3,
+                nodes: 3,
+                fire: if quick { 5_000 } else { 50_000 },
+            },
             outage: OutageParams {
                 unavailable_after: Duration::from_secs(1),
                 polls: 20,
@@ -224,6 +233,7 @@ pub fn run_durable(s: &Settings, progress: &Progress, results: &mut Results) {
         results
             .tables
             .push(adds_firing_table(&p.adds_firing, url, progress));
+        results.tables.push(cluster_table(&p.cluster, progress));
     }
     results.tables.push(restart_table(&p.throughput, progress));
     results.tables.push(outage_table(&p.outage, url, progress));
@@ -440,6 +450,24 @@ fn adds_firing_table(p: &AddsFiringParams, url: &str, progress: &Progress) -> Ta
         Err(e) => t.row(failed_row(&name, &e)),
     }
     let _ = flush(url);
+    t
+}
+
+/// One namespace on a fresh cluster: on one master, then partitioned over
+/// every master.
+fn cluster_table(p: &ClusterParams, progress: &Progress) -> Table {
+    let mut t = cluster_table::cluster(p);
+    let masters = u32::try_from(p.masters).unwrap_or(u32::MAX);
+    for partitions in [1, masters] {
+        progress.say(format!(
+            "durable on a Redis Cluster: {partitions} partition(s){}",
+            load()
+        ));
+        match cluster::run(p, partitions) {
+            Ok(r) => t.row(cluster_table::cluster_row(&r)),
+            Err(e) => t.row(failed_row(&format!("{partitions} partition(s)"), &e)),
+        }
+    }
     t
 }
 

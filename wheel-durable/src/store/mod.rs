@@ -92,6 +92,8 @@ pub(crate) mod fuzz_schedules;
 pub(crate) mod health;
 #[cfg(any(test, fuzzing))]
 pub(crate) mod model;
+#[cfg(any(feature = "redis", all(test, feature = "embedded")))]
+pub(crate) mod partitioned;
 pub(crate) mod record;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
@@ -431,6 +433,12 @@ pub(crate) trait Store: Send + Sync + 'static {
     /// Answers at once, without a store call.
     fn reachable(&self) -> bool {
         true
+    }
+    /// Whether every part of a partitioned namespace announces on the one
+    /// channel this store's [`watch`](Store::watch) listens to, so that
+    /// one watcher serves them all (`partitioned.rs`).
+    fn shares_wake_channel(&self) -> bool {
+        false
     }
     /// The largest claim, start and finish the node sends this store
     /// (`batch_limits.rs`): by default sized for a store whose each call

@@ -9,6 +9,7 @@ mod durable_common;
 mod durable_listing;
 
 mod durable_async;
+mod durable_cluster;
 mod durable_dedup;
 mod durable_embedded;
 // The origins of HTTP callbacks are their flow keys; their node

@@ -19,7 +19,7 @@ use crate::suite::fmt_count;
 use crate::workloads::Check;
 
 /// Signed nanoseconds as milliseconds, two decimals.
-fn ms2(ns: Option<i64>) -> String {
+pub(super) fn ms2(ns: Option<i64>) -> String {
     ns.map_or("-".into(), |v| format!("{:.2}", v as f64 / 1e6))
 }
 

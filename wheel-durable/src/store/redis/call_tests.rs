@@ -7,14 +7,15 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{Mode, Options, RedisStore};
+use super::{Mode, Options, Part, RedisStore, Servers};
 use crate::AddMode;
 use crate::store::{Due, NewTimer, Store, StoreClock};
 use wheel_testkit::{RedisServer, ServerOptions};
 
 fn options(url: String) -> Options {
     Options {
-        url,
+        servers: Servers::One(url),
+        part: Part::WHOLE,
         namespace: "calls".into(),
         clock: StoreClock::Real,
         window: 10,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::combine::Rounds;
 use super::round::Single;
-use super::{Mode, Options, RedisStore};
+use super::{Mode, Options, Part, RedisStore, Servers};
 use crate::store::{Due, NewTimer, Store, StoreClock};
 use crate::sync::lock;
 use crate::{AddMode, DurableError};
@@ -20,7 +20,8 @@ use wheel_testkit::{RedisServer, ServerOptions};
 
 fn open_options(server: &RedisServer) -> Options {
     Options {
-        url: server.url(),
+        servers: Servers::One(server.url()),
+        part: Part::WHOLE,
         namespace: "comb".into(),
         clock: StoreClock::Real,
         window: 10,

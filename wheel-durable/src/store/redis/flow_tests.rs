@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::{Mode, Options, RedisStore};
+use super::{Mode, Options, Part, RedisStore, Servers};
 use crate::AddMode;
 use crate::store::flow_state::{BreakerLimits, FlowClass, Phase, Rate};
 use crate::store::{
@@ -23,7 +23,8 @@ use wheel_testkit::{RedisServer, ServerOptions};
 /// A store calling as `mode` says.
 fn open(server: &RedisServer, clock: StoreClock, mode: Mode) -> RedisStore {
     let options = Options {
-        url: server.url(),
+        servers: Servers::One(server.url()),
+        part: Part::WHOLE,
         namespace: "flows".into(),
         clock,
         window: 10,

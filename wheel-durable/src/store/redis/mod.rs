@@ -39,6 +39,7 @@ mod combine;
 mod flows;
 mod replication;
 mod round;
+mod route;
 mod schedules;
 mod scripts;
 mod watch;
@@ -57,6 +58,8 @@ use self::claimed_schedules::ClaimedSchedules;
 use self::combine::Combiner;
 pub(crate) use self::replication::Replicas;
 use self::round::{Answer, COMBINED_ADD, ROUND_CAP, ROUND_LANES, Single};
+pub(crate) use self::route::{Part, Servers};
+use self::route::{Route, moved};
 use self::schedules::encode_advance;
 use self::scripts::{Op, Scripts};
 use self::wire::{bytes, claim_batch, due_args, fenced_args, int, listed, millis};
@@ -81,8 +84,10 @@ const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How to reach the server and run there.
 pub(crate) struct Options {
-    pub(crate) url: String,
+    pub(crate) servers: Servers,
     pub(crate) namespace: String,
+    /// Which part of the namespace this store holds (`route.rs`).
+    pub(crate) part: Part,
     pub(crate) clock: StoreClock,
     /// A timer that becomes pending this close to now is announced.
     pub(crate) window: Millis,
@@ -93,8 +98,9 @@ pub(crate) struct Options {
 
 /// The Redis store.
 pub(crate) struct RedisStore {
-    client: redis::Client,
-    pool: Mutex<Vec<Connection>>,
+    route: Arc<Route>,
+    /// Idle connections, each with the route epoch it was made at.
+    pool: Mutex<Vec<(u64, Connection)>>,
     keys: [String; 21],
     channel: String,
     scripts: Scripts,
@@ -119,6 +125,33 @@ fn transient(e: &RedisError) -> bool {
             e.retry_method(),
             RetryMethod::WaitAndRetry | RetryMethod::RetryImmediately
         )
+}
+
+/// The error of a call the server refused. A redirect reaching a store
+/// that was not told of a cluster says which option it needs.
+fn answered(e: RedisError) -> DurableError {
+    let what = if moved(&e)
+        && e.kind() != redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+    {
+        "the server is a Redis Cluster node that does not hold this namespace: name the cluster's nodes (redis_cluster), not one node"
+    } else {
+        "the server answered with an error"
+    };
+    DurableError::Store(ErrorDetail::new(what).with_source(e))
+}
+
+/// `SET key count NX`, then the key's value: the count it was marked with.
+fn mark_parts(c: &mut Connection, key: &str, count: u32) -> RedisResult<Option<u32>> {
+    redis::pipe()
+        .cmd("SET")
+        .arg(key)
+        .arg(count)
+        .arg("NX")
+        .ignore()
+        .cmd("GET")
+        .arg(key)
+        .query::<(Option<u32>,)>(c)
+        .map(|(m,)| m)
 }
 
 fn bad_reply(what: &str) -> DurableError {
@@ -147,20 +180,22 @@ impl RedisStore {
     }
 
     fn open_in(options: Options, forced: Option<Mode>) -> StoreResult<RedisStore> {
-        let client = redis::Client::open(options.url.as_str())
-            .map_err(|e| DurableError::Config(format!("redis url: {e}")))?;
-        let ns = &options.namespace;
+        let ns = options.namespace.clone();
+        let tag = options.part.tag(&ns);
+        let route = Arc::new(Route::new(&options.servers, &tag)?);
         let keys = [
             "t", "due", "lease", "dead", "deadq", "fence", "s", "sids", "splan", "ended", "endedq",
             "paused", "parked", "pflow", "pflows", "wakeups", "limits", "tat", "breakers",
             "inflight", "permits",
         ]
-        .map(|k| format!("{{{ns}}}:{k}"));
-        let health = Health::new(ns);
+        .map(|k| format!("{{{tag}}}:{k}"));
+        let health = Health::new(&tag);
         let mut store = RedisStore {
-            client,
+            route,
             pool: Mutex::new(Vec::new()),
             keys,
+            // Every part publishes on the namespace's one channel: a node
+            // listens once for all of them.
             channel: format!("{{{ns}}}:wake"),
             scripts: Scripts::new(),
             mode: Mode::Scripts,
@@ -173,6 +208,15 @@ impl RedisStore {
             combiner: Combiner::new(ROUND_CAP, ROUND_LANES),
         };
         store.with_conn(|c| redis::cmd("PING").query::<String>(c))?;
+        let count = store.options.part.count;
+        store.check_parts(&format!("{{{tag}}}:parts"), count)?;
+        if count > 1 && store.options.part.index == 0 {
+            // The undivided namespace's own mark, so that a node opening
+            // it whole later is refused too.
+            let whole = format!("{{{ns}}}:parts");
+            let route = Route::new(&store.options.servers, &ns)?;
+            store.check_parts_on(&route, &whole, count)?;
+        }
         store.mode = match forced {
             Some(mode) => mode,
             None => store.with_conn(|c| load_library(c, &store.scripts))?,
@@ -180,50 +224,98 @@ impl RedisStore {
         Ok(store)
     }
 
-    fn connect(&self, budget: Duration) -> RedisResult<Connection> {
-        let c = self
-            .client
+    /// Marks `key` with the namespace's partition count unless marked,
+    /// and refuses a count other than the mark's: timers placed by one
+    /// count are not where another would look for them.
+    fn check_parts(&self, key: &str, count: u32) -> StoreResult<()> {
+        let marked = self.with_conn(|c| mark_parts(c, key, count))?;
+        self.judge_parts(marked, count)
+    }
+
+    /// [`check_parts`](Self::check_parts) at another route's node (the
+    /// undivided namespace's slot), on one connection.
+    fn check_parts_on(&self, route: &Route, key: &str, count: u32) -> StoreResult<()> {
+        let marked = route
+            .client()
+            .and_then(|(_, client)| client.get_connection_with_timeout(IO_TIMEOUT))
+            .and_then(|mut c| mark_parts(&mut c, key, count))
+            .map_err(|e| {
+                let detail = ErrorDetail::new("cannot mark the namespace's partition count");
+                DurableError::Unavailable(detail.with_source(e))
+            })?;
+        self.judge_parts(marked, count)
+    }
+
+    fn judge_parts(&self, marked: Option<u32>, count: u32) -> StoreResult<()> {
+        match marked {
+            Some(m) if m != count => Err(DurableError::Config(format!(
+                "namespace {:?} is split in {m} partitions, not {count}",
+                self.options.namespace
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn connect(&self, budget: Duration) -> RedisResult<(u64, Connection)> {
+        let (epoch, client) = self.route.client()?;
+        let c = client
             .get_connection_with_timeout(budget.clamp(Duration::from_millis(50), IO_TIMEOUT))?;
         // A `WAIT` may take its whole timeout before the reply comes.
         let wait = self.options.replicas.map_or(Duration::ZERO, |r| r.timeout);
         c.set_read_timeout(Some(IO_TIMEOUT.saturating_add(wait)))?;
         c.set_write_timeout(Some(IO_TIMEOUT))?;
-        Ok(c)
+        Ok((epoch, c))
     }
 
-    /// Runs `f` on a pooled connection, retrying transient failures with
-    /// back-off until `unavailable_after` has passed.
+    /// A pooled connection of the route's current epoch, or a new one.
+    fn checkout(&self, deadline: Instant) -> RedisResult<(u64, Connection)> {
+        let epoch = self.route.epoch();
+        loop {
+            let pooled = lock(&self.pool).pop();
+            match pooled {
+                Some((e, c)) if e == epoch => return Ok((e, c)),
+                Some(_) => {} // made for a master the route has left
+                None => return self.connect(deadline.saturating_duration_since(Instant::now())),
+            }
+        }
+    }
+
+    /// Runs `f` on a pooled connection, retrying transient failures (and,
+    /// in a cluster, calls that met a change of the cluster: `route.rs`)
+    /// with back-off until `unavailable_after` has passed.
     fn with_conn<T>(&self, mut f: impl FnMut(&mut Connection) -> RedisResult<T>) -> StoreResult<T> {
         let deadline = Instant::now() + self.options.unavailable_after;
         let mut backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
+        let cluster = self.route.is_cluster();
         loop {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(DurableError::Closed);
             }
-            let pooled = lock(&self.pool).pop();
-            let conn = match pooled {
-                Some(c) => Ok(c),
-                None => self.connect(deadline.saturating_duration_since(Instant::now())),
-            };
-            let error = match conn {
+            let error = match self.checkout(deadline) {
                 Err(e) => e,
-                Ok(mut c) => match f(&mut c) {
+                Ok((epoch, mut c)) => match f(&mut c) {
                     Ok(v) => {
                         self.health.reached();
-                        lock(&self.pool).push(c);
+                        lock(&self.pool).push((epoch, c));
                         return Ok(v);
                     }
-                    Err(e) if transient(&e) => e, // the connection is dropped
+                    Err(e) if cluster && moved(&e) => {
+                        self.route.stale(epoch);
+                        e
+                    }
+                    Err(e) if transient(&e) => {
+                        self.route.stale(epoch);
+                        e // the connection is dropped
+                    }
                     Err(e) => {
                         self.health.reached(); // it answered, with an error
-                        lock(&self.pool).push(c);
-                        let detail = ErrorDetail::new("the server answered with an error");
-                        return Err(DurableError::Store(detail.with_source(e)));
+                        lock(&self.pool).push((epoch, c));
+                        return Err(answered(e));
                     }
                 },
             };
             self.health.failed(&error);
-            if !transient(&error) {
+            if !(transient(&error) || cluster && moved(&error)) {
                 let detail = ErrorDetail::new("cannot connect");
                 return Err(DurableError::Unavailable(detail.with_source(error)));
             }
@@ -561,7 +653,7 @@ impl Store for RedisStore {
 
     fn watch(&self, wake: Wake) -> StoreResult<()> {
         let watcher = watch::Watcher {
-            client: self.client.clone(),
+            route: self.route.clone(),
             channel: self.channel.clone(),
             closed: self.closed.clone(),
             wake,
@@ -582,6 +674,10 @@ impl Store for RedisStore {
 
     fn batch_limits(&self) -> BatchLimits {
         budget::LIMITS
+    }
+
+    fn shares_wake_channel(&self) -> bool {
+        true
     }
 
     fn close(&self) -> StoreResult<()> {

@@ -25,6 +25,7 @@ use redis::{FromRedisValue, RedisResult, Value};
 use super::call::Call;
 use super::combine::Rounds;
 use super::replication;
+use super::route::moved;
 use super::{RedisStore, bad_reply, due_args, transient};
 use crate::store::{Due, NewTimer, StoreResult};
 use crate::{AddMode, DurableError, ErrorDetail};
@@ -218,7 +219,10 @@ impl RedisStore {
                                 library_loaded = call.loads_library();
                             }
                         }
-                        Err(e) if transient(&e) => retry = Some(e),
+                        // A change of the cluster too: `with_conn` follows it.
+                        Err(e) if transient(&e) || self.route.is_cluster() && moved(&e) => {
+                            retry = Some(e);
+                        }
                         reply => got[i] = Some(reply),
                     }
                 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::{Mode, Options, RedisStore};
+use super::{Mode, Options, Part, RedisStore, Servers};
 use crate::store::{Claimed, Due, NewTimer, Store, StoreClock};
 use crate::sync::lock;
 use crate::{AddMode, DurableError, DurableTimers, Fired, Listing, Outcome};
@@ -17,7 +17,8 @@ use wheel_testkit::{RedisServer, ServerOptions};
 
 fn options(url: String, clock: StoreClock) -> Options {
     Options {
-        url,
+        servers: Servers::One(url),
+        part: Part::WHOLE,
         namespace: "diff".into(),
         clock,
         window: 10,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::route::Route;
 use crate::store::Wake;
 
 /// How often a blocked read looks at the stop flag: closing the store
@@ -23,7 +24,8 @@ use crate::store::Wake;
 const READ_TIMEOUT: Duration = Duration::from_millis(50);
 
 pub(super) struct Watcher {
-    pub(super) client: redis::Client,
+    /// Any node will do: a cluster passes every message to all its nodes.
+    pub(super) route: Arc<Route>,
     pub(super) channel: String,
     pub(super) closed: Arc<AtomicBool>,
     pub(super) wake: Wake,
@@ -57,9 +59,10 @@ impl Watcher {
     /// One connection's life: subscribe, then wake on every message until
     /// the connection breaks or the store closes.
     fn listen(&self) -> redis::RedisResult<()> {
-        let mut conn = self
-            .client
-            .get_connection_with_timeout(Duration::from_secs(1))?;
+        let (epoch, client) = self.route.client()?;
+        let mut conn = client
+            .get_connection_with_timeout(Duration::from_secs(1))
+            .inspect_err(|_| self.route.stale(epoch))?;
         let mut sub = conn.as_pubsub();
         sub.set_read_timeout(Some(READ_TIMEOUT))?;
         sub.subscribe(&self.channel)?;
@@ -68,7 +71,10 @@ impl Watcher {
             match sub.get_message() {
                 Ok(msg) => (self.wake)(due_of(msg.get_payload_bytes())),
                 Err(e) if e.is_timeout() => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.route.stale(epoch);
+                    return Err(e);
+                }
             }
         }
         Ok(())
