@@ -599,11 +599,14 @@ impl DurableTimersBuilder {
                 "partitions need the Redis store: the embedded store is one file".into(),
             ));
         }
-        let max = super::store::partitioned::MAX_PARTITIONS;
-        if n == 0 || n > max {
-            return Err(DurableError::Config(format!(
-                "partitions must be from 1 to {max}, not {n}"
-            )));
+        #[cfg(feature = "redis")]
+        {
+            let max = super::store::partitioned::MAX_PARTITIONS;
+            if n == 0 || n > max {
+                return Err(DurableError::Config(format!(
+                    "partitions must be from 1 to {max}, not {n}"
+                )));
+            }
         }
         Ok(())
     }

@@ -145,7 +145,7 @@ impl DurableParams {
             cluster: ClusterParams {
                 masters: 3,
                 nodes: 3,
-                fire: if quick { 5_000 } else { 50_000 },
+                fire: if quick { 20_000 } else { 100_000 },
             },
             outage: OutageParams {
                 unavailable_after: Duration::from_secs(1),

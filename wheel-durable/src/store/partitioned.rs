@@ -19,8 +19,10 @@
 //!   part's share is atomic; the batch as a whole is not: when a part's
 //!   call fails, the parts before it have stored their share and the
 //!   caller sees the error (every such call is safe to repeat);
-//! - `claim`: each part in turn, starting one further each call, for an
-//!   equal share of the batch, so no part waits behind a busy one;
+//! - `claim`: from the next part in turn, as many as it has, then the
+//!   following parts while the batch has room; a busy namespace's batches
+//!   each come from one part, so their starts and finishes stay one call
+//!   each, and every part comes first once every `count` claims;
 //! - listings (`list`, `dead_letters`, `list_schedules`, `unplanned`):
 //!   the first `limit` of each part, merged in the listing's order, so one
 //!   cursor (the last entry's position) pages through all of them;
@@ -178,12 +180,6 @@ fn pick_opt<T: Clone>(all: &[T], idx: &[usize]) -> Vec<T> {
     }
 }
 
-/// The claims of one part: `share` of `max`, the first parts of the turn
-/// taking one more when it does not divide evenly.
-fn share(max: usize, parts: usize, turn: usize) -> usize {
-    max / parts + usize::from(turn < max % parts)
-}
-
 /// Adds `b` (one part's claim) to `a` (the merge so far).
 fn merge_claim(a: &mut ClaimBatch, b: ClaimBatch) {
     a.now = a.now.min(b.now);
@@ -250,45 +246,27 @@ impl<S: Store> Store for Partitioned<S> {
     fn claim(&self, req: &ClaimRequest) -> StoreResult<ClaimBatch> {
         let n = self.parts.len();
         let first = self.next.fetch_add(1, Ordering::Relaxed) % n;
-        let order: Vec<usize> = (0..n).map(|t| (first + t) % n).collect();
         let mut merged = ClaimBatch::empty(Millis::MAX);
-        // First an equal share each; then what is left, to the parts that
-        // may hold more (those that filled their share, and those whose
-        // share was none), so a batch comes back full whenever the parts
-        // together had enough.
-        let mut more = Vec::new();
         let (mut answered, mut failed) = (false, None);
-        for (turn, &p) in order.iter().enumerate() {
-            let max = share(req.max, n, turn);
-            if max == 0 && turn > 0 {
-                more.push(p);
-                continue;
-            }
-            let batch = match self.parts[p].claim(&ClaimRequest { max, ..*req }) {
-                Ok(b) => b,
-                Err(e) => {
-                    failed = failed.or(Some(e));
-                    continue;
-                }
-            };
-            answered = true;
-            if batch.timers.len() == max {
-                more.push(p);
-            }
-            merge_claim(&mut merged, batch);
-        }
-        for p in more {
+        // From the next part in turn, as many as each has, moving on only
+        // while the batch has room: a busy namespace's batch comes from one
+        // part, so its starts and finishes are one call each, and every
+        // part is first in turn once every `n` claims.
+        for turn in 0..n {
             let left = req.max - merged.timers.len();
-            if left == 0 {
+            if left == 0 && req.max > 0 && answered {
                 break;
             }
-            if let Ok(batch) = self.parts[p].claim(&ClaimRequest { max: left, ..*req }) {
-                answered = true;
-                merge_claim(&mut merged, batch);
+            let part = &self.parts[(first + turn) % n];
+            match part.claim(&ClaimRequest { max: left, ..*req }) {
+                Ok(batch) => {
+                    answered = true;
+                    merge_claim(&mut merged, batch);
+                }
+                // A part that is down holds back only its own timers.
+                Err(e) => failed = failed.or(Some(e)),
             }
         }
-        // A part that is down costs only its own timers: the others' are
-        // claimed; the node sees the error only when no part answered.
         if let (false, Some(e)) = (answered, failed) {
             return Err(e);
         }

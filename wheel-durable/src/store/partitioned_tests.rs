@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Partitioned, fnv1a, part_of, placement, share};
+use super::{Partitioned, fnv1a, part_of, placement};
 use crate::store::model::Model;
 use crate::store::{
     ClaimRequest, Due, Fenced, Finish, Limits, Millis, NewTimer, Start, Store, StoreClock,
@@ -59,16 +59,6 @@ fn a_schedules_runs_live_with_the_schedule() {
     assert_eq!(placement("sched:x"), "sched:x", "not a run key");
     for n in [2, 3, 7, 64] {
         assert_eq!(part_of("sched:reports:5", n), part_of("reports", n));
-    }
-}
-
-#[test]
-fn shares_add_up_to_the_batch() {
-    for max in [0, 1, 2, 77, 78, 128] {
-        for parts in [1, 2, 3, 16] {
-            let total: usize = (0..parts).map(|t| share(max, parts, t)).sum();
-            assert_eq!(total, max, "{max} over {parts}");
-        }
     }
 }
 
@@ -209,7 +199,45 @@ fn a_batch_fills_from_a_busy_part() {
         max: 9,
         max_attempts: 1,
     };
-    assert_eq!(split.claim(&req).unwrap().timers.len(), 9);
+    // Full batches, whichever part each claim starts at, until it is dry.
+    let mut left = keys.len();
+    while left > 0 {
+        let got = split.claim(&req).unwrap().timers.len();
+        assert_eq!(got, left.min(9));
+        left -= got;
+    }
+}
+
+#[test]
+fn busy_parts_take_turns_a_whole_batch_each() {
+    let (ms, _, split) = pair();
+    let keys = keys();
+    let timers: Vec<NewTimer<'_>> = keys
+        .iter()
+        .map(|k| NewTimer {
+            key: k,
+            due: Due::At(T0),
+            payload: b"",
+        })
+        .collect();
+    split.add(&timers, AddMode::Replace).unwrap();
+    ms.store(T0 + 1, Ordering::SeqCst);
+    let req = ClaimRequest {
+        window: 0,
+        lease: 1_000,
+        max: 5,
+        max_attempts: 1,
+    };
+    let mut firsts = Vec::new();
+    for _ in 0..3 {
+        let batch = split.claim(&req).unwrap();
+        let parts: std::collections::HashSet<usize> =
+            batch.timers.iter().map(|c| part_of(&c.key, 3)).collect();
+        assert_eq!(parts.len(), 1, "one part per full batch");
+        firsts.extend(parts);
+    }
+    firsts.sort_unstable();
+    assert_eq!(firsts, [0, 1, 2], "each part first in turn");
 }
 
 #[test]

@@ -200,3 +200,59 @@ fn rfc3339(ms: u128) -> String {
     t.format(&time::format_description::well_known::Rfc3339)
         .unwrap()
 }
+
+/// Two servers on a Redis Cluster, one namespace split over its 3
+/// masters: every callback added through one is sent once, and a listing
+/// pages through every partition; a third server with another partition
+/// count does not start.
+#[test]
+fn two_servers_on_a_cluster_share_a_partitioned_namespace() {
+    let Some(cluster) = wheel_testkit::RedisCluster::for_test(3, 0) else {
+        return;
+    };
+    let nodes = cluster.urls().join(",");
+    let start = |parts: &str| {
+        Server::start(&[
+            "--redis-cluster",
+            &nodes,
+            "--redis-partitions",
+            parts,
+            "--namespace",
+            "clu",
+            "--allow-private-targets",
+        ])
+    };
+    let rx = Receiver::start();
+    let (a, b) = (start("3"), start("3"));
+    let timers: Vec<_> = (0..90)
+        .map(|i| json!({ "key": format!("c{i:02}"), "delay": 1000 + i * 5, "callback": { "url": rx.url(&format!("/c/{i}")) } }))
+        .collect();
+    let (status, r) = a.post("/v1/timers:batch", json!({ "timers": timers }));
+    assert_eq!(status, 200, "{r}");
+    let (status, page) = b.get("/v1/timers?state=pending&limit=1000");
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["timers"].as_array().map(Vec::len), Some(90), "{page}");
+    eventually("90 callbacks", || rx.got().len() >= 90);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut per_key: HashMap<String, usize> = HashMap::new();
+    for g in rx.got() {
+        *per_key
+            .entry(g.header("Wheel-Timer-Key").unwrap().to_owned())
+            .or_default() += 1;
+    }
+    assert_eq!(per_key.len(), 90);
+    assert!(per_key.values().all(|n| *n == 1), "a callback came twice");
+    let args: Vec<String> = [
+        "--redis-cluster",
+        &nodes,
+        "--redis-partitions",
+        "2",
+        "--namespace",
+        "clu",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let refused = common::spawn(&args);
+    assert!(refused.is_err(), "another partition count must not start");
+}

@@ -37,6 +37,9 @@ use crate::sync::lock;
 /// The hash slots of a Redis Cluster.
 pub(crate) const SLOTS: u16 = 16_384;
 
+/// A node's address: host and port.
+pub(super) type Addr = (String, u16);
+
 /// How long asking one node for the map may take.
 const MAP_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -107,11 +110,11 @@ struct Cluster {
 #[derive(Default)]
 struct Map {
     /// The master holding the slot and a client for it; `None` when stale.
-    master: Option<((String, u16), redis::Client)>,
+    master: Option<(Addr, redis::Client)>,
     /// Bumped whenever `master` changes or is forgotten.
     epoch: u64,
     /// Every node the last map named, asked before the seeds.
-    known: Vec<(String, u16)>,
+    known: Vec<Addr>,
 }
 
 fn config(what: String) -> DurableError {
@@ -246,7 +249,7 @@ impl Cluster {
 }
 
 /// `CLUSTER SLOTS` of one node: the master of `slot` and every node named.
-fn ask_map(info: &ConnectionInfo, slot: u16) -> RedisResult<((String, u16), Vec<(String, u16)>)> {
+fn ask_map(info: &ConnectionInfo, slot: u16) -> RedisResult<(Addr, Vec<Addr>)> {
     let asked = match info.addr() {
         ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. } => h.clone(),
         _ => String::new(),
@@ -268,7 +271,7 @@ fn ask_map(info: &ConnectionInfo, slot: u16) -> RedisResult<((String, u16), Vec<
 
 /// A node of a `CLUSTER SLOTS` entry: `[host, port, id, …]`; an empty host
 /// means the node answering.
-fn node_of(v: &Value, asked: &str) -> Option<(String, u16)> {
+fn node_of(v: &Value, asked: &str) -> Option<Addr> {
     let Value::Array(f) = v else { return None };
     let host = match f.first()? {
         Value::BulkString(b) => String::from_utf8(b.clone()).ok()?,
@@ -296,7 +299,7 @@ fn range_of(entry: &[Value]) -> Option<(i64, i64)> {
 }
 
 /// The master of `slot` in a `CLUSTER SLOTS` reply.
-pub(super) fn master_of(reply: &Value, slot: u16, asked: &str) -> Option<(String, u16)> {
+pub(super) fn master_of(reply: &Value, slot: u16, asked: &str) -> Option<Addr> {
     let Value::Array(entries) = reply else {
         return None;
     };
@@ -310,11 +313,11 @@ pub(super) fn master_of(reply: &Value, slot: u16, asked: &str) -> Option<(String
 }
 
 /// Every node, master or replica, a `CLUSTER SLOTS` reply names.
-pub(super) fn nodes_of(reply: &Value, asked: &str) -> Vec<(String, u16)> {
+pub(super) fn nodes_of(reply: &Value, asked: &str) -> Vec<Addr> {
     let Value::Array(entries) = reply else {
         return Vec::new();
     };
-    let mut nodes: Vec<(String, u16)> = entries
+    let mut nodes: Vec<Addr> = entries
         .iter()
         .filter_map(|e| match e {
             Value::Array(e) => Some(e.iter().skip(2).filter_map(|n| node_of(n, asked))),
