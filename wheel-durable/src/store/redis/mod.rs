@@ -141,17 +141,24 @@ fn answered(e: RedisError) -> DurableError {
 }
 
 /// `SET key count NX`, then the key's value: the count it was marked with.
+/// A read-only replica marks nothing; it answers the mark it holds.
 fn mark_parts(c: &mut Connection, key: &str, count: u32) -> RedisResult<Option<u32>> {
-    redis::pipe()
-        .cmd("SET")
+    let marked: Option<u32> = redis::cmd("GET").arg(key).query(c)?;
+    if marked.is_some() {
+        return Ok(marked);
+    }
+    let set = redis::cmd("SET")
         .arg(key)
         .arg(count)
         .arg("NX")
-        .ignore()
-        .cmd("GET")
-        .arg(key)
-        .query::<(Option<u32>,)>(c)
-        .map(|(m,)| m)
+        .query::<()>(c);
+    match set {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly) => {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+        Ok(()) => redis::cmd("GET").arg(key).query(c),
+    }
 }
 
 fn bad_reply(what: &str) -> DurableError {
