@@ -584,17 +584,21 @@ impl DurableTimersBuilder {
         self.check_partitions()
     }
 
+    /// Whether the store chosen is Redis.
+    fn on_redis(&self) -> bool {
+        #[cfg(feature = "redis")]
+        return matches!(self.choice, Ok(Some(Choice::Redis(_))));
+        #[cfg(not(feature = "redis"))]
+        false
+    }
+
     /// A partitioned namespace needs Redis, and a count it can place.
     fn check_partitions(&self) -> Result<(), DurableError> {
         let n = self.partitions;
         if n == 1 {
             return Ok(());
         }
-        #[cfg(feature = "redis")]
-        let redis = matches!(self.choice, Ok(Some(Choice::Redis(_))));
-        #[cfg(not(feature = "redis"))]
-        let redis = false;
-        if !redis {
+        if !self.on_redis() {
             return Err(DurableError::Config(
                 "partitions need the Redis store: the embedded store is one file".into(),
             ));
@@ -618,11 +622,7 @@ impl DurableTimersBuilder {
         if n == 0 {
             return Ok(());
         }
-        #[cfg(feature = "redis")]
-        let redis = matches!(self.choice, Ok(Some(Choice::Redis(_))));
-        #[cfg(not(feature = "redis"))]
-        let redis = false;
-        if !redis {
+        if !self.on_redis() {
             return bad("replicas need the Redis store: the embedded store has none");
         }
         if timeout < Duration::from_millis(1) {

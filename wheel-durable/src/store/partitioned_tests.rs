@@ -178,20 +178,23 @@ fn every_timer_fires_once_across_the_parts() {
     }
 }
 
-#[test]
-fn a_batch_fills_from_a_busy_part() {
-    let (ms, _, split) = pair();
-    // Every timer in one part: the others have nothing to give.
-    let keys: Vec<String> = keys().into_iter().filter(|k| part_of(k, 3) == 1).collect();
-    let timers: Vec<NewTimer<'_>> = keys
-        .iter()
+/// Each of `keys` due at `T0`, without a payload.
+fn due_at_t0(keys: &[String]) -> Vec<NewTimer<'_>> {
+    keys.iter()
         .map(|k| NewTimer {
             key: k,
             due: Due::At(T0),
             payload: b"",
         })
-        .collect();
-    split.add(&timers, AddMode::Replace).unwrap();
+        .collect()
+}
+
+#[test]
+fn a_batch_fills_from_a_busy_part() {
+    let (ms, _, split) = pair();
+    // Every timer in one part: the others have nothing to give.
+    let keys: Vec<String> = keys().into_iter().filter(|k| part_of(k, 3) == 1).collect();
+    split.add(&due_at_t0(&keys), AddMode::Replace).unwrap();
     ms.store(T0 + 1, Ordering::SeqCst);
     let req = ClaimRequest {
         window: 0,
@@ -212,15 +215,7 @@ fn a_batch_fills_from_a_busy_part() {
 fn busy_parts_take_turns_a_whole_batch_each() {
     let (ms, _, split) = pair();
     let keys = keys();
-    let timers: Vec<NewTimer<'_>> = keys
-        .iter()
-        .map(|k| NewTimer {
-            key: k,
-            due: Due::At(T0),
-            payload: b"",
-        })
-        .collect();
-    split.add(&timers, AddMode::Replace).unwrap();
+    split.add(&due_at_t0(&keys), AddMode::Replace).unwrap();
     ms.store(T0 + 1, Ordering::SeqCst);
     let req = ClaimRequest {
         window: 0,

@@ -5,6 +5,7 @@
 //! lost, early and repeated timers are counted.
 
 use crate::durable_common;
+use crate::durable_replication::{add_all, present, tomorrow};
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
@@ -18,10 +19,6 @@ fn client(c: &RedisCluster, ns: &str) -> DurableTimersBuilder {
         .redis_cluster(c.urls())
         .namespace(ns)
         .unavailable_after(Duration::from_secs(10))
-}
-
-fn tomorrow() -> SystemTime {
-    SystemTime::now() + Duration::from_secs(24 * 3600)
 }
 
 /// Each master's keys of namespace `ns` (its partitions' tags begin
@@ -113,37 +110,47 @@ fn a_partitioned_namespace_spreads_over_the_masters_and_answers_as_one() {
     t.shutdown().unwrap();
 }
 
+/// A client and 3 nodes from `builder`, and `n` timers `{prefix}{i}` added
+/// through the client, due `lead_ms + i * every_ms` ms from now.
+fn firing(
+    builder: impl Fn() -> DurableTimersBuilder,
+    prefix: &str,
+    n: u64,
+    lead_ms: u64,
+    every_ms: u64,
+) -> (DurableTimers, Recorder, Vec<DurableTimers>, Vec<String>) {
+    let t = builder().build().unwrap();
+    let rec = Recorder::new();
+    let nodes: Vec<DurableTimers> = (0..3)
+        .map(|i| {
+            builder()
+                .handler(rec.handler(i, |_| Outcome::Done))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let keys: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+    let now = SystemTime::now();
+    let timers: Vec<(&str, SystemTime, &[u8])> = keys
+        .iter()
+        .zip(0u64..)
+        .map(|(k, i)| {
+            let due = now + Duration::from_millis(lead_ms + every_ms * i);
+            (k.as_str(), due, &b""[..])
+        })
+        .collect();
+    t.add_many(&timers).unwrap();
+    (t, rec, nodes, keys)
+}
+
 #[test]
 fn three_nodes_fire_every_timer_once_while_the_slots_move() {
     let Some(cluster) = RedisCluster::for_test(3, 0) else {
         return;
     };
     let ns = "reshard";
-    let t = client(&cluster, ns).partitions(3).build().unwrap();
-    let rec = Recorder::new();
-    let nodes: Vec<DurableTimers> = (0..3)
-        .map(|i| {
-            client(&cluster, ns)
-                .partitions(3)
-                .handler(rec.handler(i, |_| Outcome::Done))
-                .build()
-                .unwrap()
-        })
-        .collect();
-    let keys: Vec<String> = (0..1_500).map(|i| format!("r{i}")).collect();
-    let now = SystemTime::now();
-    let timers: Vec<(&str, SystemTime, &[u8])> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| {
-            (
-                k.as_str(),
-                now + Duration::from_millis(500 + 2 * i as u64),
-                &b""[..],
-            )
-        })
-        .collect();
-    t.add_many(&timers).unwrap();
+    let b = || client(&cluster, ns).partitions(3);
+    let (t, rec, nodes, keys) = firing(b, "r", 1_500, 500, 2);
     // While they fire, every partition's slot moves to the next master,
     // its keys two at a time.
     let masters = cluster.masters().unwrap();
@@ -163,24 +170,6 @@ fn three_nodes_fire_every_timer_once_while_the_slots_move() {
     for n in nodes {
         n.shutdown().unwrap();
     }
-}
-
-/// Adds `n` timers `{prefix}{i}` due tomorrow: the keys acknowledged, and
-/// the errors of the others.
-fn add_all(t: &DurableTimers, prefix: &str, n: usize) -> (Vec<String>, Vec<DurableError>) {
-    let (mut acked, mut failed) = (Vec::new(), Vec::new());
-    for i in 0..n {
-        let key = format!("{prefix}{i}");
-        match t.add_at(&key, tomorrow(), b"") {
-            Ok(()) => acked.push(key),
-            Err(e) => failed.push(e),
-        }
-    }
-    (acked, failed)
-}
-
-fn present(t: &DurableTimers, keys: &[String]) -> usize {
-    keys.iter().filter(|k| t.get(k).unwrap().is_some()).count()
 }
 
 /// A failover of the namespace's master after its replica was cut off:
@@ -249,29 +238,7 @@ fn three_nodes_ride_out_a_failover_of_one_partition_with_replicas() {
             .partitions(3)
             .replicas(1, Duration::from_secs(1))
     };
-    let t = b().build().unwrap();
-    let rec = Recorder::new();
-    let nodes: Vec<DurableTimers> = (0..3)
-        .map(|i| {
-            b().handler(rec.handler(i, |_| Outcome::Done))
-                .build()
-                .unwrap()
-        })
-        .collect();
-    let keys: Vec<String> = (0..900).map(|i| format!("f{i}")).collect();
-    let now = SystemTime::now();
-    let timers: Vec<(&str, SystemTime, &[u8])> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| {
-            (
-                k.as_str(),
-                now + Duration::from_millis(300 + 3 * i as u64),
-                &b""[..],
-            )
-        })
-        .collect();
-    t.add_many(&timers).unwrap();
+    let (_t, rec, nodes, keys) = firing(b, "f", 900, 300, 3);
     // A third of the way in, one partition's master dies. Until its old
     // master is back as the new one's replica, that partition's writes
     // cannot be confirmed; the other partitions fire on.

@@ -33,13 +33,17 @@ fn pair() -> Option<(RedisServer, RedisServer)> {
     Some((master, replica))
 }
 
-fn tomorrow() -> SystemTime {
+pub(crate) fn tomorrow() -> SystemTime {
     SystemTime::now() + Duration::from_secs(24 * 3600)
 }
 
 /// Adds `n` timers named `{prefix}{i}` due tomorrow; the keys acknowledged,
 /// and the errors of the others.
-fn add_all(t: &DurableTimers, prefix: &str, n: usize) -> (Vec<String>, Vec<DurableError>) {
+pub(crate) fn add_all(
+    t: &DurableTimers,
+    prefix: &str,
+    n: usize,
+) -> (Vec<String>, Vec<DurableError>) {
     let (mut acked, mut failed) = (Vec::new(), Vec::new());
     for i in 0..n {
         let key = format!("{prefix}{i}");
@@ -52,7 +56,7 @@ fn add_all(t: &DurableTimers, prefix: &str, n: usize) -> (Vec<String>, Vec<Durab
 }
 
 /// The keys among `keys` that `t`'s store holds.
-fn present(t: &DurableTimers, keys: &[String]) -> usize {
+pub(crate) fn present(t: &DurableTimers, keys: &[String]) -> usize {
     keys.iter()
         .filter(|k| t.get(k).expect("read the store").is_some())
         .count()
