@@ -35,6 +35,8 @@ mod read;
 mod schedules;
 mod spaces;
 mod tables;
+#[cfg(any(test, fuzzing))]
+mod wipe;
 mod writer;
 
 use std::path::{Path, PathBuf};
