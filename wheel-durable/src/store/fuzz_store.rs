@@ -7,6 +7,11 @@
 //! run executes thousands of inputs a second, so a store is opened once
 //! and wiped between benches ([`Embedded::wipe`]).
 //!
+//! For the same reason the store runs its writer on the bench's thread
+//! (`Embedded::run_inline`): the bench calls one step at a time, each a
+//! group of its own either way, and handing each to the writer thread
+//! and back cost more than the step.
+//!
 //! Invariants:
 //! - A bench gets a store exclusively (taken out of the pool), holding
 //!   nothing, with its writer's state that of a store just opened and its
@@ -73,6 +78,7 @@ impl Pooled {
         let path = dir.path().join("store");
         write_empty_store(&path);
         let store = Embedded::open(&path, StoreClock::Manual(clock.clone()), 10)
+            .and_then(|s| s.run_inline().map(|()| s))
             .expect("open the embedded store");
         Pooled {
             clock,
