@@ -315,7 +315,11 @@ impl DurableBench {
     ///
     /// If a store cannot be opened.
     pub fn new() -> DurableBench {
-        let embedded = Pooled::take();
+        DurableBench::on(Pooled::take())
+    }
+
+    /// The bench around `embedded`, which holds nothing.
+    pub(crate) fn on(embedded: Pooled) -> DurableBench {
         let clock = embedded.clock.clone();
         let manual = StoreClock::Manual(clock.clone());
         #[allow(unused_mut)]
@@ -337,6 +341,15 @@ impl DurableBench {
             #[cfg(all(test, feature = "redis"))]
             _server: server,
         }
+    }
+
+    /// The embedded store, taken out of the bench (which then hands
+    /// nothing back to the pool).
+    #[cfg(test)]
+    pub(crate) fn into_store(mut self) -> Pooled {
+        self.embedded
+            .take()
+            .expect("a bench holds its store until dropped")
     }
 
     /// Every store under test, by name.

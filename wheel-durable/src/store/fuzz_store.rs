@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::embedded::Embedded;
 use super::fuzz::START;
-use super::{Store, StoreClock};
+use super::{Store, StoreClock, StoreResult};
 use crate::sync::lock;
 
 /// Benches a store serves before it is closed and a fresh copy opened.
@@ -100,10 +100,15 @@ impl Pooled {
         if self.uses >= REOPEN_AFTER {
             return;
         }
+        self.wipe().expect("wipe the embedded store");
+        lock(pool()).push(self);
+    }
+
+    /// Wipes the store ([`Embedded::wipe`]) at [`START`].
+    fn wipe(&self) -> StoreResult<()> {
         // The wipe's own steps run at the time a fresh store opens at.
         self.clock.store(START, Ordering::SeqCst);
-        self.store.wipe().expect("wipe the embedded store");
-        lock(pool()).push(self);
+        self.store.wipe()
     }
 }
 
@@ -187,4 +192,90 @@ fn read_tree(root: &Path, rel: &Path, out: &mut StoreFiles) -> std::io::Result<(
         }
     }
     Ok(())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::store::fuzz::{DurableBench, DurableOp as Op};
+    use crate::store::fuzz_schedules::ScheduleOp;
+
+    /// Operations that leave something in every part of the store: timers
+    /// pending, claimed, running, parked and dead, fences handed out, a
+    /// rate slot taken, a paused flow key and limits, a dedup memory and a
+    /// schedule, with the dedup window on.
+    fn fill() -> Vec<Op> {
+        let add = |key| Op::Add {
+            key,
+            at: 5,
+            after: false,
+            payload: 3,
+            if_absent: false,
+        };
+        vec![
+            Op::DedupWindow(1_000),
+            Op::SetLimits { flow: 1, limits: 1 },
+            Op::Pause {
+                flow: 2,
+                paused: true,
+            },
+            add(0),
+            add(1),
+            add(2),
+            add(3),
+            add(4),
+            Op::Advance(10),
+            Op::Claim {
+                window: 0,
+                lease: 200,
+                max: 7,
+                max_attempts: 3,
+            },
+            Op::Start {
+                keys: vec![(0, false), (1, false), (4, false)],
+                flows: vec![1, 0, 0],
+                lease: 200,
+            },
+            Op::Finish(vec![(1, false, 2, 7), (4, false, 0, 0)]),
+            Op::Defer {
+                keys: vec![(2, false)],
+                flows: vec![2],
+            },
+            add(5),
+            Op::Schedule(ScheduleOp::Upsert {
+                id: 0,
+                def: 0,
+                payload: 1,
+            }),
+        ]
+    }
+
+    /// A store used by one bench and wiped answers every operation of
+    /// the next bench as a fresh store does, from its first one on: the
+    /// whole store compared (counts, listings, dead letters, flows,
+    /// schedules, memories), then the same operations again, each answer
+    /// compared (fences, rate slots and the dedup window start over).
+    #[test]
+    fn a_wiped_store_answers_as_a_fresh_one() {
+        let ops = fill();
+        let mut bench = DurableBench::new();
+        ops.iter().for_each(|op| bench.step(op));
+        bench.check_all();
+        let counts = bench.model().counts().unwrap();
+        assert!(counts.pending > 0 && counts.claimed > 0 && counts.dead > 0 && counts.parked > 0);
+        assert!(
+            bench
+                .model()
+                .ended(crate::store::fuzz::KEYS[4])
+                .unwrap()
+                .is_some()
+        );
+        let pooled = bench.into_store();
+        pooled.clock.store(START + 12_345, Ordering::SeqCst);
+        pooled.wipe().unwrap();
+        let mut bench = DurableBench::on(pooled);
+        bench.check_all();
+        ops.iter().for_each(|op| bench.step(op));
+        bench.check_all();
+    }
 }

@@ -177,7 +177,9 @@ impl Embedded {
     fn call(&self, durable: bool, step: Step) -> StoreResult<Reply> {
         #[cfg(any(test, fuzzing))]
         if let Some(writer) = lock(&self.inline).as_mut() {
-            return writer.run_one(durable, step).map_err(|e| e.in_store(&self.path));
+            return writer
+                .run_one(durable, step)
+                .map_err(|e| e.in_store(&self.path));
         }
         call(&self.jobs, durable, step).map_err(|e| e.in_store(&self.path))
     }
