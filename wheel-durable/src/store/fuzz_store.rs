@@ -28,15 +28,15 @@
 //!
 //! Node state: none (a test harness over stores, without a node).
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use super::embedded::Embedded;
 use super::fuzz::START;
 use super::{Store, StoreClock, StoreResult};
-use crate::sync::lock;
 
 /// Benches a store serves before it is closed and a fresh copy opened.
 const REOPEN_AFTER: u32 = 1_000;
@@ -52,10 +52,12 @@ pub(crate) struct Pooled {
     _dir: tempfile::TempDir,
 }
 
-/// The stores no bench holds, each holding nothing.
-fn pool() -> &'static Mutex<Vec<Pooled>> {
-    static POOL: OnceLock<Mutex<Vec<Pooled>>> = OnceLock::new();
-    POOL.get_or_init(Mutex::default)
+thread_local! {
+    /// The stores no bench of this thread holds, each holding nothing;
+    /// per thread, so that they are closed and their directories removed
+    /// when the thread ends (a test's) or the process exits (the fuzz
+    /// target's), which a static's are not.
+    static POOL: RefCell<Vec<Pooled>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Pooled {
@@ -66,7 +68,7 @@ impl Pooled {
     ///
     /// If a fresh store cannot be opened.
     pub(crate) fn take() -> Pooled {
-        let pooled = lock(pool()).pop().unwrap_or_else(Pooled::open);
+        let pooled = POOL.with_borrow_mut(Vec::pop).unwrap_or_else(Pooled::open);
         pooled.clock.store(START, Ordering::SeqCst);
         pooled
     }
@@ -101,7 +103,7 @@ impl Pooled {
             return;
         }
         self.wipe().expect("wipe the embedded store");
-        lock(pool()).push(self);
+        POOL.with_borrow_mut(|pool| pool.push(self));
     }
 
     /// Wipes the store ([`Embedded::wipe`]) at [`START`].
