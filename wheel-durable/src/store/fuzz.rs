@@ -17,19 +17,18 @@
 //!
 //! Node state: none (a test harness over stores, without a node).
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use arbitrary::Arbitrary;
 
 use super::flow_state::{BreakerLimits, FlowClass, Rate};
 use super::fuzz_schedules::{RunClaims, ScheduleAnswer, ScheduleOp};
+use super::fuzz_store::Pooled;
 use super::model::Model;
 use super::{
     ClaimBatch, ClaimRequest, Counts, Due, Fenced, Finish, FlowOutcome, Limits, Listed, Millis,
-    NewTimer, Start, Store, StoreClock, StoreResult, embedded,
+    NewTimer, Start, Store, StoreClock, StoreResult,
 };
 use crate::{AddMode, DeadLetter, Listing, TimerInfo};
 
@@ -290,7 +289,11 @@ fn mode(if_absent: bool) -> AddMode {
 pub struct DurableBench {
     clock: Arc<AtomicU64>,
     model: Model,
-    stores: Vec<(&'static str, Box<dyn Store>)>,
+    /// The embedded store, taken from the pool ([`Pooled`]) and handed
+    /// back wiped when the bench is dropped.
+    embedded: Option<Pooled>,
+    /// The other stores (the tests' Redis stores), each the bench's own.
+    others: Vec<(&'static str, Box<dyn Store>)>,
     /// The last fence a claim handed out for each key (by the model).
     fences: [u64; KEYS.len()],
     /// The first fence the last claim of each key answered (by the model).
@@ -298,47 +301,65 @@ pub struct DurableBench {
     first_fences: [u64; KEYS.len()],
     /// The claims of schedules' runs (keys outside [`KEYS`]).
     runs: RunClaims,
-    _dir: tempfile::TempDir,
     #[cfg(all(test, feature = "redis"))]
     _server: Option<wheel_testkit::RedisServer>,
 }
 
 impl DurableBench {
-    /// The model and an embedded store in a fresh directory, a copy of an
-    /// empty store (and, in the
-    /// tests, a Redis store on a fresh server when one can be started).
+    /// The model and an embedded store that holds nothing (a wiped one
+    /// from earlier benches of this process, or a fresh copy of an empty
+    /// store) on a clock reading [`START`] (and, in the tests, a Redis
+    /// store on a fresh server when one can be started).
     ///
     /// # Panics
     ///
     /// If a store cannot be opened.
     pub fn new() -> DurableBench {
-        let clock = Arc::new(AtomicU64::new(START));
+        DurableBench::on(Pooled::take())
+    }
+
+    /// The bench around `embedded`, which holds nothing.
+    pub(crate) fn on(embedded: Pooled) -> DurableBench {
+        let clock = embedded.clock.clone();
         let manual = StoreClock::Manual(clock.clone());
-        let dir = scratch_dir();
-        let path = dir.path().join("store");
-        write_empty_store(&path);
-        let embedded =
-            embedded::Embedded::open(&path, manual.clone(), 10).expect("open the embedded store");
         #[allow(unused_mut)]
-        let mut stores: Vec<(&'static str, Box<dyn Store>)> =
-            vec![("embedded", Box::new(embedded))];
+        let mut others: Vec<(&'static str, Box<dyn Store>)> = Vec::new();
         #[cfg(all(test, feature = "redis"))]
         let server =
             super::redis::tests::store_for_differential(manual.clone()).map(|(server, redis)| {
-                stores.extend(redis);
+                others.extend(redis);
                 server
             });
         DurableBench {
             clock,
             model: Model::new(manual),
-            stores,
+            embedded: Some(embedded),
+            others,
             fences: [0; KEYS.len()],
             first_fences: [0; KEYS.len()],
             runs: RunClaims::default(),
-            _dir: dir,
             #[cfg(all(test, feature = "redis"))]
             _server: server,
         }
+    }
+
+    /// The embedded store, taken out of the bench (which then hands
+    /// nothing back to the pool).
+    #[cfg(test)]
+    pub(crate) fn into_store(mut self) -> Pooled {
+        self.embedded
+            .take()
+            .expect("a bench holds its store until dropped")
+    }
+
+    /// Every store under test, by name.
+    fn stores(&self) -> impl Iterator<Item = (&'static str, &dyn Store)> {
+        let embedded = self
+            .embedded
+            .iter()
+            .map(|p| ("embedded", &p.store as &dyn Store));
+        let others = self.others.iter().map(|(name, s)| (*name, s.as_ref()));
+        embedded.chain(others)
     }
 
     fn now(&self) -> Millis {
@@ -529,9 +550,9 @@ impl DurableBench {
             return;
         }
         let want = self.ask(&self.model, op).expect("the model never fails");
-        for (name, store) in &self.stores {
+        for (name, store) in self.stores() {
             let got = self
-                .ask(store.as_ref(), op)
+                .ask(store, op)
                 .unwrap_or_else(|e| panic!("{name}: {op:?}: {e}"));
             assert_eq!(got, want, "{name} differs from the model on {op:?}");
         }
@@ -566,94 +587,22 @@ impl DurableBench {
     }
 }
 
+impl Drop for DurableBench {
+    fn drop(&mut self) {
+        // A bench that panicked may have stopped a store half-way through
+        // a change: its store is closed, not wiped for the next bench.
+        if let Some(pooled) = self.embedded.take()
+            && !std::thread::panicking()
+        {
+            pooled.give_back();
+        }
+    }
+}
+
 impl Default for DurableBench {
     fn default() -> Self {
         DurableBench::new()
     }
-}
-
-/// A fresh directory for the embedded store, in memory (`/dev/shm`) where
-/// there is one: every durable step fsyncs, which on a disk costs more
-/// than everything else a run does.
-fn scratch_dir() -> tempfile::TempDir {
-    let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir()
-        && let Ok(dir) = tempfile::Builder::new()
-            .prefix("wheel-durable")
-            .tempdir_in(shm)
-    {
-        return dir;
-    }
-    tempfile::tempdir().expect("a temporary directory")
-}
-
-/// A file of a store: its bytes up to the last non-zero one, and its
-/// length (fjall preallocates its journal, zeros that a copy need not
-/// write: setting the length gives them back).
-struct StoreFile {
-    bytes: Vec<u8>,
-    len: u64,
-}
-
-/// A file or (`None`) a directory of a store, by its path inside the
-/// store's directory, parents before their children.
-type StoreFiles = Vec<(PathBuf, Option<StoreFile>)>;
-
-/// Writes an empty, closed embedded store into `path`, a fresh copy of
-/// one created once per process and kept in memory. Creating a store
-/// (eight keyspaces, each a version file and a compaction of fjall's own
-/// keyspace) costs several times what a whole input's operations do, so
-/// each bench starts from a byte-for-byte copy instead: a store as empty
-/// as a new one, which it opens the way a restarted node opens its store.
-/// Nothing is shared between benches, so each input's run is as
-/// reproducible from the input alone as with a new store.
-///
-/// # Panics
-///
-/// If the empty store cannot be created or copied.
-fn write_empty_store(path: &Path) {
-    static EMPTY: OnceLock<StoreFiles> = OnceLock::new();
-    let files = EMPTY.get_or_init(|| {
-        let dir = scratch_dir();
-        let store = dir.path().join("store");
-        let clock = StoreClock::Manual(Arc::new(AtomicU64::new(START)));
-        embedded::Embedded::open(&store, clock, 10)
-            .and_then(|s| s.close())
-            .expect("create an empty embedded store");
-        let mut files = Vec::new();
-        read_tree(&store, Path::new(""), &mut files).expect("read the empty store");
-        files
-    });
-    std::fs::create_dir(path).expect("create the store's directory");
-    for (rel, contents) in files {
-        let to = path.join(rel);
-        match contents {
-            None => std::fs::create_dir(&to),
-            Some(file) => std::fs::File::create(&to).and_then(|mut f| {
-                f.write_all(&file.bytes)?;
-                f.set_len(file.len)
-            }),
-        }
-        .unwrap_or_else(|e| panic!("copy the empty store to {}: {e}", to.display()));
-    }
-}
-
-/// Appends what lies under `root.join(rel)` to `out`, parents first.
-fn read_tree(root: &Path, rel: &Path, out: &mut StoreFiles) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(root.join(rel))? {
-        let entry = entry?;
-        let rel = rel.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            out.push((rel.clone(), None));
-            read_tree(root, &rel, out)?;
-        } else {
-            let mut bytes = std::fs::read(root.join(&rel))?;
-            let len = bytes.len() as u64;
-            bytes.truncate(bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1));
-            out.push((rel, Some(StoreFile { bytes, len })));
-        }
-    }
-    Ok(())
 }
 
 /// Runs up to [`MAX_DURABLE_OPS`] operations on a fresh bench, comparing

@@ -88,6 +88,8 @@ mod flow_tests;
 pub(crate) mod fuzz;
 #[cfg(all(feature = "embedded", any(test, fuzzing)))]
 pub(crate) mod fuzz_schedules;
+#[cfg(all(feature = "embedded", any(test, fuzzing)))]
+pub(crate) mod fuzz_store;
 #[cfg(feature = "redis")]
 pub(crate) mod health;
 #[cfg(any(test, fuzzing))]

@@ -35,6 +35,8 @@ mod read;
 mod schedules;
 mod spaces;
 mod tables;
+#[cfg(any(test, fuzzing))]
+mod wipe;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -108,7 +110,11 @@ pub(crate) struct Embedded {
     /// The database and its keyspaces, until `close`.
     open: Mutex<Option<(Database, Arc<Spaces>)>>,
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    writer: Mutex<Option<JoinHandle<()>>>,
+    writer: Mutex<Option<JoinHandle<Writer>>>,
+    /// The writer, when it runs each call on the caller's thread instead
+    /// of its own (`Embedded::run_inline`, for the fuzz harness).
+    #[cfg(any(test, fuzzing))]
+    inline: Mutex<Option<Writer>>,
     wakers: Arc<Mutex<Vec<Wake>>>,
     /// Set by the writer when a write failed (see `reachable`).
     broken: Arc<AtomicBool>,
@@ -159,6 +165,8 @@ impl Embedded {
             open: Mutex::new(Some((db, spaces))),
             jobs: Mutex::new(Some(jobs)),
             writer: Mutex::new(Some(thread)),
+            #[cfg(any(test, fuzzing))]
+            inline: Mutex::new(None),
             wakers,
             broken,
             clock,
@@ -167,6 +175,12 @@ impl Embedded {
     }
 
     fn call(&self, durable: bool, step: Step) -> StoreResult<Reply> {
+        #[cfg(any(test, fuzzing))]
+        if let Some(writer) = lock(&self.inline).as_mut() {
+            return writer
+                .run_one(durable, step)
+                .map_err(|e| e.in_store(&self.path));
+        }
         call(&self.jobs, durable, step).map_err(|e| e.in_store(&self.path))
     }
 
@@ -486,6 +500,11 @@ impl Store for Embedded {
             thread
                 .join()
                 .map_err(|_| DurableError::Store("the writer thread panicked".into()))?;
+        }
+        #[cfg(any(test, fuzzing))]
+        if let Some(writer) = lock(&self.inline).take() {
+            // What the writer thread does when its queue closes.
+            writer.flush()?;
         }
         lock(&self.wakers).clear();
         drop(lock(&self.open).take());

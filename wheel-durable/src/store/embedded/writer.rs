@@ -83,8 +83,9 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    /// Runs until every sender is gone, then makes the last commit durable.
-    pub(super) fn run(mut self, jobs: Receiver<Job>) {
+    /// Runs until every sender is gone, then makes the last commit
+    /// durable; hands itself back (`Embedded::run_inline`).
+    pub(super) fn run(mut self, jobs: Receiver<Job>) -> Writer {
         let mut dirty = false;
         loop {
             let first = if dirty {
@@ -108,10 +109,26 @@ impl Writer {
         if dirty {
             let _ = self.flush();
         }
+        self
+    }
+
+    /// Runs one step as a group of its own on the caller's thread: what
+    /// the writer thread does with a step that finds no other waiting.
+    #[cfg(any(test, fuzzing))]
+    pub(super) fn run_one(&mut self, durable: bool, step: Step) -> StoreResult<Reply> {
+        // Room for the one answer, so that the commit never waits.
+        let (reply, answer) = mpsc::sync_channel(1);
+        let job = Job {
+            step,
+            durable,
+            reply,
+        };
+        self.commit(vec![job], durable);
+        answer.recv().map_err(|_| DurableError::Closed)?
     }
 
     /// Makes every commit so far durable.
-    fn flush(&self) -> StoreResult<()> {
+    pub(super) fn flush(&self) -> StoreResult<()> {
         self.db
             .persist(PersistMode::SyncData)
             .map_err(|e| self.broke(e))
@@ -226,4 +243,28 @@ pub(super) fn call(
         })
         .map_err(|_| DurableError::Closed)?;
     answer.recv().map_err(|_| DurableError::Closed)?
+}
+
+#[cfg(any(test, fuzzing))]
+impl super::Embedded {
+    /// Stops the writer thread and runs the writer on the callers' threads
+    /// from now on, one call at a time, each call a group of its own (as
+    /// the thread runs a lone caller's steps): the fuzz harness calls one
+    /// step at a time, and a hand-over to a thread per step costs it more
+    /// than the step. No commit is left to a later flush: each one that is
+    /// not durable stays so until the next durable one or `close`.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Closed`] after `close` (or a second call), or
+    /// [`DurableError::Store`] if the writer thread panicked.
+    pub(crate) fn run_inline(&self) -> StoreResult<()> {
+        drop(lock(&self.jobs).take());
+        let thread = lock(&self.writer).take().ok_or(DurableError::Closed)?;
+        let writer = thread
+            .join()
+            .map_err(|_| DurableError::Store("the writer thread panicked".into()))?;
+        *lock(&self.inline) = Some(writer);
+        Ok(())
+    }
 }
