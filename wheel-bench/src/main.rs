@@ -3,9 +3,9 @@
 //! Runs our timers and their peers on the same seeded workloads, prints a table
 //! per workload and, on a full run, writes them (with the machine's facts) into
 //! `docs/benchmarks.md`, plus the charts `docs/benchmarks.svg` and
-//! `docs/benchmarks-durable.svg`. A quick run (`--quick`) only prints unless
-//! `--write` is given, so that trying the command leaves the committed report
-//! alone. See `docs/benchmarks.md` for what each workload does.
+//! `docs/benchmarks-durable.svg`. A quick run (`--quick`) or a run of some
+//! sections (`--only`) only prints unless `--write` is given, so that trying
+//! the command leaves the committed report alone. See `docs/benchmarks.md` for what each workload does.
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, ValueEnum};
@@ -44,7 +44,8 @@ struct Args {
     #[arg(long)]
     no_write: bool,
     /// Run only these sections (comma-separated); memory runs whenever single
-    /// does, since its figures decide which large runs fit
+    /// does, since its figures decide which large runs fit. Printed only
+    /// unless --write: written, they replace every section's results
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Option<Vec<Section>>,
     /// Compare candidate wheel layouts instead (N=1M; 100K with --quick),
@@ -134,23 +135,25 @@ fn default_out() -> PathBuf {
         .join("benchmarks.md")
 }
 
-/// Whether the run writes its results: a full run unless `--no-write`, a
-/// quick one only with `--write`.
+/// Whether the run writes its results: a full run of every section unless
+/// `--no-write`; a quick run, or one of some sections (`--only`), only with
+/// `--write`, since what it writes replaces the whole report's results.
 fn writes(args: &Args) -> bool {
-    if args.quick {
+    if args.quick || args.only.is_some() {
         args.write
     } else {
         !args.no_write
     }
 }
 
-/// Rejects `--out` on a quick run without `--write`: it would write nothing,
-/// and silently printing only would look like a lost report.
+/// Rejects `--out` on a quick or partial run without `--write`: it would
+/// write nothing, and silently printing only would look like a lost report.
 fn check(args: &Args) -> Result<(), clap::Error> {
-    if args.quick && args.out.is_some() && !args.write && !args.no_write {
+    let partial = args.quick || args.only.is_some();
+    if partial && args.out.is_some() && !args.write && !args.no_write {
         return Err(Args::command().error(
             ErrorKind::MissingRequiredArgument,
-            "--out on a quick run writes only with --write (add --write, or drop --out)",
+            "--out on a quick run or with --only writes only with --write (add --write, or drop --out)",
         ));
     }
     Ok(())
@@ -453,6 +456,11 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
         assert!(check(&parse(&["--quick", "--out", "x/y.md", "--no-write"]).unwrap()).is_ok());
         assert!(check(&parse(&["--out", "x/y.md"]).unwrap()).is_ok());
+        // Some sections alone would replace every section's results: only
+        // when asked.
+        assert!(!writes(&parse(&["--only", "flows"]).unwrap()));
+        assert!(writes(&parse(&["--only", "flows", "--write"]).unwrap()));
+        assert!(check(&parse(&["--only", "flows", "--out", "x/y.md"]).unwrap()).is_err());
     }
 
     #[test]
