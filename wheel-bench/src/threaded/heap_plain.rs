@@ -113,10 +113,11 @@ fn run(shared: &Shared) {
     }
 }
 
+#[cfg(test)]
 impl HeapPlain {
     /// Slots in the slab (pending plus free): stays near the most timers
     /// ever pending at once, because emptied slots are reused.
-    pub fn slab_len(&self) -> usize {
+    fn slab_len(&self) -> usize {
         self.shared.state.lock().unwrap().slab.len()
     }
 }
