@@ -86,6 +86,23 @@ fn elapsed_is_time_since_the_start_and_advanced_follows_it() {
     assert!(st.advanced <= st.elapsed);
 }
 
+/// Every return of the tick thread from parking is counted: an advance of
+/// the clock wakes it, so the count grows past its value before. The clock
+/// is advanced on every poll because an advance made before the tick thread
+/// has registered with the clock wakes nothing.
+#[test]
+fn wakeups_count_the_tick_threads_returns_from_parking() {
+    let clock = ManualClock::new();
+    let s = manual(&clock, 1);
+    for _ in 0..3 {
+        let before = s.stats().wakeups;
+        wait_until("an advance wakes the tick thread", || {
+            clock.advance(Duration::from_millis(1));
+            s.stats().wakeups > before
+        });
+    }
+}
+
 #[test]
 fn forty_eight_hours_later_with_manual_clock() {
     let clock = ManualClock::new();

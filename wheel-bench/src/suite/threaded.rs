@@ -1,17 +1,19 @@
-//! The threaded section: schedule+cancel, lateness (under load and
-//! sparse) and idle cost, for every threaded implementation on the real
-//! clock.
+//! The threaded section: schedule+cancel, its scaling with the producer
+//! count, lateness (under load and sparse) and idle cost, for every
+//! threaded implementation on the real clock.
 
 use super::{Progress, Results, Settings, fmt_count};
 use crate::report::{Table, ms, ns, ratio};
 use crate::stats::median;
 use crate::threaded::ThreadedPeer;
+use crate::threaded::scaling::producer_levels;
 use crate::workloads::Check;
 use crate::workloads::threaded::{self, CANCEL_LAG, IdleParams, LatenessParams};
 
 /// Run the threaded workloads for every threaded peer.
 pub fn run_threaded(s: &Settings, progress: &Progress, results: &mut Results) {
     results.tables.push(sched_cancel_table(s, progress));
+    results.tables.push(scaling_table(s, progress));
     for (params, title) in [
         (&s.load, "Lateness under load"),
         (&s.sparse, "Lateness, sparse"),
@@ -82,6 +84,87 @@ fn sched_cancel_table(s: &Settings, progress: &Progress) -> Table {
         sc.row(row);
     }
     sc
+}
+
+/// Aggregate schedule+cancel throughput from 1 producer up to one per core.
+fn scaling_table(s: &Settings, progress: &Progress) -> Table {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut t = Table::new(
+        "Threaded schedule+cancel, scaling with producers (real clock)",
+        &format!(
+            "P producer threads (1, 2, 4, ... up to the {cores} available cores) each schedule {} timers \
+             due 10-20 s out and cancel each one after scheduling the next {CANCEL_LAG}; every closure \
+             captures an Arc counter. Pairs/s: all pairs over the span from the first producer's start \
+             to the last one's end; vs ours: that over ours at the same P (below 1: fewer pairs/s). CPU: whole-process CPU per pair until the service went quiet, as in \
+             the table above. Wake-ups: our tick thread's returns from parking per 1 000 pairs over \
+             the same span (Stats::wakeups; \"-\" for services that do not count them). Median of {} \
+             run(s) per cell{}.",
+            fmt_count(s.sc_pairs),
+            s.sc_runs,
+            if s.quick { " (--quick)" } else { "" }
+        ),
+        &[
+            "producers",
+            "implementation",
+            "Mpairs/s",
+            "vs ours",
+            "CPU ns/pair",
+            "wake-ups/1K pairs",
+            "check",
+        ],
+    );
+    for producers in producer_levels(cores) {
+        let mut ours = f64::NAN;
+        for peer in ThreadedPeer::ALL {
+            let cell = scaling_cell(s, peer, producers, progress);
+            if peer == ThreadedPeer::Scheduler {
+                ours = cell.0;
+            }
+            t.row(vec![
+                producers.to_string(),
+                peer.name().into(),
+                format!("{:.2}", cell.0 / 1e6),
+                ratio(cell.0, ours),
+                ns(cell.1),
+                cell.2.map_or("-".into(), |w| format!("{w:.2}")),
+                cell.3.label(),
+            ]);
+        }
+    }
+    t
+}
+
+/// Medians of pairs/s, CPU ns per pair and wake-ups per 1 000 pairs over
+/// `s.sc_runs` runs, and the merged check.
+fn scaling_cell(
+    s: &Settings,
+    peer: ThreadedPeer,
+    producers: usize,
+    progress: &Progress,
+) -> (f64, f64, Option<f64>, Check) {
+    let (mut rate, mut cpu, mut wakeups) = (Vec::new(), Vec::new(), Vec::new());
+    let mut check = Check::Passed;
+    for r in 0..s.sc_runs {
+        let o = crate::with_threaded!(peer, |T| crate::threaded::scaling::scaling::<T>(
+            producers,
+            s.sc_pairs,
+            81 + r as u64
+        ));
+        progress.say(format!(
+            "scaling {producers}p {}: run {}/{}: {:.2} Mpairs/s, CPU {} ns/pair",
+            peer.name(),
+            r + 1,
+            s.sc_runs,
+            o.pairs_per_sec / 1e6,
+            ns(o.cpu_ns_per_pair)
+        ));
+        rate.push(o.pairs_per_sec);
+        cpu.push(o.cpu_ns_per_pair);
+        wakeups.extend(o.wakeups_per_1k);
+        check = check.merge(o.check);
+    }
+    let wakeups = (!wakeups.is_empty()).then(|| median(&wakeups));
+    (median(&rate), median(&cpu), wakeups, check)
 }
 
 /// Lateness of every peer's callbacks with the timers of `params`.

@@ -1,9 +1,11 @@
-//! The classic design: one timer thread sleeping on a `Condvar` over a
+//! The lazy heap thread: one timer thread sleeping on a `Condvar` over a
 //! `Mutex<BinaryHeap>`, callbacks run on that thread, lazy cancel.
 //!
 //! Schedule locks, pushes, and notifies the thread only when the new timer is
 //! the earliest. Cancel sets the timer's flag without locking; the entry (and its
 //! closure) stays in the heap until its deadline, where it is dropped unrun.
+//! The flag is an `Arc<AtomicBool>` allocated per timer; [`super::heap_plain`]
+//! is the plainer design that cancels under the lock instead.
 
 use super::{ThreadedTimer, TimerProducer};
 use std::cmp::Ordering as CmpOrdering;

@@ -4,9 +4,11 @@
 //! A [`ThreadedTimer`] is started, hands out one [`TimerProducer`] per producer
 //! thread (some peers' handles are not `Sync`), and is shut down at the end.
 
+pub mod heap_plain;
 pub mod heap_thread;
 pub mod hhwt_thread;
 pub mod ours;
+pub mod scaling;
 pub mod timer_crate;
 pub mod tokio_tasks;
 
@@ -22,6 +24,11 @@ pub trait ThreadedTimer: Sized {
     fn producer(&self) -> Self::Producer;
     /// Stop the service, dropping pending timers, and join what can be joined.
     fn shutdown(self);
+    /// How many times the service's timer thread has woken so far, for
+    /// services that count it; `None` for the others.
+    fn wakeups(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Schedules and cancels from one thread.
@@ -40,7 +47,11 @@ pub trait TimerProducer: Send + 'static {
 pub enum ThreadedPeer {
     /// `wheel::Scheduler` (ours).
     Scheduler,
-    /// A `Mutex<BinaryHeap>` + `Condvar` timer thread with lazy cancel.
+    /// The plain `Mutex<BinaryHeap>` + `Condvar` timer thread: a slab of
+    /// closures, cancel takes the closure out under the lock.
+    HeapPlain,
+    /// A `Mutex<BinaryHeap>` + `Condvar` timer thread with lazy cancel: an
+    /// `Arc<AtomicBool>` per timer, set without the lock.
     HeapThread,
     /// `hierarchical_hash_wheel_timer`'s `TimerWithThread`.
     HhwtThread,
@@ -52,8 +63,9 @@ pub enum ThreadedPeer {
 
 impl ThreadedPeer {
     /// Every threaded implementation, ours first.
-    pub const ALL: [ThreadedPeer; 5] = [
+    pub const ALL: [ThreadedPeer; 6] = [
         ThreadedPeer::Scheduler,
+        ThreadedPeer::HeapPlain,
         ThreadedPeer::HeapThread,
         ThreadedPeer::HhwtThread,
         ThreadedPeer::TimerCrate,
@@ -64,7 +76,10 @@ impl ThreadedPeer {
     pub fn name(self) -> &'static str {
         match self {
             ThreadedPeer::Scheduler => "wheel::Scheduler (ours)",
-            ThreadedPeer::HeapThread => "Mutex<BinaryHeap>+Condvar thread",
+            ThreadedPeer::HeapPlain => "Mutex<BinaryHeap> thread, plain (slab, cancel under lock)",
+            ThreadedPeer::HeapThread => {
+                "Mutex<BinaryHeap> thread, lazy (Arc<AtomicBool> per timer)"
+            }
             ThreadedPeer::HhwtThread => "hierarchical_hash_wheel_timer thread",
             ThreadedPeer::TimerCrate => "timer crate",
             ThreadedPeer::TokioTasks => "tokio spawn+sleep",
@@ -81,6 +96,10 @@ macro_rules! with_threaded {
         match $peer {
             ThreadedPeer::Scheduler => {
                 type $t = ours::OurScheduler;
+                $body
+            }
+            ThreadedPeer::HeapPlain => {
+                type $t = heap_plain::HeapPlain;
                 $body
             }
             ThreadedPeer::HeapThread => {

@@ -23,6 +23,10 @@ impl ThreadedTimer for OurScheduler {
     fn shutdown(self) {
         self.0.shutdown();
     }
+
+    fn wakeups(&self) -> Option<u64> {
+        Some(self.0.stats().wakeups)
+    }
 }
 
 impl TimerProducer for Scheduler {

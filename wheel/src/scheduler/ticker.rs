@@ -222,12 +222,12 @@ impl Ticker {
     fn sleep(&mut self, wake_tick: u64, expiring: bool, manual: bool) {
         if manual || wake_tick == NEVER {
             self.shared.pool.relax();
-            self.parker.park();
+            self.park(None);
             return;
         }
         let Some(at) = self.shared.time.conv().instant_of(wake_tick) else {
             self.shared.pool.relax();
-            self.parker.park();
+            self.park(None);
             return;
         };
         let d = at.saturating_duration_since(Instant::now());
@@ -241,7 +241,7 @@ impl Ticker {
             self.shared.pool.relax();
             let timeout = d.saturating_sub(if poll { lead } else { Duration::ZERO });
             let until = Instant::now() + timeout;
-            self.parker.park_timeout(timeout);
+            self.park(Some(timeout));
             // A wake-up by `unpark` comes early and tells nothing.
             let late = Instant::now().saturating_duration_since(until);
             if !late.is_zero() {
@@ -252,6 +252,16 @@ impl Ticker {
         }
         self.shared.pool.prepare(lead);
         self.poll_until(at);
+    }
+
+    /// Parks (for at most `timeout` if given) and counts the wake-up: the
+    /// one place the tick thread sleeps, so `Stats::wakeups` sees them all.
+    fn park(&self, timeout: Option<Duration>) {
+        match timeout {
+            Some(t) => self.parker.park_timeout(t),
+            None => self.parker.park(),
+        }
+        self.shared.counters.wakeups.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Polls the clock until `at`, the command queues and the shutdown flag;
