@@ -7,7 +7,13 @@
 //! dead letter, `{ns}:deadq` sorted set of dead keys by failure time,
 //! `{ns}:fence` the fence counter, `{ns}:ended` hash key → the dedup
 //! window's memory and `{ns}:endedq` sorted set of remembered keys by
-//! expiry (see `prelude.lua`), and the channel `{ns}:wake`.
+//! expiry (see `prelude.lua`), `{ns}:parts` the namespace's partition
+//! count, and the channel `{ns}:wake`. A part of a namespace split into
+//! partitions (`store/partitioned.rs`) has the same keys under its own tag
+//! (`route.rs`, `Part::tag`) and publishes on the namespace's channel.
+//!
+//! Where the keys live, one server or the master of their slot in a
+//! Redis Cluster, is `route.rs`'s: it follows reshards and failovers.
 //!
 //! Flow control keeps its own keys (`flows.rs`).
 //!
