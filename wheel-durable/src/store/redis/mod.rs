@@ -293,13 +293,19 @@ impl RedisStore {
         }
     }
 
+    /// Whether a call that failed with `e` may succeed if tried again: a
+    /// transient failure, or in a cluster a change of the cluster
+    /// (`route.rs`).
+    pub(super) fn retryable(&self, e: &RedisError) -> bool {
+        transient(e) || self.route.is_cluster() && moved(e)
+    }
+
     /// Runs `f` on a pooled connection, retrying transient failures (and,
     /// in a cluster, calls that met a change of the cluster: `route.rs`)
     /// with back-off until `unavailable_after` has passed.
     fn with_conn<T>(&self, mut f: impl FnMut(&mut Connection) -> RedisResult<T>) -> StoreResult<T> {
         let deadline = Instant::now() + self.options.unavailable_after;
         let mut backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
-        let cluster = self.route.is_cluster();
         loop {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(DurableError::Closed);
@@ -312,11 +318,7 @@ impl RedisStore {
                         lock(&self.pool).push((epoch, c));
                         return Ok(v);
                     }
-                    Err(e) if cluster && moved(&e) => {
-                        self.route.stale(epoch);
-                        e
-                    }
-                    Err(e) if transient(&e) => {
+                    Err(e) if self.retryable(&e) => {
                         self.route.stale(epoch);
                         e // the connection is dropped
                     }
@@ -328,7 +330,7 @@ impl RedisStore {
                 },
             };
             self.health.failed(&error);
-            if !(transient(&error) || cluster && moved(&error)) {
+            if !self.retryable(&error) {
                 let detail = ErrorDetail::new("cannot connect");
                 return Err(DurableError::Unavailable(detail.with_source(error)));
             }

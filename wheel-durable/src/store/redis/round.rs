@@ -25,8 +25,7 @@ use redis::{FromRedisValue, RedisResult, Value};
 use super::call::Call;
 use super::combine::Rounds;
 use super::replication;
-use super::route::moved;
-use super::{RedisStore, bad_reply, due_args, transient};
+use super::{RedisStore, bad_reply, due_args};
 use crate::store::{Due, NewTimer, StoreResult};
 use crate::{AddMode, DurableError, ErrorDetail};
 
@@ -220,7 +219,7 @@ impl RedisStore {
                             }
                         }
                         // A change of the cluster too: `with_conn` follows it.
-                        Err(e) if transient(&e) || self.route.is_cluster() && moved(&e) => {
+                        Err(e) if self.retryable(&e) => {
                             retry = Some(e);
                         }
                         reply => got[i] = Some(reply),
