@@ -34,8 +34,7 @@ impl DurableTimersBuilder {
     ///
     /// A namespace keeps every key in one hash slot, so namespaces spread
     /// over the masters; to spread one namespace, split it with
-    /// [`partitions`](Self::partitions). The cluster must run Redis 7 or
-    /// later (functions; see `docs/durable.md`).
+    /// [`partitions`](Self::partitions).
     ///
     /// # Examples
     ///

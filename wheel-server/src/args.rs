@@ -39,8 +39,8 @@ pub(crate) struct Args {
     #[arg(long, env = "WHEEL_REDIS", value_name = "URL", hide_env_values = true)]
     pub(crate) redis: Option<String>,
     /// A Redis Cluster, by the URLs of some of its nodes (comma-separated
-    /// or repeated; Redis 7 or later): the store follows reshards and
-    /// failovers. Instead of --redis.
+    /// or repeated): the store follows reshards and failovers. Instead of
+    /// --redis.
     #[arg(
         long,
         env = "WHEEL_REDIS_CLUSTER",
