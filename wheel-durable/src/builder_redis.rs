@@ -119,3 +119,37 @@ impl DurableTimersBuilder {
         Ok(Arc::new(Partitioned::new(parts)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{DurableError, DurableTimers};
+
+    fn refused(b: crate::DurableTimersBuilder) -> bool {
+        matches!(b.build(), Err(DurableError::Config(_)))
+    }
+
+    #[test]
+    fn impossible_cluster_settings_are_refused_before_connecting() {
+        // Port 1 has no server: each refusal comes before any connection.
+        let node = ["redis://127.0.0.1:1"];
+        let b = || DurableTimers::builder().redis_cluster(node);
+        assert!(refused(b().partitions(0)));
+        assert!(refused(b().partitions(257)));
+        assert!(refused(
+            DurableTimers::builder().redis_cluster(Vec::<String>::new())
+        ));
+        assert!(refused(
+            DurableTimers::builder().redis_cluster(["redis://127.0.0.1:1/3"])
+        ));
+        assert!(refused(
+            DurableTimers::builder().redis_cluster(["not a url"])
+        ));
+        // In range, it gets as far as connecting, and finds nobody.
+        let e = b()
+            .partitions(256)
+            .unavailable_after(std::time::Duration::from_millis(50))
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, DurableError::Unavailable(_)), "{e:?}");
+    }
+}
