@@ -69,10 +69,17 @@ fn placement(key: &str) -> &str {
     owner(key).map_or(key, |(id, _, _)| id)
 }
 
-/// The part of `count` that holds `key` (or schedule id).
+/// The part of `count` that holds timer `key`: its schedule's part for a
+/// schedule's run.
 pub(crate) fn part_of(key: &str, count: usize) -> usize {
+    part_of_schedule(placement(key), count)
+}
+
+/// The part of `count` that holds schedule `id` and its runs. The id is
+/// placed as it is: an id may itself look like a run key.
+fn part_of_schedule(id: &str, count: usize) -> usize {
     let n = u64::try_from(count.max(1)).unwrap_or(u64::MAX);
-    usize::try_from(fnv1a(placement(key).as_bytes()) % n).unwrap_or(0)
+    usize::try_from(fnv1a(id.as_bytes()) % n).unwrap_or(0)
 }
 
 /// A namespace over `parts`, each a store of its own.
@@ -96,7 +103,11 @@ impl<S: Store> Partitioned<S> {
         &self.parts[part_of(key, self.parts.len())]
     }
 
-    /// Splits `items` by the part of `key_of(item)`, calls `call` once per
+    fn of_schedule(&self, id: &str) -> &S {
+        &self.parts[part_of_schedule(id, self.parts.len())]
+    }
+
+    /// Splits `items` by the part `place(item, count)` names, calls `call` once per
     /// part that has some (with their positions), and puts the answers
     /// back in the items' order: `None` for the items of a part whose
     /// call failed, and the first such error. Every part is called, so a
@@ -104,12 +115,12 @@ impl<S: Store> Partitioned<S> {
     fn split_each<I, A: Clone>(
         &self,
         items: &[I],
-        key_of: impl Fn(&I) -> &str,
+        place: impl Fn(&I, usize) -> usize,
         mut call: impl FnMut(&S, &[usize]) -> StoreResult<Vec<A>>,
     ) -> (Vec<Option<A>>, Option<DurableError>) {
         let mut by_part: Vec<Vec<usize>> = vec![Vec::new(); self.parts.len()];
         for (i, item) in items.iter().enumerate() {
-            by_part[part_of(key_of(item), self.parts.len())].push(i);
+            by_part[place(item, self.parts.len())].push(i);
         }
         let mut answers: Vec<Option<A>> = vec![None; items.len()];
         let mut error = None;
@@ -139,10 +150,10 @@ impl<S: Store> Partitioned<S> {
     fn split<I, A: Clone>(
         &self,
         items: &[I],
-        key_of: impl Fn(&I) -> &str,
+        place: impl Fn(&I, usize) -> usize,
         call: impl FnMut(&S, &[usize]) -> StoreResult<Vec<A>>,
     ) -> StoreResult<Vec<A>> {
-        match self.split_each(items, key_of, call) {
+        match self.split_each(items, place, call) {
             (_, Some(e)) => Err(e),
             (answers, None) => Ok(answers.into_iter().flatten().collect()),
         }
@@ -220,7 +231,11 @@ fn merge_flows(a: &mut FlowsState, b: FlowsState) {
 
 impl<S: Store> Store for Partitioned<S> {
     fn add(&self, timers: &[NewTimer<'_>], mode: AddMode) -> StoreResult<Vec<bool>> {
-        self.split(timers, |t| t.key, |p, idx| p.add(&pick(timers, idx), mode))
+        self.split(
+            timers,
+            |t, n| part_of(t.key, n),
+            |p, idx| p.add(&pick(timers, idx), mode),
+        )
     }
 
     fn cancel(&self, key: &str) -> StoreResult<bool> {
@@ -285,7 +300,7 @@ impl<S: Store> Store for Partitioned<S> {
     ) -> StoreResult<Vec<Start>> {
         let (answers, error) = self.split_each(
             claims,
-            |c| c.key,
+            |c, n| part_of(c.key, n),
             |p, idx| {
                 let (a, f) = (pick_opt(advances, idx), pick_opt(flows, idx));
                 p.start_runs(&pick(claims, idx), &a, &f, lease)
@@ -317,7 +332,7 @@ impl<S: Store> Store for Partitioned<S> {
     fn defer(&self, claims: &[Fenced<'_>], flows: &[&str]) -> StoreResult<Vec<bool>> {
         self.split(
             claims,
-            |c| c.key,
+            |c, n| part_of(c.key, n),
             |p, idx| p.defer(&pick(claims, idx), &pick(flows, idx)),
         )
     }
@@ -348,7 +363,7 @@ impl<S: Store> Store for Partitioned<S> {
         let mut now = Millis::MAX;
         let records = self.split(
             ids,
-            |id| id,
+            |id, n| part_of_schedule(id, n),
             |p, idx| {
                 let (t, r) = p.schedules(&pick(ids, idx))?;
                 now = now.min(t);
@@ -368,7 +383,7 @@ impl<S: Store> Store for Partitioned<S> {
         let mut now = Millis::MAX;
         let records = self.split(
             runs,
-            |r| r.1,
+            |r, n| part_of_schedule(r.1, n),
             |p, idx| {
                 let (t, r) = p.schedules_to_start(&pick(runs, idx))?;
                 now = now.min(t);
@@ -379,7 +394,7 @@ impl<S: Store> Store for Partitioned<S> {
     }
 
     fn schedule_write(&self, id: &str, op: &SchedOp) -> StoreResult<SchedAnswer> {
-        self.of(id).schedule_write(id, op)
+        self.of_schedule(id).schedule_write(id, op)
     }
 
     fn list_schedules(
@@ -399,7 +414,11 @@ impl<S: Store> Store for Partitioned<S> {
     }
 
     fn renew(&self, held: &[Fenced<'_>], lease: Millis) -> StoreResult<Vec<bool>> {
-        self.split(held, |c| c.key, |p, idx| p.renew(&pick(held, idx), lease))
+        self.split(
+            held,
+            |c, n| part_of(c.key, n),
+            |p, idx| p.renew(&pick(held, idx), lease),
+        )
     }
 
     fn finish(
@@ -409,13 +428,17 @@ impl<S: Store> Store for Partitioned<S> {
     ) -> StoreResult<Vec<bool>> {
         self.split(
             runs,
-            |r| r.0.key,
+            |r, n| part_of(r.0.key, n),
             |p, idx| p.finish(&pick(runs, idx), &pick_opt(flows, idx)),
         )
     }
 
     fn release(&self, claims: &[Fenced<'_>]) -> StoreResult<Vec<bool>> {
-        self.split(claims, |c| c.key, |p, idx| p.release(&pick(claims, idx)))
+        self.split(
+            claims,
+            |c, n| part_of(c.key, n),
+            |p, idx| p.release(&pick(claims, idx)),
+        )
     }
 
     fn dead_letters(&self, limit: usize) -> StoreResult<Vec<DeadLetter>> {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Partitioned, fnv1a, part_of, placement};
+use super::{Partitioned, fnv1a, part_of, part_of_schedule, placement};
 use crate::store::model::Model;
 use crate::store::{
     ClaimRequest, Due, Fenced, Finish, Limits, Millis, NewTimer, Start, Store, StoreClock,
@@ -58,8 +58,27 @@ fn a_schedules_runs_live_with_the_schedule() {
     assert_eq!(placement("order:17"), "order:17");
     assert_eq!(placement("sched:x"), "sched:x", "not a run key");
     for n in [2, 3, 7, 64] {
-        assert_eq!(part_of("sched:reports:5", n), part_of("reports", n));
+        assert_eq!(
+            part_of("sched:reports:5", n),
+            part_of_schedule("reports", n)
+        );
+        // An id that looks like a run key is placed as it is, as its runs
+        // are placed by it.
+        let id = "sched:a:1";
+        assert_eq!(
+            part_of(&format!("sched:{id}:5"), n),
+            part_of_schedule(id, n)
+        );
     }
+    assert_ne!(
+        (0..64)
+            .map(|n| part_of_schedule("sched:a:1", n + 1))
+            .collect::<Vec<_>>(),
+        (0..64)
+            .map(|n| part_of_schedule("a", n + 1))
+            .collect::<Vec<_>>(),
+        "the id is not read as a run key"
+    );
 }
 
 #[test]
