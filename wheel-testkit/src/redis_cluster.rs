@@ -21,6 +21,8 @@ use crate::redis_server::{free_port, fresh_dir, on_path};
 #[derive(Debug)]
 struct Node {
     port: u16,
+    /// The cluster bus's port.
+    bus: u16,
     dir: PathBuf,
     child: Option<Child>,
 }
@@ -183,6 +185,7 @@ impl RedisCluster {
         for _ in 0..masters * (1 + replicas) {
             let mut node = Node {
                 port: free_port()?,
+                bus: free_port()?,
                 dir: fresh_dir()?,
                 child: None,
             };
@@ -587,6 +590,9 @@ fn signal(child: &Child, name: &str) -> io::Result<()> {
 fn launch(node: &mut Node) -> io::Result<()> {
     let child = Command::new("redis-server")
         .args(["--port", &node.port.to_string(), "--bind", "127.0.0.1"])
+        // The bus's own free port: the default, port + 10 000, may be
+        // taken or past 65 535.
+        .args(["--cluster-port", &node.bus.to_string()])
         .args([
             "--cluster-enabled",
             "yes",
@@ -602,9 +608,22 @@ fn launch(node: &mut Node) -> io::Result<()> {
         .spawn()?;
     node.child = Some(child);
     let port = node.port;
-    wait("redis-server to answer", Duration::from_secs(10), || {
+    let mut exited = None;
+    wait("redis-server to answer", Duration::from_secs(20), || {
+        let child = node
+            .child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten());
+        if let Some(status) = child {
+            exited = Some(status);
+            return true;
+        }
         cli(port, &["PING"]).is_ok_and(|r| r.trim() == "PONG")
-    })
+    })?;
+    match exited {
+        Some(status) => Err(io::Error::other(format!("redis-server exited: {status}"))),
+        None => Ok(()),
+    }
 }
 
 impl Drop for RedisCluster {

@@ -12,6 +12,16 @@ use wheel_durable::{Fired, Outcome};
 
 pub use wheel_testkit::{LIVENESS, eventually};
 
+/// Held by the tests that each keep many processes busy (three node
+/// processes, or a Redis Cluster with its nodes), so that they run one at
+/// a time and each keeps the timing its assertions allow for.
+static HEAVY: Mutex<()> = Mutex::new(());
+
+/// Takes [`HEAVY`], whatever an earlier holder's panic left.
+pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// One handler run as seen by the handler.
 #[derive(Debug, Clone)]
 pub struct Run {

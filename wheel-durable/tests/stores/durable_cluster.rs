@@ -56,6 +56,7 @@ fn assert_once_each(runs: &[Run], keys: &[String]) {
 
 #[test]
 fn a_partitioned_namespace_spreads_over_the_masters_and_answers_as_one() {
+    let _heavy = durable_common::heavy();
     let Some(cluster) = RedisCluster::for_test(3, 0) else {
         return;
     };
@@ -145,6 +146,7 @@ fn firing(
 
 #[test]
 fn three_nodes_fire_every_timer_once_while_the_slots_move() {
+    let _heavy = durable_common::heavy();
     let Some(cluster) = RedisCluster::for_test(3, 0) else {
         return;
     };
@@ -176,6 +178,7 @@ fn three_nodes_fire_every_timer_once_while_the_slots_move() {
 /// the adds acknowledged since then, and how many of them the promoted
 /// replica lacks.
 fn failover_after_a_cut(replicated: bool) -> (usize, usize, Vec<DurableError>) {
+    let _heavy = durable_common::heavy();
     let Some(mut cluster) = RedisCluster::for_test(3, 1) else {
         return (0, 0, Vec::new());
     };
@@ -229,6 +232,7 @@ fn with_replicas_a_failover_loses_no_acknowledged_add() {
 
 #[test]
 fn three_nodes_ride_out_a_failover_of_one_partition_with_replicas() {
+    let _heavy = durable_common::heavy();
     let Some(mut cluster) = RedisCluster::for_test(3, 1) else {
         return;
     };

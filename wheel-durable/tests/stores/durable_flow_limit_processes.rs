@@ -15,7 +15,7 @@
 //!   outage, then each callback once, and no attempt spent while it was
 //!   open.
 //!
-//! They run one at a time (`HEAVY`): each keeps three node processes and
+//! They run one at a time (`durable_common::heavy`): each keeps three node processes and
 //! a Redis server busy, and the rate test reads arrival times.
 
 use crate::durable_processes::ChildNode;
@@ -31,9 +31,6 @@ use wheel_testkit::{
     LIVENESS, Received, Receiver, ReceiverOptions, RedisServer, Reply, ServerOptions, eventually,
     eventually_within,
 };
-
-/// Held by each test here for its whole run.
-static HEAVY: Mutex<()> = Mutex::new(());
 
 const HEADERS: [&str; 3] = ["wheel-timer-key", "wheel-due", "wheel-attempt"];
 
@@ -131,7 +128,7 @@ fn wait_empty(client: &DurableTimers) {
 
 #[test]
 fn three_nodes_send_one_origin_at_its_rate_every_second() {
-    let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let _heavy = crate::durable_common::heavy();
     let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
         return;
     };
@@ -200,7 +197,7 @@ fn sample(rx: &Receiver, stop: &AtomicBool) -> Vec<(SystemTime, usize)> {
 
 #[test]
 fn three_nodes_hold_one_origin_to_its_parallelism_and_a_killed_node_s_permits_come_back() {
-    let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let _heavy = crate::durable_common::heavy();
     let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
         return;
     };
@@ -290,7 +287,7 @@ type Answers = Arc<Mutex<Vec<(String, u64, u16, Instant)>>>;
 
 #[test]
 fn three_nodes_stop_sending_to_an_origin_in_an_outage_and_send_each_once_after_it() {
-    let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let _heavy = crate::durable_common::heavy();
     let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
         return;
     };
