@@ -1,8 +1,8 @@
 //! # wheel
 //!
 //! A timer engine built on a hierarchical hashed timing wheel: O(1) insert,
-//! cancel and reset, lock-free scheduling and cancelling from any thread,
-//! never early, and no CPU while idle.
+//! cancel and reset, scheduling and cancelling from any thread without
+//! waiting for the tick thread, never early, and no CPU while idle.
 //!
 //! The crate has three layers, each usable without the ones above it, and
 //! a clock for tests:
@@ -31,11 +31,11 @@
 //! [`Scheduler::timeout_at`]); [`Scheduler::sleep`] and
 //! [`Scheduler::sleep_until`] keep tokio's names.
 //!
-//! In the scheduler, data flows one way: callers → command queues → tick
-//! thread → wheel → worker threads. The core knows nothing of threads or
+//! In the scheduler, data flows one way: callers → lane outboxes and
+//! command queues → tick thread → wheel → worker threads. The core knows nothing of threads or
 //! clocks.
 //!
-//! `docs/design.md` explains the wheel, `docs/scheduler.md` the lock-free
+//! `docs/design.md` explains the wheel, `docs/scheduler.md` the scheduler's
 //! protocols, `docs/consumer-apis.md` the delay queue and futures, and
 //! `docs/guarantees.md` lists every guarantee with the test that checks it.
 //!

@@ -1,7 +1,7 @@
 //! loom models of the scheduler's lock-free protocols.
 //!
-//! They drive the *real* `Scheduler` (slot table state machine, command
-//! queue, wake-up protocol, tick thread, worker pool, shutdown) with a
+//! They drive the *real* `Scheduler` (slot table state machine, outboxes,
+//! command queue, wake-up protocol, tick thread, worker pool, shutdown) with a
 //! `ManualClock`, one worker, and at most two extra model threads: under
 //! `cfg(loom)` every atomic, mutex, condvar, park and thread in the crate is
 //! loom's, and the queue is a loom mutex around a `VecDeque`.
@@ -138,8 +138,14 @@ fn no_lost_wakeup_for_an_earlier_deadline() {
     });
 }
 
-/// A cancel while the tick thread sleeps towards a far deadline must wake it
-/// so the closure is dropped promptly (not at its deadline).
+/// A cancel from another thread of a far timer that the tick thread may be
+/// taking from its outbox: the second far timer fills the outbox (two
+/// timers under loom), so the tick thread is woken to take both. The cancel
+/// finds the timer in the outbox (and drops the closure itself), taken but
+/// not yet applied (the tick thread drops it when it applies it), or in the
+/// wheel (its `Cancel` command must wake the tick thread, which may be
+/// sleeping towards the far deadline): the closure is dropped without any
+/// `advance` in every case.
 #[test]
 fn no_lost_wakeup_for_a_cancel() {
     check(|| {
@@ -157,20 +163,45 @@ fn no_lost_wakeup_for_a_cancel() {
             .schedule(Duration::from_secs(3600), move || drop(guard))
             .unwrap();
         let canceller = thread::spawn(move || assert!(h.cancel()));
+        let _filler = s.schedule(Duration::from_secs(3600), || {}).unwrap();
         dropped.wait();
         canceller.join().unwrap();
-        assert_eq!(s.shutdown(), 0);
+        assert_eq!(s.shutdown(), 1, "only the filler was still pending");
     });
 }
 
-/// A cancel that may come before the tick thread applies the timer's
-/// insert (then the canceller frees the slot and sends no command: the tick
-/// thread drops the closure when it applies the insert) or after (then it
-/// sends a `Cancel`):
-/// either way the closure is dropped without any `advance`, exactly once,
-/// and the timer is counted as cancelled, not dropped. The insert and the
-/// cancel come from one thread, so the race is only with the tick thread's
-/// `mark_applied`; `no_lost_wakeup_for_a_cancel` has them on two threads.
+/// A reset to now of a far timer that the tick thread may be taking from
+/// its outbox (the filler fills it, as above): moved in place while in the
+/// outbox, or by a `Reset` command once taken, the timer runs once, without
+/// any `advance`.
+#[test]
+fn reset_races_the_take() {
+    check(|| {
+        let clock = ManualClock::new();
+        let s = scheduler(&clock);
+        let ran = Arc::new(Notify::new());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (r, n) = (ran.clone(), runs.clone());
+        let h = s
+            .schedule(Duration::from_secs(3600), move || {
+                n.fetch_add(1, Ordering::SeqCst);
+                r.notify();
+            })
+            .unwrap();
+        let resetter = thread::spawn(move || assert!(h.reset(Duration::ZERO)));
+        let _filler = s.schedule(Duration::from_secs(3600), || {}).unwrap();
+        ran.wait();
+        resetter.join().unwrap();
+        assert_eq!(s.shutdown(), 1, "only the filler was still pending");
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// A far timer cancelled by its producer: it is still in the lane's
+/// outbox, so the canceller frees the slot and drops the closure itself
+/// while the tick thread may be running its round (woken by the timer's
+/// take-by tick): the closure is dropped without any `advance`, exactly
+/// once, and the timer is counted as cancelled, not dropped.
 #[test]
 fn cancel_races_the_insert() {
     check(|| {
@@ -198,12 +229,14 @@ fn cancel_races_the_insert() {
     });
 }
 
-/// A timer cancelled before its insert was applied frees its slot at once,
-/// and the next `schedule` may reuse the slot while the first insert is
-/// still queued. The tick thread, applying that insert late, must drop
-/// the first closure unrun and leave the new occupant alone: it runs once,
-/// at its own deadline (an insert applied to the wrong occupant would arm
-/// a second wheel entry for the slot). The old handle must not touch it.
+/// A timer cancelled before the tick thread applied it frees its slot at
+/// once, and the next `schedule` may reuse the slot while the first timer
+/// is still in the tick thread's hands: the filler fills the outbox, so
+/// the tick thread takes both while the cancel runs. Applying the first
+/// timer late, the tick thread must drop its closure unrun and leave the
+/// new occupant alone: it runs once, at its own deadline (a timer applied
+/// to the wrong occupant would arm a second wheel entry for the slot). The
+/// old handle must not touch it.
 #[test]
 fn slot_reused_before_the_cancelled_insert_is_applied() {
     check(|| {
@@ -223,6 +256,7 @@ fn slot_reused_before_the_cancelled_insert_is_applied() {
                 unreachable!("a cancelled timer ran");
             })
             .unwrap();
+        let _filler = s.schedule(Duration::from_secs(3600), || {}).unwrap();
         assert!(old.cancel());
         let ran = Arc::new(Notify::new());
         let (r, start) = (ran.clone(), clock.now());
@@ -237,10 +271,10 @@ fn slot_reused_before_the_cancelled_insert_is_applied() {
         assert_eq!(stale.join().unwrap(), (false, false));
         assert!(new.is_active(), "the old handle touched the new timer");
         let st = s.stats();
-        assert_eq!((st.pending, st.scheduled, st.cancelled), (1, 2, 1));
+        assert_eq!((st.pending, st.scheduled, st.cancelled), (2, 3, 1));
         clock.advance(Duration::from_secs(20));
         ran.wait();
-        assert_eq!(s.shutdown(), 0);
+        assert_eq!(s.shutdown(), 1, "only the filler was still pending");
         assert_eq!(first.load(Ordering::SeqCst), 1);
         assert_eq!(s.stats().fired, 1);
     });

@@ -121,3 +121,32 @@ macro_rules! with_threaded {
         }
     }};
 }
+
+/// A broken service for the workloads' own tests: it runs every callback
+/// at once, on the producer's thread, and cannot cancel, so every check
+/// must fail on it.
+#[cfg(test)]
+pub(crate) struct Immediate;
+
+#[cfg(test)]
+impl ThreadedTimer for Immediate {
+    type Producer = Immediate;
+    fn start() -> Immediate {
+        Immediate
+    }
+    fn producer(&self) -> Immediate {
+        Immediate
+    }
+    fn shutdown(self) {}
+}
+
+#[cfg(test)]
+impl TimerProducer for Immediate {
+    type Handle = ();
+    fn schedule<F: FnOnce() + Send + 'static>(&mut self, _delay: Duration, f: F) {
+        f();
+    }
+    fn cancel(&mut self, _: ()) -> Option<bool> {
+        Some(false)
+    }
+}

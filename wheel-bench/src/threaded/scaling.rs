@@ -151,7 +151,7 @@ fn produce<P: TimerProducer>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::threaded::{ThreadedPeer, TimerProducer};
+    use crate::threaded::{Immediate, ThreadedPeer};
 
     #[test]
     fn levels_double_up_to_the_core_count() {
@@ -174,28 +174,6 @@ mod tests {
                 "{}",
                 peer.name()
             );
-        }
-    }
-
-    /// A service that runs every callback at once: the check must fail.
-    struct Immediate;
-    impl ThreadedTimer for Immediate {
-        type Producer = Immediate;
-        fn start() -> Immediate {
-            Immediate
-        }
-        fn producer(&self) -> Immediate {
-            Immediate
-        }
-        fn shutdown(self) {}
-    }
-    impl TimerProducer for Immediate {
-        type Handle = ();
-        fn schedule<F: FnOnce() + Send + 'static>(&mut self, _delay: Duration, f: F) {
-            f();
-        }
-        fn cancel(&mut self, _: ()) -> Option<bool> {
-            Some(false)
         }
     }
 

@@ -524,29 +524,6 @@ mod tests {
         assert_eq!(l.check, Check::Passed);
     }
 
-    /// A broken service: runs every callback at once, on the producer's thread,
-    /// and cannot cancel.
-    struct Immediate;
-    impl ThreadedTimer for Immediate {
-        type Producer = Immediate;
-        fn start() -> Immediate {
-            Immediate
-        }
-        fn producer(&self) -> Immediate {
-            Immediate
-        }
-        fn shutdown(self) {}
-    }
-    impl TimerProducer for Immediate {
-        type Handle = ();
-        fn schedule<F: FnOnce() + Send + 'static>(&mut self, _delay: Duration, f: F) {
-            f();
-        }
-        fn cancel(&mut self, _: ()) -> Option<bool> {
-            Some(false)
-        }
-    }
-
     #[test]
     fn checks_catch_a_broken_service() {
         let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -3,9 +3,11 @@
 //!
 //! # Who sends what
 //!
-//! - `schedule*` (`submit.rs`) sends `Insert` on the caller's lane;
-//! - a [`TimerHandle`](super::TimerHandle) sends `Cancel` and `Reset` on the
-//!   lane of its timer's `Insert`;
+//! - `schedule*` (`submit.rs`) sends nothing: a new timer waits in its
+//!   lane's outbox (`outbox.rs`) until the tick thread takes it;
+//! - a [`TimerHandle`](super::TimerHandle) sends `Cancel` and `Reset`, on
+//!   the lane its timer was scheduled on, for a timer the tick thread has
+//!   taken;
 //! - a worker (`workers.rs`) sends `Rearm` for a repeating timer whose run
 //!   ended, on its own lane;
 //! - only the tick thread (`ticker.rs`) receives.
@@ -13,14 +15,14 @@
 //! # Invariants
 //!
 //! - An [`Entry`] (and so its closure) is owned by exactly one place at a
-//!   time: a command in a queue, the tick thread, the worker queue, or a
-//!   worker. It is never shared, so a closure runs at most once per run.
+//!   time: an outbox, a command in a queue, the tick thread, the worker
+//!   queue, or a worker. It is never shared, so a closure runs at most once per run.
 //! - A command names its timer by slot index and generation (and, for
 //!   `Reset`, the reset sequence); the tick thread acts on it only while the
 //!   slot still carries them (see `slots/`), so a late command never touches
 //!   a later timer of the same slot.
 //! - A [`Command`] stays 40 bytes (tested below): it is the element of every
-//!   lane's queue, on the producers' hot path.
+//!   lane's queue.
 
 /// A timer's callback, type-erased. One-shot closures are wrapped in
 /// [`Once`], repeating ones in [`Every`].
@@ -106,10 +108,6 @@ pub(crate) struct Entry {
 
 /// What the tick thread is asked to do.
 pub(crate) enum Command {
-    /// A new timer of slot generation `generation`: put it in the wheel at
-    /// `entry.due`, unless it was cancelled first (then its slot no longer
-    /// carries `generation`).
-    Insert { entry: Entry, generation: u32 },
     /// A repeating timer whose run just ended: schedule its next run.
     Rearm(Entry),
     /// A handle cancelled this timer: drop its entry now.

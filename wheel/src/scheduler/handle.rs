@@ -51,9 +51,12 @@ impl TimerHandle {
     /// progress finishes). Exactly one of "a `cancel` returns true" and "the
     /// callback starts" happens for a one-shot timer.
     ///
-    /// Lock-free and O(1); callable from any thread, including from inside
-    /// the timer's own callback. The closure is dropped within about a
-    /// millisecond (by the tick thread), not at its deadline.
+    /// O(1), no allocation; callable from any thread, including from inside
+    /// the timer's own callback. A timer still in its lane's outbox (its
+    /// deadline not near yet) is cancelled there, under the lane's short
+    /// lock, and its closure is dropped by this call; otherwise the
+    /// closure is dropped within about a millisecond (by the tick thread),
+    /// not at its deadline.
     ///
     /// # Examples
     ///
@@ -77,8 +80,9 @@ impl TimerHandle {
     /// progress: the run after it then happens `delay` after the `reset`),
     /// and later runs follow at the period from there.
     ///
-    /// Lock-free, O(1), no allocation: suited to pushing back an idle
-    /// timeout on every heartbeat.
+    /// O(1), no allocation, no system call in the common case (the lane's
+    /// short lock while the timer waits in its outbox): suited to pushing
+    /// back an idle timeout on every heartbeat.
     ///
     /// # Examples
     ///
@@ -105,8 +109,8 @@ impl TimerHandle {
     ///
     /// On a repeating timer it moves the next run (also while a run is in
     /// progress: the run after it then happens at `deadline`), and later
-    /// runs follow at the period from there. Lock-free, O(1), no
-    /// allocation, like [`reset`](Self::reset).
+    /// runs follow at the period from there. O(1), no allocation, like
+    /// [`reset`](Self::reset).
     ///
     /// # Examples
     ///

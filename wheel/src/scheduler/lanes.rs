@@ -1,26 +1,33 @@
-//! Lanes: per-thread stripes of the producer-side state (command queue,
-//! free slots, counters, handle reference count), so that producers on
-//! different cores write disjoint cache lines.
+//! Lanes: per-thread stripes of the producer-side state (outbox, command
+//! queue, free slots, counters, handle reference count), so that producers
+//! on different cores write disjoint cache lines.
 //!
-//! A lane is only a place, never an owner: any thread may push onto any
-//! lane's command queue and any lane's free list, and which lane a command
-//! or a slot goes through never matters for correctness (the tick thread
-//! pops every lane). What matters is order within a lane: a handle sends
-//! its `Cancel`/`Reset` through the lane of its timer's `Insert`, and each
-//! lane's queue is FIFO (see `submit.rs`).
+//! A lane is only a place, never an owner: any thread may schedule on any
+//! lane (its own, normally), push onto any lane's command queue and any
+//! lane's free list, and which lane a timer or a slot goes through never
+//! matters for correctness (the tick thread takes every outbox and pops
+//! every queue). A handle acts through the lane its timer was scheduled on:
+//! its outbox while the timer is there, its command queue afterwards (see
+//! `submit.rs`).
 
-use crate::sync::{Arc, AtomicU64, CachePadded, Queue};
+use crate::sync::{Arc, AtomicU64, CachePadded, Ordering, Queue};
 
 use super::Shared;
 use super::command::Command;
+use super::outbox::Outbox;
 
-/// One lane: a command queue and a stripe of counters, on its own cache
-/// lines. A thread uses lane `lane_of(thread_stripe(), lanes)` (see
-/// [`lane_count`]); a handle sends its commands to the lane its timer was
+/// One lane: an outbox, a command queue and a stripe of counters, on its
+/// own cache lines. A thread uses lane `lane_of(thread_stripe(), lanes)`
+/// (see [`lane_count`]); a handle acts on its timer through the lane it was
 /// scheduled on. Lanes exist so that producers on different cores never
-/// write the same cache line: each has its own queue tail, free list
-/// (in [`SlotTable`](super::slots::SlotTable)), counters and handle reference count ([`LaneRef`]).
+/// write the same cache line: each has its own outbox, queue tail, free
+/// list (in [`SlotTable`](super::slots::SlotTable)), counters and handle
+/// reference count ([`LaneRef`]).
 pub(crate) struct Lane {
+    /// New timers, until the tick thread takes them (`outbox.rs`).
+    pub(crate) outbox: CachePadded<Outbox>,
+    /// Everything else for the tick thread: cancels and resets of timers
+    /// it holds, re-arms of repeating timers.
     pub(crate) commands: Queue<Command>,
     pub(crate) counts: LaneCounts,
 }
@@ -39,10 +46,30 @@ pub(crate) struct LaneCounts {
 /// The producer side of [`LaneCounts`].
 #[derive(Default)]
 pub(crate) struct SubmitCounts {
-    /// Timers accepted by `schedule*` on this lane.
+    /// Timers accepted by `schedule*` on this lane. Written only under the
+    /// lane's outbox lock, by a load and a store (no read-modify-write:
+    /// the lock already orders the writers).
     pub(crate) scheduled: AtomicU64,
-    /// Successful `cancel`s of handles of this lane.
+    /// Successful `cancel`s of handles of this lane whose timer the tick
+    /// thread had taken.
     pub(crate) cancelled: AtomicU64,
+    /// Successful `cancel`s of timers still in this lane's outbox; written
+    /// like `scheduled`.
+    pub(crate) cancelled_waiting: AtomicU64,
+}
+
+impl SubmitCounts {
+    /// Adds one to `counter`, a counter written only under the outbox lock.
+    pub(crate) fn bump_locked(counter: &AtomicU64) {
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Successful cancels of this lane's timers.
+    pub(crate) fn cancels(&self) -> u64 {
+        self.cancelled
+            .load(Ordering::Relaxed)
+            .wrapping_add(self.cancelled_waiting.load(Ordering::Relaxed))
+    }
 }
 
 /// The worker side of [`LaneCounts`].
@@ -61,6 +88,7 @@ impl Lane {
     /// An empty lane.
     pub(crate) fn new() -> Lane {
         Lane {
+            outbox: CachePadded::new(Outbox::new()),
             commands: Queue::new(),
             counts: LaneCounts {
                 submit: CachePadded::new(SubmitCounts::default()),

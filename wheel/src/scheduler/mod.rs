@@ -43,6 +43,7 @@ mod command;
 mod handle;
 mod lanes;
 mod lateness;
+mod outbox;
 mod slots;
 mod submit;
 mod threads;
@@ -55,7 +56,7 @@ use std::time::Duration;
 pub use self::builder::SchedulerBuilder;
 pub use self::handle::TimerHandle;
 
-use crate::clock::TimeBase;
+use crate::clock::{NEVER, TimeBase};
 use crate::sync::{
     Arc, AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering, Unparker, thread, thread_stripe,
 };
@@ -64,6 +65,7 @@ use self::lanes::{Lane, LaneCounts, lane_of};
 use self::slots::SlotTable;
 use self::submit::WakePlan;
 use self::threads::{Outer, shutdown};
+use self::ticker::FLUSH_INTERVAL;
 use self::workers::Pool;
 
 /// The default tick: 50 µs. Deadlines round up to the tick, so this bounds
@@ -96,8 +98,13 @@ pub(crate) struct Shared {
     /// One state word per timer: every cancel, reset, claim and start is a
     /// CAS on it (`slots/`).
     pub(crate) slots: SlotTable,
-    /// The command queues and counter stripes, one per lane (`lanes.rs`).
+    /// The outboxes, command queues and counter stripes, one per lane
+    /// (`lanes.rs`).
     pub(crate) lanes: Box<[Lane]>,
+    /// How many ticks before a timer's deadline tick the tick thread takes
+    /// it from its outbox (`outbox.rs`): one flush interval, so that taking
+    /// a full outbox never delays a timer due at the tick it is taken.
+    pub(crate) take_lead: u64,
     /// When the tick thread will wake: written by it, read by every
     /// producer after its push (`submit.rs`).
     pub(crate) wake_plan: WakePlan,
@@ -134,9 +141,14 @@ impl Shared {
         poll_before_due: bool,
         ticker_unparker: Unparker,
     ) -> Shared {
+        let take_lead = time
+            .conv()
+            .tick_of_nanos(u64::try_from(FLUSH_INTERVAL.as_nanos()).unwrap_or(u64::MAX))
+            .max(1);
         Shared {
             slots: SlotTable::new(lanes),
             lanes: (0..lanes).map(|_| Lane::new()).collect(),
+            take_lead,
             wake_plan: WakePlan::new(),
             pool: Pool::new(),
             counters: Counters {
@@ -172,6 +184,27 @@ impl Shared {
         self.lanes.iter().all(|l| l.commands.is_empty())
     }
 
+    /// The earliest take-by tick of the lanes' outboxes (`NEVER` if all
+    /// are empty).
+    pub(crate) fn earliest_take(&self) -> u64 {
+        self.lanes
+            .iter()
+            .map(|l| l.outbox.earliest())
+            .min()
+            .unwrap_or(NEVER)
+    }
+
+    /// The take-by tick of a timer due at `tick` (`NEVER` for a timer
+    /// that never fires: it waits in its outbox until the outbox is full or
+    /// is taken for another timer).
+    pub(crate) fn take_by(&self, tick: u64) -> u64 {
+        if tick == NEVER {
+            NEVER
+        } else {
+            tick.saturating_sub(self.take_lead)
+        }
+    }
+
     /// Records that a timer is over for another reason than a `cancel` or
     /// shutdown (a one-shot started, a repeating timer was stopped).
     pub(crate) fn timer_ended(&self, lane: usize) {
@@ -193,7 +226,7 @@ impl Shared {
         let mut over = self.counters.dropped.load(Ordering::Relaxed);
         for l in self.lanes.iter() {
             over = over
-                .wrapping_add(l.counts.submit.cancelled.load(Ordering::Relaxed))
+                .wrapping_add(l.counts.submit.cancels())
                 .wrapping_add(l.counts.runs.ended.load(Ordering::Relaxed));
         }
         let scheduled: u64 = self
@@ -210,8 +243,12 @@ impl Shared {
 ///
 /// Cloning is cheap and every clone drives the same engine; the engine shuts
 /// down when [`shutdown`](Scheduler::shutdown) is called or the last clone is
-/// dropped. Scheduling and cancelling are lock-free and make no system call
-/// in the common case.
+/// dropped. Scheduling, cancelling and resetting make no system call in the
+/// common case and never wait for the tick thread: a new timer waits in an
+/// outbox of the calling thread's lane, behind a lock that only that
+/// thread takes in the common case (held for a few dozen nanoseconds, never
+/// while a callback runs), until its deadline comes near; a timer cancelled
+/// before then never reaches the tick thread.
 ///
 /// CPU: with no timer due soon the tick thread sleeps (no CPU, however many
 /// timers are pending). Shortly before a timer is due it stops sleeping and
@@ -416,7 +453,7 @@ impl Scheduler {
             },
             scheduled: sum(|l| &l.submit.scheduled),
             fired: sum(|l| &l.runs.fired),
-            cancelled: sum(|l| &l.submit.cancelled),
+            cancelled: s.lanes.iter().map(|l| l.counts.submit.cancels()).sum(),
             panicked: sum(|l| &l.runs.panicked),
             dropped: c.dropped.load(Ordering::Relaxed),
             max_lateness: Duration::from_nanos(c.max_lateness.load(Ordering::Relaxed)),

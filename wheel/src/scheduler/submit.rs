@@ -1,47 +1,58 @@
-//! The producer side: what callers send to the tick thread, and when they
-//! wake it.
+//! The producer side: how callers hand timers to the tick thread, and when
+//! they wake it.
 //!
-//! # Commands
+//! # Outboxes and commands
 //!
-//! Callers never touch the wheel. `schedule*`, `cancel` and `reset` push a
-//! [`Command`] onto the command queue of a *lane* (`Shared::lanes`, one
-//! lock-free MPMC FIFO queue each, crossbeam's `SegQueue`): `schedule*`
-//! onto the calling thread's lane, `cancel`/`reset` onto the lane recorded
-//! in the handle (the lane of the timer's `Insert`); workers push re-arms
-//! of repeating timers onto their own lane; only the tick thread pops.
-//! `cancel` pushes nothing unless the tick thread holds the entry (see
-//! `Cancelled` in `slots/transitions.rs`): a timer cancelled before its
-//! `Insert` was applied has its slot freed at once and its entry dropped
-//! when the `Insert` is applied, and one with a worker is freed by the
-//! worker.
-//! Because a handle is returned only after its insert was pushed, and each
-//! lane is linearizable FIFO, the tick thread always sees a timer's
-//! `Insert` before any `Cancel`/`Reset` sent through one of its handles.
-//! Across lanes there is no order, and none is needed: the only
-//! cross-thread pair is a worker's `Rearm` against a handle's
-//! `Cancel`/`Reset`, which the tick thread already accepts in either order.
+//! Callers never touch the wheel. `schedule*` puts the new timer in the
+//! outbox of the calling thread's *lane* (`Shared::lanes`; `outbox.rs`),
+//! where it waits, on the producer's core, until the tick thread takes the
+//! outbox: when the earliest timer in it is one take lead (a flush
+//! interval) from its deadline, or when the outbox is full. `cancel` and
+//! `reset` of a timer still there act on it in place, under the outbox's
+//! lock, and send nothing.
+//!
+//! Everything else travels as a [`Command`] on the lane's command queue (a
+//! lock-free MPMC FIFO queue, crossbeam's `SegQueue`): the `Cancel` or
+//! `Reset` of a timer the tick thread has taken (on the lane recorded in
+//! the handle), and workers' re-arms of repeating timers (on their own
+//! lane); only the tick thread pops. `cancel` pushes nothing unless the
+//! tick thread holds the entry (see `Cancelled` in `slots/transitions.rs`):
+//! a timer taken but not yet applied has its slot freed at once and its
+//! entry dropped when it is applied, and one with a worker is freed by the
+//! worker. A handle's `Cancel`/`Reset` is sent only after its timer left
+//! the outbox, and the tick thread applies everything it takes from an
+//! outbox before it pops commands again, so it always holds a timer before
+//! a command about it arrives. Across lanes there is no order, and none is
+//! needed: the only cross-thread pair is a worker's `Rearm` against a
+//! handle's `Cancel`/`Reset`, which the tick thread accepts in either order.
 //!
 //! # No lost wake-up
 //!
 //! The tick thread publishes in [`WakePlan`] the tick at which it will wake
 //! (`planned`) and whether it is in a long sleep (`armed`), then issues a
-//! `SeqCst` fence, then re-checks every lane's command queue, and only then
-//! parks.
-//! A producer pushes its command, issues a `SeqCst` fence, then reads
-//! `planned`/`armed`, and unparks the tick thread if its deadline is earlier
-//! than `planned` (or if `armed` was set and it is the one that cleared it).
-//!
-//! `schedule*` shares one fence between this check and the shutdown check
-//! (both are "read after my push"): one `SeqCst` fence per schedule, one
-//! per cancel/reset.
+//! `SeqCst` fence, then re-checks every lane's command queue and every
+//! outbox's take-by tick, and only then parks.
+//! A producer that lowered an outbox's take-by tick (an earlier deadline,
+//! or a full outbox) issues a `SeqCst` fence, then reads `planned`, and
+//! unparks the tick thread if the new take-by tick is earlier. A producer
+//! that pushes a command issues a `SeqCst` fence, then reads
+//! `planned`/`armed`, and unparks the tick thread if its deadline is
+//! earlier than `planned` (or if `armed` was set and it is the one that
+//! cleared it: a cancelled closure is then dropped promptly). A timer that
+//! did not lower its outbox's take-by tick needs no fence and no check:
+//! the tick thread takes the outbox by that tick anyway.
 //!
 //! This is the store-buffering (Dekker) pattern: with a `SeqCst` fence
 //! between each side's write and read, the two fences are ordered, and the
 //! side whose fence comes second sees the other side's write. So either the
-//! tick thread's re-check sees the command (and it does not sleep), or the
-//! producer sees the plan (and unparks if needed). An `unpark` before the
-//! `park` makes the `park` return, so an unpark is never lost either.
-//! Modelled in `tests/loom_scheduler.rs` (`no_lost_wakeup`).
+//! tick thread's re-check sees the command or the lowered tick (and it does
+//! not sleep), or the producer sees the plan (and unparks if needed). An
+//! `unpark` before the `park` makes the `park` return, so an unpark is
+//! never lost either. Modelled in `tests/loom_scheduler.rs`
+//! (`no_lost_wakeup_*`).
+//!
+//! The shutdown check of `schedule*` needs no fence: the outbox's lock
+//! orders it (see `outbox.rs`).
 //!
 //! While the tick thread is awake, `planned` is 0 and `armed` false, so
 //! producers in a busy system make no system call at all.
@@ -52,7 +63,7 @@ use crate::clock::NEVER;
 use crate::error::ScheduleError;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, fence, thread_stripe};
 
-use super::command::{Command, Entry, Every, Once, Task};
+use super::command::{Command, Every, Once, Task};
 use super::handle::TimerHandle;
 use super::lanes::{LaneRef, lane_of};
 use super::slots::Cancelled;
@@ -101,11 +112,19 @@ impl WakePlan {
     }
 
     /// [`needs_wake`](Self::needs_wake) for a caller that has already
-    /// issued a `SeqCst` fence after its push (`schedule_entry` shares one
-    /// fence between the shutdown check and this one).
+    /// issued a `SeqCst` fence after its push (a worker's re-arm shares
+    /// one fence between its shutdown check and this one).
     pub(crate) fn needs_wake_fenced(&self, tick: u64) -> bool {
-        tick < self.planned.load(Ordering::SeqCst)
+        self.sleeps_past(tick)
             || (self.armed.load(Ordering::SeqCst) && self.armed.swap(false, Ordering::SeqCst))
+    }
+
+    /// Producer, after lowering an outbox's take-by tick to `tick` and a
+    /// `SeqCst` fence: whether the tick thread plans to sleep past it. A
+    /// new timer never wakes an armed sleep otherwise: it waits in its
+    /// outbox, not in a queue the tick thread must drain.
+    pub(crate) fn sleeps_past(&self, tick: u64) -> bool {
+        tick < self.planned.load(Ordering::SeqCst)
     }
 }
 
@@ -136,8 +155,8 @@ impl Shared {
     }
 
     /// The common schedule path (see the module docs and `docs/scheduler.md`),
-    /// on the lane of `lane_ref`. An associated function: loom's `Arc`
-    /// cannot be a method receiver.
+    /// on the lane of `lane_ref`: the new timer goes to the lane's outbox.
+    /// An associated function: loom's `Arc` cannot be a method receiver.
     pub(crate) fn schedule_entry(
         lane_ref: &Arc<LaneRef>,
         task: Box<dyn Task>,
@@ -152,70 +171,62 @@ impl Shared {
         if bounded {
             s.reserve()?;
         }
-        let repeat = task.period() != 0;
-        let Some((index, generation)) = s.slots.alloc(lane, repeat) else {
-            if bounded {
-                s.counters.pending.fetch_sub(1, Ordering::Relaxed);
-            }
-            return Err(ScheduleError::Full);
-        };
-        let tick = s.time.tick_of_due(due);
-        s.lanes[lane].commands.push(Command::Insert {
-            entry: Entry {
-                task,
-                index,
-                seq: 0,
-                due,
-            },
-            generation,
-        });
-        // One fence for both checks. It pairs with the fence in `shutdown`
-        // (either the tick thread's final drain sees this insert, or we see
-        // the flag here and take the timer back, or learn that the tick
-        // thread already handled it) and with the one in
-        // `WakePlan::publish` (either the tick thread's re-check sees this
-        // insert, or we see its plan here).
-        fence(Ordering::SeqCst);
-        if s.shutdown.load(Ordering::SeqCst) {
-            if s.slots.cancel(lane, index, generation).is_some() {
+        let take_by = s.take_by(s.time.tick_of_due(due));
+        let placed = match s.lanes[lane].outbox.put(s, lane, task, due, take_by) {
+            Ok(placed) => placed,
+            Err((e, task)) => {
+                drop(task);
                 if bounded {
                     s.counters.pending.fetch_sub(1, Ordering::Relaxed);
                 }
-                s.unpark_ticker();
-                return Err(ScheduleError::Shutdown);
+                return Err(e);
             }
-        } else if s.wake_plan.needs_wake_fenced(tick) {
-            s.unpark_ticker();
+        };
+        if let Some(take_by) = placed.lowered {
+            s.wake_for_take(take_by);
         }
-        s.lanes[lane]
-            .counts
-            .submit
-            .scheduled
-            .fetch_add(1, Ordering::Relaxed);
         Ok(TimerHandle {
             lane_ref: lane_ref.clone(),
-            index,
-            generation,
+            index: placed.index,
+            generation: placed.generation,
         })
+    }
+
+    /// After an outbox's take-by tick was lowered to `take_by`: wakes the
+    /// tick thread if it plans to sleep past it. The `SeqCst` fence pairs
+    /// with the one in `WakePlan::publish`: either the tick thread's
+    /// re-check sees the lowered tick, or we see its plan here.
+    fn wake_for_take(&self, take_by: u64) {
+        fence(Ordering::SeqCst);
+        if self.wake_plan.sleeps_past(take_by) {
+            self.unpark_ticker();
+        }
     }
 
     /// `TimerHandle::cancel` for a handle of `lane`.
     pub(crate) fn cancel(&self, lane: usize, index: u32, generation: u32) -> bool {
-        match self.slots.cancel(lane, index, generation) {
-            None => false,
-            Some(holder) => {
-                self.lanes[lane]
-                    .counts
-                    .submit
-                    .cancelled
-                    .fetch_add(1, Ordering::Relaxed);
+        // A timer not yet applied may still be in the outbox, at the
+        // position its word names: cancelled there, its closure is dropped
+        // here, and the tick thread never hears of it. (One look at the
+        // word spares the lock otherwise.)
+        if let Some(position) = self.slots.unapplied(index, generation) {
+            let outbox = &self.lanes[lane].outbox;
+            if let Some(waiting) = outbox.cancel(self, lane, position, index, generation) {
                 if self.bounded() {
                     self.counters.pending.fetch_sub(1, Ordering::Relaxed);
                 }
+                drop(waiting);
+                return true;
+            }
+        }
+        match self.slots.cancel(lane, index, generation) {
+            None => false,
+            Some(holder) => {
+                self.count_cancel(lane);
                 // Only an entry the tick thread holds needs a command: an
-                // unapplied insert finds its slot gone when it is applied,
-                // a worker finds the word cancelled when it starts or
-                // finishes the run.
+                // insert taken but not applied yet finds its slot gone when
+                // it is applied, a worker finds the word cancelled when it
+                // starts or finishes the run.
                 if holder == Cancelled::WithTicker {
                     self.submit(lane, Command::Cancel { index, generation }, NEVER);
                 }
@@ -224,13 +235,35 @@ impl Shared {
         }
     }
 
+    /// Counts a successful cancel of a timer of `lane`.
+    fn count_cancel(&self, lane: usize) {
+        self.lanes[lane]
+            .counts
+            .submit
+            .cancelled
+            .fetch_add(1, Ordering::Relaxed);
+        if self.bounded() {
+            self.counters.pending.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     /// `TimerHandle::reset`/`reset_at` for a handle of `lane`: the timer
     /// is now due at `due` (nanoseconds after the origin).
     pub(crate) fn reset(&self, lane: usize, index: u32, generation: u32, due: u64) -> bool {
+        let tick = self.time.tick_of_due(due);
+        if let Some(position) = self.slots.unapplied(index, generation) {
+            let outbox = &self.lanes[lane].outbox;
+            let take_by = self.take_by(tick);
+            if let Some(lowered) = outbox.reset(position, index, generation, due, take_by) {
+                if let Some(take_by) = lowered {
+                    self.wake_for_take(take_by);
+                }
+                return true;
+            }
+        }
         match self.slots.reset(index, generation) {
             None => false,
             Some(seq) => {
-                let tick = self.time.tick_of_due(due);
                 self.submit(
                     lane,
                     Command::Reset {
@@ -259,8 +292,9 @@ impl Scheduler {
     /// The deadline is rounded up to the tick, so `f` never starts before
     /// `delay` has passed. A zero delay runs `f` as soon as possible;
     /// `Duration::MAX` (or any delay past the range of `Instant`) is
-    /// accepted and never fires. Lock-free; no system call unless the new
-    /// deadline is earlier than the tick thread's planned wake-up.
+    /// accepted and never fires. Takes the calling thread's lane lock
+    /// (uncontended unless threads share a lane); no system call unless the
+    /// new deadline is earlier than the tick thread's planned wake-up.
     ///
     /// # Errors
     ///

@@ -46,6 +46,7 @@ use super::Shared;
 use super::command::{Command, Entry, Task};
 use super::lanes::lane_of;
 use super::lateness::WakeLateness;
+use super::outbox::Slab;
 use super::slots::{
     CANCELLED, Claim, PENDING, QUEUED, RUNNING, gen_of, is_repeat, seq_of, state_of,
 };
@@ -136,6 +137,8 @@ pub(crate) struct Ticker {
     retired: Vec<(u32, u32, u32)>,
     /// How late timed wake-ups come here: sets the spin lead.
     lateness: WakeLateness,
+    /// An empty slab, swapped with an outbox's at each take (`outbox.rs`).
+    spare: Slab,
 }
 
 impl Ticker {
@@ -155,6 +158,7 @@ impl Ticker {
             parker,
             next_lane: 0,
             retired: Vec::with_capacity(RECYCLE_BATCH),
+            spare: Slab::new(),
         }
     }
 
@@ -182,6 +186,7 @@ impl Ticker {
             let now = self.shared.time.now();
             let applied = self.apply_commands();
             let now_tick = self.shared.time.conv().now_tick(now);
+            let next_take = self.take_outboxes(now_tick);
             self.fire(now_tick);
             self.recycle();
             self.shared
@@ -191,7 +196,8 @@ impl Ticker {
             if applied == DRAIN_BATCH {
                 continue;
             }
-            let next = self.wheel.next_expiration().unwrap_or(NEVER);
+            let expiring = self.wheel.next_expiration().unwrap_or(NEVER);
+            let next = expiring.min(next_take);
             if next <= now_tick {
                 continue;
             }
@@ -203,10 +209,10 @@ impl Ticker {
                 (next, next - now_tick > self.flush_ticks)
             };
             self.shared.wake_plan.publish(wake_tick, arm);
-            if !self.shared.commands_empty() || self.shared.shutdown.load(Ordering::SeqCst) {
+            if self.has_work(wake_tick) {
                 continue;
             }
-            self.sleep(wake_tick, wake_tick == next, manual);
+            self.sleep(wake_tick, wake_tick == expiring, manual);
         }
         let dropped = self.shutdown_drain();
         self.shared
@@ -251,7 +257,7 @@ impl Ticker {
             return;
         }
         self.shared.pool.prepare(lead);
-        self.poll_until(at);
+        self.poll_until(at, wake_tick);
     }
 
     /// Parks (for at most `timeout` if given) and counts the wake-up: the
@@ -264,12 +270,21 @@ impl Ticker {
         self.shared.counters.wakeups.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Polls the clock until `at`, the command queues and the shutdown flag;
-    /// returns as soon as one of them has something.
-    fn poll_until(&self, at: Instant) {
+    /// After publishing a plan to wake at `wake_tick`: whether something
+    /// came meanwhile (a command, an outbox to take before `wake_tick`, the
+    /// shutdown), so the thread must not sleep.
+    fn has_work(&self, wake_tick: u64) -> bool {
+        !self.shared.commands_empty()
+            || self.shared.earliest_take() < wake_tick
+            || self.shared.shutdown.load(Ordering::SeqCst)
+    }
+
+    /// Polls the clock until `at` (the start of `wake_tick`), and
+    /// [`has_work`](Self::has_work); returns as soon as either says so.
+    fn poll_until(&self, at: Instant, wake_tick: u64) {
         let backoff = Backoff::new();
         while Instant::now() < at {
-            if !self.shared.commands_empty() || self.shared.shutdown.load(Ordering::Relaxed) {
+            if self.has_work(wake_tick) {
                 return;
             }
             if backoff.is_completed() {
@@ -303,6 +318,30 @@ impl Ticker {
             }
         }
         applied
+    }
+
+    /// Takes every outbox whose take-by tick has come (`now_tick`) and
+    /// applies the timers it held, as inserts. Returns the earliest take-by
+    /// tick of the outboxes it left (one load of each: the plan needs no
+    /// fresher value, since the re-check after publishing it reads them
+    /// again).
+    fn take_outboxes(&mut self, now_tick: u64) -> u64 {
+        let shared = self.shared.clone();
+        let mut next = NEVER;
+        for lane in shared.lanes.iter() {
+            let earliest = lane.outbox.earliest();
+            if earliest > now_tick {
+                next = next.min(earliest);
+                continue;
+            }
+            lane.outbox.take(&mut self.spare);
+            let mut taken = std::mem::take(&mut self.spare);
+            for waiting in taken.drain(..).flatten() {
+                self.apply_insert(waiting.entry, waiting.generation);
+            }
+            self.spare = taken;
+        }
+        next
     }
 
     /// Releases a slot whose entry the tick thread held, returning it to
@@ -347,7 +386,6 @@ impl Ticker {
     /// Applies one command popped from `lane`.
     fn apply(&mut self, lane: usize, cmd: Command) {
         match cmd {
-            Command::Insert { entry, generation } => self.apply_insert(entry, generation),
             Command::Rearm(entry) => self.apply_rearm(lane, entry),
             Command::Cancel { index, generation } => self.apply_cancel(lane, index, generation),
             Command::Reset {
@@ -510,13 +548,14 @@ impl Ticker {
         // Still pending (not queued for a worker): stop and count it.
         let stop = |index: u32| usize::from(slots.cancel_current(index));
         for lane in shared.lanes.iter() {
+            // Nothing is put in an outbox after this take (`outbox.rs`).
+            lane.outbox.take(&mut self.spare);
+            for waiting in self.spare.drain(..).flatten() {
+                let (index, generation) = (waiting.entry.index, waiting.generation);
+                dropped += usize::from(slots.cancel(0, index, generation).is_some());
+            }
             while let Some(cmd) = lane.commands.pop() {
                 match cmd {
-                    // Stopped only if the slot still carries the insert's
-                    // generation (a cancel may have freed the slot before).
-                    Command::Insert { entry, generation } => {
-                        dropped += usize::from(slots.cancel(0, entry.index, generation).is_some());
-                    }
                     Command::Rearm(e) => dropped += stop(e.index),
                     Command::Cancel { .. } | Command::Reset { .. } => {}
                 }

@@ -28,7 +28,7 @@ mod word;
 
 pub(crate) use self::transitions::{Cancelled, Claim, Start};
 pub(crate) use self::word::{
-    CANCELLED, PENDING, QUEUED, RUNNING, gen_of, is_repeat, seq_of, state_of,
+    CANCELLED, PENDING, QUEUED, RUNNING, gen_of, is_repeat, seq_of, state_of, wrap_seq,
 };
 
 use self::word::{FREE, freed, pack};
@@ -224,10 +224,10 @@ impl SlotTable {
         Some(first)
     }
 
-    /// Takes a free slot (preferably of `lane`) and marks it PENDING.
-    /// Returns `(index, generation)`, or `None` when all 2^32 indices are
-    /// in use.
-    pub(crate) fn alloc(&self, lane: usize, repeat: bool) -> Option<(u32, u32)> {
+    /// Takes a free slot (preferably of `lane`) and marks it PENDING with
+    /// sequence `seq` (the timer's outbox position, `outbox.rs`). Returns
+    /// `(index, generation)`, or `None` when all 2^32 indices are in use.
+    pub(crate) fn alloc(&self, lane: usize, repeat: bool, seq: u32) -> Option<(u32, u32)> {
         let (index, generation) = self.take_index(lane)?;
         let word = self.word(index);
         // Sole owner: the index came from a free list or a counter. The
@@ -239,8 +239,33 @@ impl SlotTable {
             word.load(Ordering::Acquire),
             pack(generation, 0, false, FREE)
         );
-        word.store(pack(generation, 0, repeat, PENDING), Ordering::Release);
+        word.store(pack(generation, seq, repeat, PENDING), Ordering::Release);
         Some((index, generation))
+    }
+
+    /// Marks a free slot the caller popped from its own list (its lane's
+    /// outbox keeps a few: `outbox.rs`) PENDING with sequence `seq`: the
+    /// second half of [`alloc`](Self::alloc).
+    pub(crate) fn reuse(&self, index: u32, generation: u32, repeat: bool, seq: u32) {
+        let word = self.word(index);
+        debug_assert_eq!(
+            word.load(Ordering::Acquire),
+            pack(generation, 0, false, FREE)
+        );
+        word.store(pack(generation, seq, repeat, PENDING), Ordering::Release);
+    }
+
+    /// Frees the slot of a timer that waits in its lane's outbox, for the
+    /// canceller holding the outbox's lock (nobody else writes the word of
+    /// such a timer: `outbox.rs`), so a plain store, not a CAS. Returns the
+    /// slot's new generation; the caller puts the index on a free list.
+    pub(crate) fn free_waiting(&self, index: u32, generation: u32) -> u32 {
+        let word = self.word(index);
+        let w = word.load(Ordering::Relaxed);
+        debug_assert!(gen_of(w) == generation && state_of(w) == PENDING);
+        let f = freed(w);
+        word.store(f, Ordering::Release);
+        gen_of(f)
     }
 
     /// Frees the slot (see "Release ownership" in `transitions.rs`): bumps
@@ -343,36 +368,44 @@ mod tests {
         let b = FRESH_BLOCK as u32;
         // Lane 1 takes the first block, lane 3 the next one: indices stay
         // dense whatever the number of lanes.
-        let a: Vec<_> = (0..3).map(|_| t.alloc(1, false).unwrap()).collect();
+        let a: Vec<_> = (0..3).map(|_| t.alloc(1, false, 0).unwrap()).collect();
         assert_eq!(a, vec![(0, 0), (1, 0), (2, 0)]);
-        assert_eq!(t.alloc(3, false).unwrap(), (b, 0));
-        assert_eq!(t.alloc(1, false).unwrap(), (3, 0), "lane 1 keeps its block");
+        assert_eq!(t.alloc(3, false, 0).unwrap(), (b, 0));
+        assert_eq!(
+            t.alloc(1, false, 0).unwrap(),
+            (3, 0),
+            "lane 1 keeps its block"
+        );
         // A released slot goes to the lane the releaser names, with the
         // next generation, and is reused before any fresh index...
         assert!(t.mark_applied(1, 0));
         assert_eq!(t.cancel(1, 1, 0), Some(Cancelled::WithTicker));
         t.release(1, 1);
-        assert_eq!(t.alloc(1, false).unwrap(), (1, 1));
+        assert_eq!(t.alloc(1, false, 0).unwrap(), (1, 1));
         // ...also by a producer on another lane (stolen), so the table
         // does not grow while slots are free.
         assert!(t.mark_applied(2, 0));
         assert_eq!(t.cancel(1, 2, 0), Some(Cancelled::WithTicker));
         t.release(1, 2);
-        assert_eq!(t.alloc(2, true).unwrap(), (2, 1));
-        assert_eq!(t.alloc(2, false).unwrap(), (2 * b, 0), "then a fresh block");
+        assert_eq!(t.alloc(2, true, 0).unwrap(), (2, 1));
+        assert_eq!(
+            t.alloc(2, false, 0).unwrap(),
+            (2 * b, 0),
+            "then a fresh block"
+        );
         // retire + recycle is release in two steps.
         assert!(t.mark_applied(0, 0));
         assert_eq!(t.cancel(1, 0, 0), Some(Cancelled::WithTicker));
         assert_eq!(t.retire(0), 1);
         assert_eq!(t.cancel(1, 0, 0), None, "stale once retired");
         t.recycle(t.home_lane(0), 0, 1);
-        assert_eq!(t.alloc(0, false).unwrap(), (0, 1));
+        assert_eq!(t.alloc(0, false, 0).unwrap(), (0, 1));
         // A cancel before the insert is applied frees the slot onto the
         // handle's lane at once, with the next generation.
-        let (i, g) = t.alloc(3, false).unwrap();
+        let (i, g) = t.alloc(3, false, 0).unwrap();
         assert_eq!(t.cancel(3, i, g), Some(Cancelled::Unapplied));
         assert!(!t.is_active(i, g));
-        assert_eq!(t.alloc(3, false).unwrap(), (i, g + 1));
+        assert_eq!(t.alloc(3, false, 0).unwrap(), (i, g + 1));
     }
 
     #[test]
@@ -381,7 +414,10 @@ mod tests {
         // than the number of timers (indices are not striped by lane).
         let t = SlotTable::new(8);
         let n = 10_000u32;
-        let max = (0..n).map(|_| t.alloc(5, false).unwrap().0).max().unwrap();
+        let max = (0..n)
+            .map(|_| t.alloc(5, false, 0).unwrap().0)
+            .max()
+            .unwrap();
         assert_eq!(max, n - 1);
     }
 
@@ -397,7 +433,7 @@ mod tests {
         let t = SlotTable::new(1);
         let n = 40 << FIRST_CHUNK_BITS;
         for expect in 0..n {
-            let (i, g) = t.alloc(0, false).unwrap();
+            let (i, g) = t.alloc(0, false, 0).unwrap();
             assert_eq!((i, g), (expect, 0));
         }
         assert!(t.is_active(n - 1, 0));

@@ -5,9 +5,10 @@
 //!
 //! | from | to | by | operation |
 //! |------|----|----|-----------|
-//! | FREE(g) | PENDING(g, 0) | the allocating producer (sole owner of a popped free index) | `alloc` (plain store) |
-//! | PENDING(g, s) | PENDING(g, s), applied | tick thread, applying the timer's `Insert` (generation `g`) | `mark_applied` (CAS) |
-//! | PENDING(g, *), not applied | FREE(g+1) | any thread with a handle: the index goes to its lane's free list at once | `cancel` (CAS) |
+//! | FREE(g) | PENDING(g, p) | the allocating producer (sole owner of a popped free index), under its outbox's lock; `p` = the timer's outbox position | `alloc`, `reuse` (plain store) |
+//! | PENDING(g, s) | PENDING(g, s), applied | tick thread, applying a timer it took from an outbox (generation `g`) | `mark_applied` (CAS) |
+//! | PENDING(g, *), in an outbox | FREE(g+1) | any thread with a handle, under the outbox's lock | `free_waiting` (plain store: only the lock's holders write the word then) |
+//! | PENDING(g, *), not applied, taken from its outbox | FREE(g+1) | any thread with a handle: the index goes to its lane's free list at once | `cancel` (CAS) |
 //! | PENDING(g, s) | PENDING(g, s+1) | any thread with a handle | `reset` (CAS) |
 //! | RUNNING(g, s), repeating | RUNNING(g, s+1) | any thread with a handle | `reset` (CAS) |
 //! | QUEUED(g, s) | QUEUED(g, s+1) | any thread with a handle | `reset` (CAS) |
@@ -32,17 +33,19 @@
 //! with the tick thread (it must be told: a `Cancel` command), or with a
 //! worker (which frees it after `start` or `finish_run` fails).
 //!
-//! **Cancel before the insert is applied.** Nobody but the command queue
-//! holds the entry, and nobody has looked at the slot, so the canceller
-//! frees the slot itself: one CAS from PENDING(g) to FREE(g+1), and the
-//! index goes to the free list of the handle's lane (the timer's `Insert`
-//! lane) at once (the producer's own, when it cancels its own timers, so it
-//! reuses cache-hot slots). The `Insert`
-//! carries `g`: when the tick thread applies it, `mark_applied` finds
-//! another generation (the slot is free or already reused) and the tick
-//! thread drops the entry, closure included, without touching the slot.
-//! `mark_applied` and `cancel` are CASes on one word, so exactly one of
-//! "the tick thread armed the entry" and "the canceller freed the slot"
+//! **Cancel before the timer is applied.** A timer still in its outbox is
+//! cancelled there (`outbox.rs`): under the outbox's lock the canceller
+//! frees the slot (a plain store of FREE(g+1)), removes the entry and
+//! drops the closure; the tick thread never sees the timer. A timer the
+//! tick thread has taken but not applied yet is held by nobody but the
+//! tick thread, which has not looked at the slot, so the canceller frees
+//! the slot itself: one CAS from PENDING(g) to FREE(g+1), and the index
+//! goes to the free list of the handle's lane at once. When the tick
+//! thread then applies the timer (the entry carries `g`), `mark_applied`
+//! finds another generation (the slot is free or already reused) and the
+//! tick thread drops the entry, closure included, without touching the
+//! slot. `mark_applied` and `cancel` are CASes on one word, so exactly one
+//! of "the tick thread armed the entry" and "the canceller freed the slot"
 //! happens. Generations only grow, so a slot's later occupant never
 //! carries `g` (until the 32-bit generation wraps, as for handles).
 //!
@@ -52,10 +55,10 @@
 //! thread when it removes a cancelled entry from its wheel, pops one whose
 //! claim finds it cancelled, or receives a re-arm of a cancelled timer.
 //! Since the entry is unique (it is moved, never copied), so is the
-//! release. The one exception is the unapplied cancel above, where the
-//! canceller frees the slot and the entry's holder (the tick thread, once
-//! it pops the `Insert`) frees only the entry; one CAS decides which case
-//! holds. After `release` the index (with its new generation) goes to its
+//! release. The exceptions are the cancels before the timer is applied,
+//! above, where the canceller frees the slot and drops the entry (in the
+//! outbox) or the tick thread frees only the entry (taken, not applied);
+//! the outbox's lock, or one CAS, decides which case holds. After `release` the index (with its new generation) goes to its
 //! lane's free list; the tick thread does this in batches (`retire` now,
 //! `recycle` at the end of its round or every 256 slots).
 //!
@@ -79,9 +82,9 @@ use crate::sync::Ordering;
 /// Where a timer's entry was when `cancel` succeeded: who frees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cancelled {
-    /// Its `Insert` is still in a command queue: the slot is already free
-    /// again, and the tick thread drops the entry when it applies the
-    /// `Insert` (no command needed).
+    /// The tick thread took it from its outbox and has not applied it: the
+    /// slot is already free again, and the tick thread drops the entry
+    /// when it applies it (no command needed).
     Unapplied,
     /// The tick thread holds it: a `Cancel` command must tell it.
     WithTicker,
@@ -115,9 +118,10 @@ pub(crate) enum Start {
 
 impl SlotTable {
     /// `cancel` from a handle of `lane`: PENDING or QUEUED → CANCELLED, or
-    /// RUNNING → CANCELLED for a repeating timer; a PENDING timer whose
-    /// `Insert` is not applied yet goes to FREE(g+1) instead, and its index
-    /// to `lane`'s free list (see "Cancel before the insert is applied").
+    /// RUNNING → CANCELLED for a repeating timer; a PENDING timer taken
+    /// from its outbox but not applied yet goes to FREE(g+1) instead, and
+    /// its index to `lane`'s free list (see "Cancel before the timer is
+    /// applied").
     /// On success, where the entry is (who releases the slot); `None` if
     /// the handle's timer is over.
     pub(crate) fn cancel(&self, lane: usize, index: u32, generation: u32) -> Option<Cancelled> {
@@ -146,9 +150,19 @@ impl SlotTable {
         }
     }
 
-    /// The tick thread applies the `Insert` of a timer of generation `generation`:
+    /// If the timer `(index, generation)` is PENDING and not yet applied
+    /// (it may still wait in its lane's outbox), its sequence: its outbox
+    /// position if it is there. A hint read without a lock (the outbox
+    /// decides under its lock).
+    pub(crate) fn unapplied(&self, index: u32, generation: u32) -> Option<u32> {
+        let w = self.word(index).load(Ordering::Acquire);
+        (gen_of(w) == generation && state_of(w) == PENDING && !is_applied(w)).then(|| seq_of(w))
+    }
+
+    /// The tick thread applies a timer of generation `generation` it took
+    /// from an outbox:
     /// sets `applied` on its PENDING word (whatever its sequence: a reset's
-    /// command follows the `Insert` on its lane). `false` if the timer was
+    /// command about it comes after the take). `false` if the timer was
     /// cancelled first: its canceller freed the slot (which may have a new
     /// occupant already), and the caller drops the entry and leaves the
     /// slot alone.
@@ -319,7 +333,7 @@ mod tests {
     #[test]
     fn table_protocol_single_thread() {
         let t = SlotTable::new(1);
-        let (i, g) = t.alloc(0, false).unwrap();
+        let (i, g) = t.alloc(0, false, 0).unwrap();
         assert!(t.is_active(i, g));
         assert!(t.mark_applied(i, g));
         assert_eq!(t.reset(i, g), Some(1));
@@ -337,7 +351,7 @@ mod tests {
         assert_eq!(t.reset(i, g), None);
         t.release(0, i);
         assert_eq!(t.cancel(0, i, g), None, "stale handle");
-        let (j, g2) = t.alloc(0, true).unwrap();
+        let (j, g2) = t.alloc(0, true, 0).unwrap();
         assert_eq!(
             (j, g2),
             (i, g + 1),
@@ -357,7 +371,7 @@ mod tests {
         assert_eq!(t.claim(j, 1), Claim::Cancelled);
         assert!(!t.cancel_current(j));
         t.release(0, j);
-        let (k, g3) = t.alloc(0, false).unwrap();
+        let (k, g3) = t.alloc(0, false, 0).unwrap();
         assert!(t.mark_applied(k, g3));
         assert_eq!(t.claim(k, 0), Claim::Won);
         assert_eq!(
@@ -371,11 +385,11 @@ mod tests {
         // canceller frees the slot; the insert, applied after the slot was
         // reused, finds another generation and leaves the new occupant
         // alone.
-        let (u, g4) = t.alloc(0, false).unwrap();
+        let (u, g4) = t.alloc(0, false, 0).unwrap();
         assert_eq!(t.reset(u, g4), Some(1), "reset keeps it unapplied");
         assert_eq!(t.cancel(0, u, g4), Some(Cancelled::Unapplied));
         assert_eq!(t.cancel(0, u, g4), None);
-        let (v, g5) = t.alloc(0, false).unwrap();
+        let (v, g5) = t.alloc(0, false, 0).unwrap();
         assert_eq!((v, g5), (u, g4 + 1));
         assert!(!t.mark_applied(u, g4));
         assert!(t.is_active(v, g5));

@@ -14,15 +14,17 @@
 //!   [`CANCELLED`].
 //! - `repeat` is set for repeating timers (it decides what `cancel` may do
 //!   to a running timer).
-//! - `applied` is set by the tick thread when it applies the timer's
-//!   `Insert` (and never cleared before the slot is freed). While it is
-//!   clear the entry is still in a command queue, so a `cancel` sends
+//! - `applied` is set by the tick thread when it puts the timer in its
+//!   wheel (and never cleared before the slot is freed). While it is clear
+//!   the entry is in its outbox or just taken from it, so a `cancel` sends
 //!   nothing and frees the slot itself (FREE, next generation): the tick
 //!   thread's `mark_applied` then finds another generation and drops only
 //!   the entry.
-//! - `seq` counts successful `reset`s (mod 2^27); the tick thread stores the
-//!   `seq` it armed an entry with and fires the entry only if the word still
-//!   carries that `seq`.
+//! - `seq` starts at the timer's position in its lane's outbox (mod 2^27;
+//!   `outbox.rs`, so that a handle finds its timer there) and counts the
+//!   successful `reset`s after the tick thread took it; the tick thread
+//!   stores the `seq` it armed an entry with and fires the entry only if
+//!   the word still carries that `seq`.
 //! - `generation` is bumped each time the slot is freed, so a handle (index,
 //!   generation) of an earlier occupant never matches again (until the 32-bit
 //!   generation wraps, i.e. after 2^32 reuses of the same slot while the old
@@ -81,7 +83,7 @@ pub(crate) fn is_repeat(w: u64) -> bool {
     w & REPEAT_BIT != 0
 }
 
-/// Whether the tick thread has applied the timer's `Insert`.
+/// Whether the tick thread has put the timer in its wheel.
 pub(crate) fn is_applied(w: u64) -> bool {
     w & APPLIED_BIT != 0
 }
@@ -94,6 +96,11 @@ pub(crate) fn with_applied(w: u64) -> u64 {
 /// The same word with another state.
 pub(crate) fn with_state(w: u64, state: u64) -> u64 {
     (w & !STATE_MASK) | (state & STATE_MASK)
+}
+
+/// `v` as a sequence number (mod 2^27).
+pub(crate) fn wrap_seq(v: u32) -> u32 {
+    v % SEQ_LIMIT
 }
 
 /// The same word with the reset sequence incremented (mod 2^27).
