@@ -10,10 +10,14 @@
 //! than `n / rate` seconds after the start: evenly paced, never a burst.
 //!
 //! Invariants:
-//! - Only dead letters that failed before the store's clock read at the
-//!   start are taken: one that fails later (a revived letter failing
-//!   again included) lies past the walk's end, so a replay revives a key
-//!   at most once.
+//! - Only dead letters that failed up to the store's clock read at the
+//!   start, that millisecond included, are taken: a replay started as
+//!   soon as the last letter failed takes it too. The walk revives nothing
+//!   until that millisecond has passed (the clock was read before its
+//!   answer came, so a millisecond after the answer the store's clock is
+//!   past it), so one that fails later (a revived letter failing again
+//!   included) lies past the walk's end, and a replay revives a key at
+//!   most once.
 //! - Just before a revival the letter is read again; one that changed
 //!   since its page was read (revived, removed, or failed again) is
 //!   counted as skipped and left alone.
@@ -295,11 +299,15 @@ impl Replays {
             ));
         }
         let (since, before) = filter.bounds()?;
-        let now = store.counts()?.now;
+        // The start's millisecond is in the walk: the letters that failed
+        // in it failed before this call.
+        let now = store.counts()?.now.saturating_add(1);
+        let not_before = Instant::now() + Duration::from_millis(1);
         let walk = Walk {
             store,
             filter: filter.clone(),
             since,
+            not_before,
             end: before.map_or(now, |b| b.min(now)),
             interval: 1.0 / rate,
             limit: limit.unwrap_or(u64::MAX),
@@ -339,9 +347,13 @@ struct Walk {
     filter: DeadFilter,
     /// Failed at or after this (store time).
     since: Option<Millis>,
-    /// Failed before this (store time): the start's clock, or the filter's
-    /// bound if earlier.
+    /// Failed before this (store time): just past the start's clock, or
+    /// the filter's bound if earlier.
     end: Millis,
+    /// No revival before this: the store's clock has then passed the
+    /// start's millisecond, so what a revival makes fail again fails
+    /// after `end`.
+    not_before: Instant,
     /// Seconds between two revivals.
     interval: f64,
     limit: u64,
@@ -363,6 +375,9 @@ impl Walk {
     /// The walk itself; the state it ended in.
     fn walk(&self, replay: &Replay) -> Result<ReplayState, DurableError> {
         let s = &replay.shared;
+        if let Some(end) = pause(replay, Some(self.not_before)) {
+            return Ok(end);
+        }
         let started = Instant::now();
         // Strictly after (since - 1, ""): every key is longer than "", so
         // this starts at the first letter that failed at `since - 1`; the

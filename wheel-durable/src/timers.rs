@@ -391,10 +391,11 @@ impl DurableTimers {
     /// [`Replay`]: its progress, cancel and wait.
     ///
     /// The replay walks the dead letters in failure order with a cursor,
-    /// so ones that do not match never hold it up. It takes only dead
-    /// letters that failed before the store's clock when it starts: a dead
-    /// letter added later, a revived one that fails again included, is not
-    /// replayed. A letter that changed after the walk read it (revived or
+    /// so ones that do not match never hold it up. It takes every dead
+    /// letter that failed up to the store's clock when it starts (that
+    /// millisecond included: its first revival waits for the next one), and
+    /// only those: a dead letter added later, a revived one that fails
+    /// again included, is not replayed. A letter that changed after the walk read it (revived or
     /// removed by someone else) is skipped and counted. The replay lives
     /// in this handle: [`shutdown`](Self::shutdown) stops it
     /// ([`ReplayState::Stopped`](crate::ReplayState::Stopped)); what it

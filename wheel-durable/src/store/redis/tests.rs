@@ -592,3 +592,53 @@ fn resumes_wake_the_nodes() {
     assert!(store.set_paused(None, false).unwrap());
     wait_for(4_990);
 }
+
+/// The store's clock stands still (a manual clock), so the dead letters
+/// failed in the very millisecond the replay reads as its start: they
+/// failed before the call, and the replay takes every one of them.
+#[test]
+fn a_replay_takes_the_letters_that_failed_in_its_starting_millisecond() {
+    let Some(server) = RedisServer::for_test(ServerOptions::default()) else {
+        return;
+    };
+    let store_ms = Arc::new(AtomicU64::new(unix_ms(SystemTime::now())));
+    let fail = Arc::new(AtomicBool::new(true));
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let (f, r) = (fail.clone(), ran.clone());
+    let n = DurableTimers::builder()
+        .redis(&server.url())
+        .namespace("replay-ms")
+        .manual_store_clock(store_ms.clone())
+        .handler(move |t: &Fired| {
+            if f.load(Ordering::SeqCst) {
+                return Outcome::Fail("down".into());
+            }
+            lock(&r).push(t.key.clone());
+            Outcome::Done
+        })
+        .build()
+        .unwrap();
+    for i in 0..20 {
+        n.add(&format!("k{i}"), Duration::ZERO, b"").unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while n.list(Listing::Dead, 100).unwrap().timers.len() < 20 {
+        assert!(Instant::now() < deadline, "the letters did not die");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    fail.store(false, Ordering::SeqCst);
+    let end = n
+        .replay_dead(&crate::DeadFilter::default(), 1_000.0, None)
+        .unwrap()
+        .wait();
+    assert_eq!((end.matched, end.revived, end.skipped), (20, 20, 0));
+    while lock(&ran).len() < 20 {
+        assert!(Instant::now() < deadline, "the revived letters did not run");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut keys = lock(&ran).clone();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 20, "each revived letter runs once");
+    n.shutdown().unwrap();
+}
