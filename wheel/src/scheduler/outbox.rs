@@ -23,10 +23,10 @@
 //!   everything. The tick thread reads it without the lock.
 //! - A timer in the outbox has a PENDING slot word without `applied`, of the
 //!   generation the entry carries, and its *sequence is its position here*
-//!   (mod 2^27), the entry's `seq` the same: a handle finds its timer here
-//!   from one look at the word. While the entry is here its word changes
-//!   only under the lock: `cancel` frees the slot and removes the entry in
-//!   one critical section; `reset` moves the entry's due time in place and
+//!   (mod 2^27; the tick thread arms the entry with it): a handle finds
+//!   its timer here from one look at the word. While the entry is here its
+//!   word changes only under the lock: `cancel` frees the slot and removes
+//!   the entry in one critical section; `reset` moves the entry's due time in place and
 //!   leaves the word alone (nothing is armed yet, so there is no old
 //!   deadline to disarm). The tick thread marks a timer applied only after
 //!   taking it out, so a timer found here is never applied.
@@ -61,11 +61,27 @@ pub(crate) const OUTBOX_CAP: usize = 2;
 /// The take-by tick of a full outbox: take it at once.
 pub(crate) const TAKE_NOW: u64 = 0;
 
-/// A timer waiting in an outbox: its entry and the slot generation it was
-/// scheduled with.
+/// A timer waiting in an outbox: its closure, slot, the slot generation it
+/// was scheduled with, and its due time (32 bytes: its sequence is its
+/// position, so it is not stored).
 pub(crate) struct Waiting {
-    pub(crate) entry: Entry,
+    pub(crate) task: Box<dyn Task>,
+    pub(crate) index: u32,
     pub(crate) generation: u32,
+    /// Nanoseconds after the origin, as in [`Entry::due`].
+    pub(crate) due: u64,
+}
+
+impl Waiting {
+    /// The entry of the timer that waited at `position`.
+    pub(crate) fn into_entry(self, position: usize) -> Entry {
+        Entry {
+            task: self.task,
+            index: self.index,
+            seq: wrap_seq(position as u32),
+            due: self.due,
+        }
+    }
 }
 
 /// The positions of an outbox: a slab of waiting timers.
@@ -165,13 +181,10 @@ impl Outbox {
             },
         };
         let waiting = Some(Waiting {
-            entry: Entry {
-                task,
-                index,
-                seq,
-                due,
-            },
+            task,
+            index,
             generation,
+            due,
         });
         if held.free.pop().is_some() {
             held.entries[position as usize] = waiting;
@@ -242,10 +255,10 @@ impl Outbox {
     ) -> Option<Option<u64>> {
         let mut held = lock(&self.held);
         let waiting = held.entries.get_mut(position as usize)?.as_mut()?;
-        if waiting.entry.index != index || waiting.generation != generation {
+        if waiting.index != index || waiting.generation != generation {
             return None;
         }
-        waiting.entry.due = due;
+        waiting.due = due;
         let lowered = (take_by < self.earliest.load(Ordering::Relaxed)).then(|| {
             self.earliest.store(take_by, Ordering::Release);
             take_by
@@ -255,7 +268,10 @@ impl Outbox {
 
     /// Tick thread: takes every waiting timer, swapping the slab with
     /// `into` (empty on entry, so that slabs are reused, not reallocated).
-    /// The caller applies what `into` holds, then leaves it empty.
+    /// The caller applies what `into` holds (a timer's position is its
+    /// index there), then leaves it empty, with at most [`OUTBOX_CAP`]
+    /// places (a slab that grew while the tick thread was slow to take it
+    /// does not keep that memory).
     pub(crate) fn take(&self, into: &mut Slab) {
         debug_assert!(into.is_empty());
         let mut held = lock(&self.held);
@@ -270,6 +286,18 @@ impl Outbox {
 fn holds(entries: &Slab, position: u32, index: u32, generation: u32) -> bool {
     matches!(
         entries.get(position as usize),
-        Some(Some(w)) if w.entry.index == index && w.generation == generation
+        Some(Some(w)) if w.index == index && w.generation == generation
     )
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Waiting;
+
+    #[test]
+    fn a_waiting_timer_is_32_bytes() {
+        // An outbox's slab is this per position (the box's niche makes the
+        // `Option` free).
+        assert_eq!(std::mem::size_of::<Option<Waiting>>(), 32);
+    }
 }

@@ -46,7 +46,7 @@ use super::Shared;
 use super::command::{Command, Entry, Task};
 use super::lanes::lane_of;
 use super::lateness::WakeLateness;
-use super::outbox::Slab;
+use super::outbox::{OUTBOX_CAP, Slab};
 use super::slots::{
     CANCELLED, Claim, PENDING, QUEUED, RUNNING, gen_of, is_repeat, seq_of, state_of,
 };
@@ -336,9 +336,13 @@ impl Ticker {
             }
             lane.outbox.take(&mut self.spare);
             let mut taken = std::mem::take(&mut self.spare);
-            for waiting in taken.drain(..).flatten() {
-                self.apply_insert(waiting.entry, waiting.generation);
+            for (position, waiting) in taken.drain(..).enumerate() {
+                if let Some(w) = waiting {
+                    let generation = w.generation;
+                    self.apply_insert(w.into_entry(position), generation);
+                }
             }
+            taken.shrink_to(OUTBOX_CAP);
             self.spare = taken;
         }
         next
@@ -551,7 +555,7 @@ impl Ticker {
             // Nothing is put in an outbox after this take (`outbox.rs`).
             lane.outbox.take(&mut self.spare);
             for waiting in self.spare.drain(..).flatten() {
-                let (index, generation) = (waiting.entry.index, waiting.generation);
+                let (index, generation) = (waiting.index, waiting.generation);
                 dropped += usize::from(slots.cancel(0, index, generation).is_some());
             }
             while let Some(cmd) = lane.commands.pop() {
