@@ -213,6 +213,12 @@ impl Shared {
             .runs
             .ended
             .fetch_add(1, Ordering::Relaxed);
+        self.pending_over();
+    }
+
+    /// One accepted timer is over (ran, cancelled, or never placed): the
+    /// exact `pending` count of a bounded scheduler goes down.
+    pub(crate) fn pending_over(&self) {
         if self.bounded() {
             self.counters.pending.fetch_sub(1, Ordering::Relaxed);
         }

@@ -176,9 +176,7 @@ impl Shared {
             Ok(placed) => placed,
             Err((e, task)) => {
                 drop(task);
-                if bounded {
-                    s.counters.pending.fetch_sub(1, Ordering::Relaxed);
-                }
+                s.pending_over();
                 return Err(e);
             }
         };
@@ -212,9 +210,7 @@ impl Shared {
         if let Some(position) = self.slots.unapplied(index, generation) {
             let outbox = &self.lanes[lane].outbox;
             if let Some(waiting) = outbox.cancel(self, lane, position, index, generation) {
-                if self.bounded() {
-                    self.counters.pending.fetch_sub(1, Ordering::Relaxed);
-                }
+                self.pending_over();
                 drop(waiting);
                 return true;
             }
@@ -242,9 +238,7 @@ impl Shared {
             .submit
             .cancelled
             .fetch_add(1, Ordering::Relaxed);
-        if self.bounded() {
-            self.counters.pending.fetch_sub(1, Ordering::Relaxed);
-        }
+        self.pending_over();
     }
 
     /// `TimerHandle::reset`/`reset_at` for a handle of `lane`: the timer
